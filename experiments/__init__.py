@@ -1,0 +1,1 @@
+"""Command line, runner, results, reports and sweeps."""

