@@ -1,0 +1,52 @@
+"""Scoring of UQ predictions against the oracle and realised outcomes (DESIGN §5).
+
+Array-level metric functions; each states its formula and shapes.
+"""
+
+from oracle.scoring.across import kendall_tau, kendall_w, ols_slope
+from oracle.scoring.agreement import pearson, scale_ratio, spearman
+from oracle.scoring.calibration import calibration_curve, calibration_log_ratios
+from oracle.scoring.ensemble import (
+    error_spread_spearman,
+    fair_crps_ensemble,
+    spread_skill_ratio,
+    top_decile_error_ratio,
+)
+from oracle.scoring.proper import (
+    gaussian_crps,
+    gaussian_nll,
+    interval_coverage,
+    miscalibration_area,
+    pit,
+    pit_histogram,
+    reliability_curve,
+)
+from oracle.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
+from oracle.scoring.utilities import selective_utility, topk_utility
+
+__all__ = [
+    "aurc",
+    "calibration_curve",
+    "calibration_log_ratios",
+    "error_spread_spearman",
+    "fair_crps_ensemble",
+    "gaussian_crps",
+    "gaussian_nll",
+    "interval_coverage",
+    "kendall_tau",
+    "kendall_w",
+    "miscalibration_area",
+    "normalised_aurc",
+    "ols_slope",
+    "pearson",
+    "pit",
+    "pit_histogram",
+    "reliability_curve",
+    "risk_coverage_curve",
+    "scale_ratio",
+    "selective_utility",
+    "spearman",
+    "spread_skill_ratio",
+    "top_decile_error_ratio",
+    "topk_utility",
+]

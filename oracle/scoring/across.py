@@ -1,0 +1,99 @@
+"""Statistics across datasets and methods: rank agreement and ablation slopes (DESIGN §5)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.stats import kendalltau, rankdata
+
+from oracle.scoring._checks import all_finite, vectors
+
+
+def kendall_w(scores: np.ndarray) -> float:
+    """Kendall's coefficient of concordance W of m rankings of n items, tie-corrected.
+
+    Each row is ranked (mid-ranks for ties); with column rank sums ``R_j``,
+    ``S = sum_j (R_j - m (n+1)/2)^2`` and ``T = sum_rows sum_groups (t^3 - t)`` over the
+    tie groups (sizes ``t``) of every row,
+
+        W = 12 S / (m^2 (n^3 - n) - m T).
+
+    Without ties the mean pairwise Spearman correlation of the rows is ``(m W - 1)/(m - 1)``.
+
+    Args:
+        scores: shape (m, n): rows are raters (datasets), columns the items (methods); only
+            the order within a row matters, so any score direction works if it is the same
+            for every row.
+
+    Returns:
+        W in [0, 1] as a float; NaN if m < 1, n < 2, a score is non-finite or every row is
+        fully tied.
+
+    Reference: Kendall and Babington Smith, "The problem of m rankings", Ann. Math.
+    Statist. 10 (1939); for the tie correction, Siegel and Castellan, "Nonparametric
+    Statistics for the Behavioral Sciences" (2nd ed., 1988).
+    """
+    x = np.asarray(scores, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"kendall_w: `scores` must have shape (m, n), got shape {x.shape}")
+    m, n = x.shape
+    if m < 1 or n < 2 or not all_finite(x):
+        return float("nan")
+    ranks = rankdata(x, axis=1)
+    s = float(np.sum((ranks.sum(axis=0) - m * (n + 1) / 2.0) ** 2))
+    ties = 0.0
+    for row in x:
+        _, sizes = np.unique(row, return_counts=True)
+        ties += float(np.sum(sizes.astype(np.float64) ** 3 - sizes))
+    denom = m**2 * (n**3 - n) - m * ties
+    return 12.0 * s / denom if denom > 0 else float("nan")
+
+
+def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's rank correlation tau-b of two scorings of the same items.
+
+    ``tau_b = (C - D) / sqrt((P - X_0)(P - Y_0))`` with ``C``/``D`` the concordant/discordant
+    pairs, ``P`` all pairs and ``X_0``/``Y_0`` the pairs tied in ``x``/``y``.
+
+    Args:
+        x, y: shape (n,) each.
+
+    Returns:
+        tau_b in [-1, 1] as a float; NaN if either input is constant, non-finite, or n < 2.
+
+    Reference: Kendall, "The treatment of ties in ranking problems", Biometrika 33 (1945).
+    """
+    a, b = vectors("kendall_tau", x=x, y=y)
+    if a.shape[0] < 2 or not all_finite(a, b) or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(kendalltau(a, b, variant="b").statistic)
+
+
+def ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of ``y`` on ``x`` (with intercept) and its standard error.
+
+    ``beta = S_xy / S_xx``, ``se = sqrt( sum_i r_i^2 / (n - 2) / S_xx )`` with centred sums
+    ``S_xy = sum (x - xbar)(y - ybar)``, ``S_xx = sum (x - xbar)^2`` and residuals ``r``.
+
+    Args:
+        x: regressor, shape (n,) (e.g. an ablation's setting per run).
+        y: response, shape (n,) (e.g. a metric per run).
+
+    Returns:
+        ``(slope, stderr)`` as floats; slope NaN if ``x`` is constant, stderr NaN if n < 3.
+    """
+    a, b = vectors("ols_slope", x=x, y=y)
+    n = a.shape[0]
+    if n < 2 or not all_finite(a, b) or np.ptp(a) == 0:
+        return float("nan"), float("nan")
+    xc = a - a.mean()
+    yc = b - b.mean()
+    sxx = float(xc @ xc)
+    slope = float(xc @ yc) / sxx
+    if n < 3:
+        return slope, float("nan")
+    resid = yc - slope * xc
+    return slope, float(np.sqrt(resid @ resid / (n - 2) / sxx))

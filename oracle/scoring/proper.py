@@ -1,0 +1,152 @@
+"""Proper scores and calibration of a Gaussian predictive on realised outcomes (DESIGN §5).
+
+The predictive at point ``i`` is ``N(mu_i, v_i)`` with ``v_i`` the method's total variance
+and ``y_i`` the realised outcome. ``Phi``/``phi`` are the standard normal cdf/pdf and
+``z_i = (y_i - mu_i) / sqrt(v_i)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from oracle.scoring._checks import vectors
+
+COVERAGE_LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
+
+
+def gaussian_nll(mean: np.ndarray, var: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Negative log density of ``y`` under ``N(mu, v)``: ``1/2 log(2 pi v) + (y - mu)^2 / (2 v)``.
+
+    Args:
+        mean: ``mu``, shape (N,).
+        var: ``v``, shape (N,).
+        y: outcomes, shape (N,).
+
+    Returns:
+        Per-point NLL, shape (N,); NaN where ``v <= 0``.
+    """
+    mu, v, y = vectors("gaussian_nll", mean=mean, var=var, y=y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nll = 0.5 * np.log(2.0 * np.pi * v) + (y - mu) ** 2 / (2.0 * v)
+    return np.where(v > 0, nll, np.nan)
+
+
+def gaussian_crps(mean: np.ndarray, var: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Closed-form CRPS of ``N(mu, v)`` at ``y``.
+
+    ``CRPS = sigma (z (2 Phi(z) - 1) + 2 phi(z) - 1/sqrt(pi))`` with ``sigma = sqrt(v)``;
+    at ``v = 0`` it is the limit ``|y - mu|``. Equals ``int (F(x) - 1{x >= y})^2 dx``.
+
+    Args:
+        mean: ``mu``, shape (N,).
+        var: ``v``, shape (N,), non-negative.
+        y: outcomes, shape (N,).
+
+    Returns:
+        Per-point CRPS, shape (N,), in the units of ``y``; NaN where ``v < 0``.
+
+    Reference: Gneiting, Raftery, Westveld and Goldman, "Calibrated probabilistic
+    forecasting using ensemble model output statistics", Mon. Wea. Rev. 133 (2005), eq. 5.
+    """
+    mu, v, y = vectors("gaussian_crps", mean=mean, var=var, y=y)
+    pos = v > 0
+    s = np.sqrt(np.where(pos, v, 1.0))
+    z = (y - mu) / s
+    pdf = np.exp(-0.5 * z**2) / np.sqrt(2.0 * np.pi)
+    crps = s * (z * (2.0 * ndtr(z) - 1.0) + 2.0 * pdf - 1.0 / np.sqrt(np.pi))
+    return np.where(pos, crps, np.where(v == 0, np.abs(y - mu), np.nan))
+
+
+def pit(mean: np.ndarray, var: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Probability integral transform ``u_i = Phi((y_i - mu_i) / sqrt(v_i))``.
+
+    Uniform on [0, 1] when the outcomes are drawn from the predictive.
+
+    Args:
+        mean, var, y: ``mu``, ``v``, outcomes, each of shape (N,).
+
+    Returns:
+        ``u``, shape (N,); NaN where ``v <= 0``.
+    """
+    mu, v, y = vectors("pit", mean=mean, var=var, y=y)
+    s = np.sqrt(np.where(v > 0, v, 1.0))
+    return np.where(v > 0, ndtr((y - mu) / s), np.nan)
+
+
+def interval_coverage(mean: np.ndarray, var: np.ndarray, y: np.ndarray, level: float) -> float:
+    """Fraction of outcomes inside the central interval ``mu +- Phi^-1((1 + l)/2) sqrt(v)``.
+
+    Args:
+        mean, var, y: ``mu``, ``v``, outcomes, each of shape (N,).
+        level: ``l`` in (0, 1), e.g. 0.9.
+
+    Returns:
+        The empirical coverage as a float (``l`` when calibrated); NaN for N = 0.
+    """
+    mu, v, y = vectors("interval_coverage", mean=mean, var=var, y=y)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"interval_coverage: `level` must lie in (0, 1), got {level}")
+    if mu.shape[0] == 0:
+        return float("nan")
+    half = ndtri(0.5 * (1.0 + level)) * np.sqrt(np.maximum(v, 0.0))
+    return float(np.mean(np.abs(y - mu) <= half))
+
+
+def reliability_curve(u: np.ndarray, n_levels: int = 21) -> tuple[np.ndarray, np.ndarray]:
+    """Observed frequency ``mean_i 1{u_i <= p}`` at nominal levels ``p`` on a uniform grid.
+
+    Args:
+        u: PIT values, shape (N,).
+        n_levels: number of levels ``p = 0, 1/(L-1), ..., 1``.
+
+    Returns:
+        ``(levels, observed)``, each of shape (L,); the diagonal when calibrated.
+    """
+    (u,) = vectors("reliability_curve", u=u)
+    levels = np.linspace(0.0, 1.0, n_levels)
+    observed = np.mean(u[None, :] <= levels[:, None], axis=1) if u.size else levels * np.nan
+    return levels, observed
+
+
+def miscalibration_area(u: np.ndarray) -> float:
+    """Area between the empirical cdf of the PIT and the diagonal, ``int_0^1 |F_n(p) - p| dp``.
+
+    Computed exactly: ``F_n`` is the step function ``j/N`` between the sorted ``u``, and
+    ``int_a^b |p - c| dp = G(b) - G(a)`` with ``G(x) = (x - c) |x - c| / 2``.
+
+    Args:
+        u: PIT values, shape (N,), in [0, 1].
+
+    Returns:
+        A float in [0, 1/2]: 0 for a perfectly uniform PIT; NaN if N = 0 or a value is NaN.
+    """
+    (u,) = vectors("miscalibration_area", u=u)
+    n = u.shape[0]
+    if n == 0 or np.any(np.isnan(u)):
+        return float("nan")
+    knots = np.r_[0.0, np.sort(np.clip(u, 0.0, 1.0)), 1.0]
+    c = np.arange(n + 1) / n
+
+    def g(x: np.ndarray) -> np.ndarray:
+        return 0.5 * (x - c) * np.abs(x - c)
+
+    return float(np.sum(g(knots[1:]) - g(knots[:-1])))
+
+
+def pit_histogram(u: np.ndarray, n_bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Histogram of the PIT on ``n_bins`` equal bins of [0, 1], as a density (flat = 1).
+
+    Args:
+        u: PIT values, shape (N,).
+        n_bins: number of bins ``B``.
+
+    Returns:
+        ``(edges, density)`` of shapes (B + 1,) and (B,); ``density_b = count_b B / N``.
+    """
+    (u,) = vectors("pit_histogram", u=u)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    counts, _ = np.histogram(u[np.isfinite(u)], bins=edges)
+    total = counts.sum()
+    density = counts * n_bins / total if total else np.full(n_bins, np.nan)
+    return edges, density.astype(np.float64)

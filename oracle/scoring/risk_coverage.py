@@ -1,0 +1,92 @@
+"""Risk-coverage curves against oracle targets and the normalised AURC (DESIGN §5).
+
+Order the N points by an estimate ``e``, most certain (smallest) first, and keep the first
+``k``. The curve is the retained mean of the matching oracle target ``t`` at coverage k/N:
+
+    R(k) = (1/k) sum_{j <= k} t_(j),        AURC = (1/N) sum_{k=1}^N R(k).
+
+Tied estimates carry no order, so inside a group of ties every ``t`` is replaced by the
+group's mean: the curve is the expectation over random tie-breaking, and a constant
+estimate gives exactly the random baseline. A random order has ``E[R(k)] = mean(t)`` for
+every ``k``, so ``AURC_random = mean(t)``; the oracle order sorts by ``t`` itself and gives
+the smallest possible AURC. The normalised score
+
+    nAURC = (AURC_random - AURC) / (AURC_random - AURC_oracle)
+
+is 1 for the oracle order, 0 in expectation for a random one, negative when worse.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle.scoring._checks import all_finite, vectors
+
+
+def risk_coverage_curve(estimate: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Coverage ``k/N`` and retained mean target ``R(k)`` for ``k = 1..N``, smallest ``e`` first.
+
+    Args:
+        estimate: ``e``, shape (N,); the ordering key (ties averaged, see the module doc).
+        target: ``t``, shape (N,); the oracle quantity whose retained mean is tracked.
+
+    Returns:
+        ``(coverage, retained)``, each of shape (N,).
+    """
+    e, t = vectors("risk_coverage_curve", estimate=estimate, target=target)
+    return _curve(e, t)
+
+
+def _curve(e: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = e.shape[0]
+    k = np.arange(1, n + 1, dtype=np.float64)
+    if n == 0:
+        return k, k
+    order = np.argsort(e, kind="stable")
+    e_sorted, t_sorted = e[order], t[order]
+    starts = np.flatnonzero(np.r_[True, e_sorted[1:] != e_sorted[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    group_means = np.add.reduceat(t_sorted, starts) / sizes
+    retained = np.cumsum(np.repeat(group_means, sizes)) / k
+    return k / n, retained
+
+
+def aurc(estimate: np.ndarray, target: np.ndarray) -> float:
+    """Area under the risk-coverage curve, ``AURC = (1/N) sum_k R(k)``.
+
+    Args:
+        estimate: ``e``, shape (N,).
+        target: ``t``, shape (N,).
+
+    Returns:
+        A float in the units of ``t``; NaN for N = 0 or non-finite inputs.
+    """
+    e, t = vectors("aurc", estimate=estimate, target=target)
+    if e.shape[0] == 0 or not all_finite(e, t):
+        return float("nan")
+    return float(np.mean(_curve(e, t)[1]))
+
+
+def normalised_aurc(estimate: np.ndarray, target: np.ndarray) -> float:
+    """``nAURC = (AURC_random - AURC) / (AURC_random - AURC_oracle)``.
+
+    ``AURC_random = mean(t)``; ``AURC_oracle`` is the AURC with ``t`` as its own ordering key.
+
+    Args:
+        estimate: ``e``, shape (N,).
+        target: ``t``, shape (N,).
+
+    Returns:
+        A float, at most 1 (1 = oracle order, 0 = random order on average); NaN if ``t``
+        is constant (every order is then the oracle's), N = 0, or an input is non-finite.
+
+    Reference: Geifman et al., "Bias-reduced uncertainty estimation for deep neural
+    classifiers" (ICLR 2019) for AURC; the normalisation is udora's (DESIGN §5).
+    """
+    e, t = vectors("normalised_aurc", estimate=estimate, target=target)
+    if e.shape[0] == 0 or not all_finite(e, t) or np.ptp(t) == 0:
+        return float("nan")
+    a = float(np.mean(_curve(e, t)[1]))
+    a_oracle = float(np.mean(_curve(t, t)[1]))
+    a_random = float(np.mean(t))
+    return (a_random - a) / (a_random - a_oracle)
