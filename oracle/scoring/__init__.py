@@ -1,6 +1,7 @@
 """Scoring of UQ predictions against the oracle and realised outcomes (DESIGN §5).
 
-Array-level metric functions; each states its formula and shapes.
+``score``/``curves`` give every metric and curve of one prediction on one task (names and
+formulas in docs/metrics.md); the array-level functions below are the building blocks.
 """
 
 from oracle.scoring.across import kendall_tau, kendall_w, ols_slope
@@ -22,12 +23,15 @@ from oracle.scoring.proper import (
     reliability_curve,
 )
 from oracle.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
+from oracle.scoring.score import curves, curves_arrays, score, score_arrays
 from oracle.scoring.utilities import selective_utility, topk_utility
 
 __all__ = [
     "aurc",
     "calibration_curve",
     "calibration_log_ratios",
+    "curves",
+    "curves_arrays",
     "error_spread_spearman",
     "fair_crps_ensemble",
     "gaussian_crps",
@@ -44,6 +48,8 @@ __all__ = [
     "reliability_curve",
     "risk_coverage_curve",
     "scale_ratio",
+    "score",
+    "score_arrays",
     "selective_utility",
     "spearman",
     "spread_skill_ratio",

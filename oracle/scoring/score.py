@@ -1,0 +1,223 @@
+"""All scalar metrics and curves of one prediction on one oracle task (DESIGN §5).
+
+``score``/``curves`` take the runner's objects (duck-typed: a task with ``f``, ``y``,
+``noise_var``, ``post_mean``, ``post_var``; a prediction with ``mean``, ``aleatoric``,
+``epistemic``, ``total`` and ``member_means``) and call the array-level
+``score_arrays``/``curves_arrays``. Every metric name and formula is listed in
+docs/metrics.md; names never change meaning. An undefined metric is NaN, never an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from oracle.scoring._checks import members, vectors
+from oracle.scoring.agreement import agreement, mse
+from oracle.scoring.calibration import calibration_curve, calibration_log_ratios
+from oracle.scoring.ensemble import (
+    error_spread_spearman,
+    fair_crps_ensemble,
+    spread_skill_ratio,
+    top_decile_error_ratio,
+)
+from oracle.scoring.proper import (
+    COVERAGE_LEVELS,
+    gaussian_crps,
+    gaussian_nll,
+    interval_coverage,
+    miscalibration_area,
+    pit,
+    pit_histogram,
+    reliability_curve,
+)
+from oracle.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
+from oracle.scoring.utilities import selective_utility, topk_utility
+from oracle.targets import Targets, posterior_targets
+
+_CALIBRATED = ("au", "eu", "total")
+_OTHER_LOSSES = ("crps", "nll")
+_ENSEMBLE_METRICS = (
+    "crps_fair",
+    "spread_skill",
+    "spread_skill_f",
+    "err_spread_spearman",
+    "top_decile_err_ratio",
+)
+
+
+def _inputs(fn: str, **arrays: Any) -> dict[str, Any]:
+    member_means = arrays.pop("member_means")
+    if arrays["total"] is None:
+        arrays["total"] = np.asarray(arrays["aleatoric"], np.float64) + np.asarray(
+            arrays["epistemic"], np.float64
+        )
+    out: dict[str, Any] = dict(zip(arrays, vectors(fn, **arrays), strict=True))
+    n = out["f"].shape[0]
+    out["member_means"] = (
+        None if member_means is None else members(fn, "member_means", member_means, n)
+    )
+    return out
+
+
+def _targets(a: dict[str, Any], loss: str) -> Targets:
+    try:
+        return posterior_targets(
+            a["mean"],
+            a["aleatoric"],
+            a["epistemic"],
+            post_mean=a["post_mean"],
+            post_var=a["post_var"],
+            noise_var=a["noise_var"],
+            loss=loss,  # type: ignore[arg-type]
+        )
+    except ValueError:  # non-finite prediction or non-positive variance: targets undefined
+        nan = np.full(a["f"].shape, np.nan)
+        return Targets(au=nan, gen_variance=nan, gen_bias=nan)
+
+
+def _pairs(a: dict[str, Any], t: Targets) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Estimate and oracle target for each uncertainty kind."""
+    return {
+        "au": (a["aleatoric"], t.au),
+        "eu": (a["epistemic"], t.eu),
+        "eu_var": (a["epistemic"], t.gen_variance),
+        "eu_bias": (a["epistemic"], t.gen_bias),
+        "total": (a["total"], t.risk),
+    }
+
+
+def score_arrays(
+    *,
+    f: np.ndarray,
+    y: np.ndarray,
+    noise_var: np.ndarray,
+    post_mean: np.ndarray,
+    post_var: np.ndarray,
+    mean: np.ndarray,
+    aleatoric: np.ndarray,
+    epistemic: np.ndarray,
+    total: np.ndarray | None = None,
+    member_means: np.ndarray | None = None,
+) -> dict[str, float]:
+    """Every scalar metric of a prediction against the oracle and the realised outcomes.
+
+    Args:
+        f: latent function on the pool, (N,). y: realised outcomes, (N,).
+        noise_var: ``sigma_eps^2``, (N,). post_mean, post_var: ``m_S`` and ``s2_f``, (N,).
+        mean, aleatoric, epistemic: the method's ``mu``, ``a``, ``e``, (N,).
+        total: ``v``, (N,); defaults to ``a + e``.
+        member_means: (K, N) or None; without it the ensemble metrics are NaN.
+
+    Returns:
+        A flat ``{name: float}``; the names and formulas are in docs/metrics.md.
+    """
+    a = _inputs("score_arrays", **locals())
+    mu, v, yy = a["mean"], a["total"], a["y"]
+    out: dict[str, float] = {}
+    for ref, key in (("f", "f"), ("post", "post_mean")):
+        for stat, val in agreement(mu, a[key], scale=False).items():
+            out[f"{stat}_mean_{ref}"] = val
+        out[f"mse_mean_{ref}"] = mse(mu, a[key])
+    sq = _targets(a, "squared")
+    pairs = _pairs(a, sq)
+    for kind, (est, tgt) in pairs.items():
+        for stat, val in agreement(est, tgt).items():
+            out[f"{stat}_{kind}"] = val
+    for kind in _CALIBRATED:
+        err, bias = calibration_log_ratios(*pairs[kind])
+        out[f"calib_abs_log_ratio_{kind}"] = err
+        out[f"calib_log_ratio_{kind}"] = bias
+        out[f"aurc_{kind}"] = aurc(*pairs[kind])
+        out[f"nAURC_{kind}"] = normalised_aurc(*pairs[kind])
+    for loss in _OTHER_LOSSES:
+        other = _pairs(a, _targets(a, loss))
+        for kind in ("eu", "eu_var", "eu_bias", "total"):
+            for stat, val in agreement(*other[kind], scale=False).items():
+                out[f"{stat}_{kind}_{loss}"] = val
+        for kind in ("eu", "total"):
+            out[f"nAURC_{kind}_{loss}"] = normalised_aurc(*other[kind])
+
+    out["nll"] = float(np.mean(gaussian_nll(mu, v, yy)))
+    out["crps"] = float(np.mean(gaussian_crps(mu, v, yy)))
+    for level in COVERAGE_LEVELS:
+        out[f"coverage_{round(100 * level)}"] = interval_coverage(mu, v, yy, level)
+    out["miscal_area"] = miscalibration_area(pit(mu, v, yy))
+
+    out.update(dict.fromkeys(_ENSEMBLE_METRICS, float("nan")))
+    x = a["member_means"]
+    if x is not None:
+        out["crps_fair"] = float(np.mean(fair_crps_ensemble(x, yy)))
+        out["spread_skill"] = spread_skill_ratio(x, yy, a["aleatoric"])
+        out["spread_skill_f"] = spread_skill_ratio(x, a["f"])
+        out["err_spread_spearman"] = error_spread_spearman(x, yy)
+        out["top_decile_err_ratio"] = top_decile_error_ratio(x, yy)
+
+    c = float(np.var(yy))
+    out["util_selective"] = selective_utility((mu - yy) ** 2, v, cost_scale=c)
+    out["util_selective_oracle"] = selective_utility(sq.risk, v, cost_scale=c)
+    out["util_topk"] = topk_utility(mu, v, yy, outcome_sd=np.sqrt(c))
+    out["util_topk_oracle"] = topk_utility(mu, v, a["post_mean"], outcome_sd=np.sqrt(c))
+    return out
+
+
+def curves_arrays(
+    *,
+    f: np.ndarray,
+    y: np.ndarray,
+    noise_var: np.ndarray,
+    post_mean: np.ndarray,
+    post_var: np.ndarray,
+    mean: np.ndarray,
+    aleatoric: np.ndarray,
+    epistemic: np.ndarray,
+    total: np.ndarray | None = None,
+    member_means: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """The curves behind the scalar metrics, as a flat ``{name: array}``.
+
+    Arguments as :func:`score_arrays`. Returns, for each ``kind`` in au, eu, total:
+    ``calib_<kind>_estimate`` and ``calib_<kind>_target`` (10,) (bin means, smallest
+    estimates first); ``rc_<kind>`` and ``rc_<kind>_oracle`` (N,) (retained mean target
+    ordered by the estimate and by the target itself) at coverages ``rc_coverage`` (N,);
+    and ``reliability_level``/``reliability_observed`` (21,), ``pit_edges`` (11,),
+    ``pit_density`` (10,).
+    """
+    a = _inputs("curves_arrays", **locals())
+    pairs = _pairs(a, _targets(a, "squared"))
+    out: dict[str, np.ndarray] = {}
+    for kind in _CALIBRATED:
+        est, tgt = pairs[kind]
+        out[f"calib_{kind}_estimate"], out[f"calib_{kind}_target"] = calibration_curve(est, tgt)
+        out["rc_coverage"], out[f"rc_{kind}"] = risk_coverage_curve(est, tgt)
+        out[f"rc_{kind}_oracle"] = risk_coverage_curve(tgt, tgt)[1]
+    u = pit(a["mean"], a["total"], a["y"])
+    out["reliability_level"], out["reliability_observed"] = reliability_curve(u)
+    out["pit_edges"], out["pit_density"] = pit_histogram(u)
+    return out
+
+
+def _from_objects(task: Any, prediction: Any) -> dict[str, Any]:
+    return {
+        "f": task.f,
+        "y": task.y,
+        "noise_var": task.noise_var,
+        "post_mean": task.post_mean,
+        "post_var": task.post_var,
+        "mean": prediction.mean,
+        "aleatoric": prediction.aleatoric,
+        "epistemic": prediction.epistemic,
+        "total": getattr(prediction, "total", None),
+        "member_means": getattr(prediction, "member_means", None),
+    }
+
+
+def score(task: Any, prediction: Any) -> dict[str, float]:
+    """:func:`score_arrays` on a task and a prediction (arrays of shape (N,), members (K, N))."""
+    return score_arrays(**_from_objects(task, prediction))
+
+
+def curves(task: Any, prediction: Any) -> dict[str, np.ndarray]:
+    """:func:`curves_arrays` on a task and a prediction (arrays of shape (N,), members (K, N))."""
+    return curves_arrays(**_from_objects(task, prediction))
