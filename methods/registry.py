@@ -25,6 +25,12 @@ def register(name: str) -> Callable[[type], type]:
     return deco
 
 
+def unregister(name: str) -> None:
+    """Remove ``name`` from the registry (for tests that register a throwaway method)."""
+    get_method_class(name)
+    del _REGISTRY[name]
+
+
 def list_methods() -> list[str]:
     """Names of all registered methods, sorted."""
     return sorted(_REGISTRY)
@@ -40,5 +46,8 @@ def get_method_class(name: str) -> type:
 
 
 def get_method(name: str, **overrides: Any):
-    """An instance of method ``name`` with config fields in ``overrides`` replaced."""
+    """An instance of method ``name`` with config fields in ``overrides`` replaced.
+
+    An unknown name lists the valid methods; an unknown field lists the valid fields.
+    """
     return get_method_class(name)(**overrides)

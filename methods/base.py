@@ -1,0 +1,178 @@
+"""The method contract: a validated :class:`Prediction`, a frozen config, :class:`UQMethod`.
+
+A method is one class with a ``Config`` (typed fields with defaults and a declared search
+space in W&B sweep-parameter form) and two calls: ``fit(X, y, *, seed)`` on original-unit
+training data and ``predict(X) -> Prediction``. The constructor only stores the config;
+``fit`` learns; learned state lives in attributes that end in ``_``.
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class ConfigError(ValueError):
+    """A method config override that names an unknown field or has a bad value."""
+
+
+@dataclass(frozen=True, eq=False)
+class Prediction:
+    """A Gaussian predictive ``N(mean, aleatoric + epistemic)`` per point, original units.
+
+    Args:
+        mean: ``(n,)`` predictive mean ``mu(x)``.
+        aleatoric: ``(n,)`` aleatoric variance ``a(x) >= 0``.
+        epistemic: ``(n,)`` epistemic variance ``e(x) >= 0``.
+        member_means: optional ``(K, n)`` means of the K members or samples that were
+            combined (``mean`` is their average for member-based methods).
+    """
+
+    mean: np.ndarray
+    aleatoric: np.ndarray
+    epistemic: np.ndarray
+    member_means: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        arrays = {"mean": self.mean, "aleatoric": self.aleatoric, "epistemic": self.epistemic}
+        n = None
+        for name, value in arrays.items():
+            arr = np.asarray(value, dtype=np.float64)
+            if arr.ndim != 1:
+                raise ValueError(f"Prediction.{name}: expected shape (n,), got {arr.shape}")
+            if n is not None and arr.shape[0] != n:
+                raise ValueError(f"Prediction.{name}: has {arr.shape[0]} points, mean has {n}")
+            n = arr.shape[0]
+            if not np.all(np.isfinite(arr)):
+                bad = int(np.sum(~np.isfinite(arr)))
+                raise ValueError(f"Prediction.{name}: {bad} of {n} values are not finite")
+            if name != "mean" and np.any(arr < 0):
+                raise ValueError(f"Prediction.{name}: variances must be >= 0, min {arr.min():g}")
+            object.__setattr__(self, name, arr)
+        if self.member_means is not None:
+            mm = np.asarray(self.member_means, dtype=np.float64)
+            if mm.ndim != 2 or mm.shape[1] != n or mm.shape[0] < 1:
+                raise ValueError(f"Prediction.member_means: expected (K, {n}), got {mm.shape}")
+            if not np.all(np.isfinite(mm)):
+                raise ValueError("Prediction.member_means: values are not finite")
+            object.__setattr__(self, "member_means", mm)
+
+    @property
+    def total(self) -> np.ndarray:
+        """``(n,)`` total predictive variance ``v = a + e``."""
+        return self.aleatoric + self.epistemic
+
+    def __len__(self) -> int:
+        return self.mean.shape[0]
+
+
+class MethodConfig(BaseModel):
+    """Base of every method config: frozen, unknown fields are errors.
+
+    ``SEARCH_SPACE`` maps field names to W&B sweep-parameter specs, e.g.
+    ``{"lr": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-2}}`` or
+    ``{"width": {"values": [16, 32, 64]}}``. Every key must be a field of the config.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    def search_space(self) -> dict[str, dict[str, Any]]:
+        """The sweep parameters for this config (a fresh copy; subclasses may add to it)."""
+        return copy.deepcopy(self.SEARCH_SPACE)
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(cls.model_fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain Python values, safe for ``yaml.safe_dump``; inverse of ``Config(**d)``."""
+        return self.model_dump(mode="json")
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars (as sweep suggestions give them) to Python scalars."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def make_config(cls: type[MethodConfig], overrides: dict[str, Any]) -> MethodConfig:
+    """``cls(**overrides)``, with errors that name the method's valid fields."""
+    valid = ", ".join(cls.field_names())
+    unknown = sorted(set(overrides) - set(cls.model_fields))
+    if unknown:
+        raise ConfigError(f"{cls.__qualname__}: unknown field(s) {unknown}; valid fields: {valid}")
+    try:
+        return cls(**{k: _plain(v) for k, v in overrides.items()})
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()
+        )
+        raise ConfigError(f"{cls.__qualname__}: {problems}; valid fields: {valid}") from None
+
+
+class NotFittedError(RuntimeError):
+    """``predict`` called before ``fit``."""
+
+
+class UQMethod(abc.ABC):
+    """A regression method that reports aleatoric and epistemic variance per point.
+
+    Subclasses set ``Config`` and implement :meth:`fit` and :meth:`predict`; the
+    ``@register("name")`` decorator sets ``name``.
+    """
+
+    Config: ClassVar[type[MethodConfig]] = MethodConfig
+    name: ClassVar[str] = "unregistered"
+
+    def __init__(self, config: MethodConfig | None = None, **overrides: Any) -> None:
+        if config is not None:
+            if not isinstance(config, self.Config):
+                raise ConfigError(f"{type(self).__name__}: expected a {self.Config.__qualname__}")
+            overrides = {**config.to_dict(), **overrides}
+        self.config = make_config(self.Config, overrides)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config!r})"
+
+    @abc.abstractmethod
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int) -> Self:
+        """Learn from ``X`` ``(n, d)`` and ``y`` ``(n,)`` in original units; returns self."""
+
+    @abc.abstractmethod
+    def predict(self, X: np.ndarray) -> Prediction:
+        """The predictive at ``X`` ``(m, d)``: a :class:`Prediction` of m points."""
+
+    def _check_fitted(self) -> None:
+        if not getattr(self, "fitted_", False):
+            raise NotFittedError(f"{self.name}: call fit(X, y, seed=...) before predict")
+
+
+def check_xy(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Validated float64 copies of training inputs ``(n, d)`` and targets ``(n,)``."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X: expected shape (n, d), got {X.shape}")
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y: expected shape ({X.shape[0]},), got {y.shape}")
+    if X.shape[0] < 2:
+        raise ValueError(f"need at least 2 training points, got {X.shape[0]}")
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        raise ValueError("X and y must be finite")
+    return X, y
+
+
+def check_x(X: Any, d: int) -> np.ndarray:
+    """Validated float64 copy of prediction inputs ``(m, d)``."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != d:
+        raise ValueError(f"X: expected shape (m, {d}), got {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X must be finite")
+    return X

@@ -1,0 +1,50 @@
+"""MC dropout (Gal & Ghahramani 2016): one network trained with dropout, K stochastic passes.
+
+At prediction time dropout stays on (normalisation uses its running statistics) and K
+passes with independent masks act as members: mean = average pass mean, aleatoric =
+average pass variance, epistemic = variance of the pass means (paper, Appendix D.4,
+"MC dropout BNN"; n_members = 10 passes, dropout in [0.05, 0.35]). The masks come from
+the run seed, so the same seed gives the same prediction.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+from pydantic import Field
+
+from methods.nn.config import NNConfig
+from methods.nn.method import NNMethod
+from methods.nn.trainer import predict_members
+from methods.registry import register
+
+
+class DropoutConfig(NNConfig):
+    """:class:`NNConfig` with dropout on (``0 < dropout < 1``); ``n_members`` = MC passes."""
+
+    dropout: float = Field(default=0.1, gt=0.0, lt=1.0)
+
+    SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
+        **NNConfig.SEARCH_SPACE,
+        "dropout": {"distribution": "uniform", "min": 0.05, "max": 0.35},
+    }
+
+
+@register("nn_dropout")
+class NNDropout(NNMethod):
+    """MC dropout: one residual MLP, 10 stochastic forward passes at prediction."""
+
+    Config = DropoutConfig
+    config: DropoutConfig
+
+    def trained_members(self) -> int:
+        return 1
+
+    def raw_outputs(self, Xs: jax.Array) -> jax.Array:
+        """Head outputs ``(K, m, 2)`` of K dropout passes at standardised ``Xs`` ``(m, d)``."""
+        k = self.config.n_members
+        passes = jax.tree.map(lambda a: jnp.broadcast_to(a, (k, *a.shape[1:])), self.variables_)
+        keys = jax.random.split(self.predict_key_, k)
+        return predict_members(self.config, passes, keys, Xs, sample=True)

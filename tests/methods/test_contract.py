@@ -1,0 +1,142 @@
+"""One contract over every registered method, present and future.
+
+Parametrised over ``list_methods()`` at collection time, so a method registered later is
+checked without touching this file. Methods that need the task's GP prior expose
+``set_prior`` (as ``gp_oracle`` does); methods with ``max_epochs`` are capped at 60 epochs,
+the runner's "quick" mechanism.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sweeps
+import yaml
+from method_tasks import Task
+
+import methods
+from methods.base import ConfigError, Prediction, UQMethod
+
+QUICK_EPOCHS = 60
+SEED = 3
+
+
+def quick_overrides(name: str) -> dict:
+    fields = methods.get_method_class(name).Config.model_fields
+    return {"max_epochs": QUICK_EPOCHS} if "max_epochs" in fields else {}
+
+
+def fit_method(name: str, task: Task, seed: int = SEED, **overrides) -> UQMethod:
+    method = methods.get_method(name, **{**quick_overrides(name), **overrides})
+    if hasattr(method, "set_prior"):
+        method.set_prior(task.prior)
+    return method.fit(task.X, task.y, seed=seed)
+
+
+_FITTED: dict[str, UQMethod] = {}
+
+
+def fitted(name: str, task: Task) -> UQMethod:
+    """One fit per method per session, shared by the checks below."""
+    if name not in _FITTED:
+        _FITTED[name] = fit_method(name, task)
+    return _FITTED[name]
+
+
+def check_prediction(pred: Prediction, m: int) -> None:
+    assert isinstance(pred, Prediction)
+    for arr in (pred.mean, pred.aleatoric, pred.epistemic, pred.total):
+        assert arr.shape == (m,) and arr.dtype == np.float64
+        assert np.all(np.isfinite(arr))
+    assert np.all(pred.aleatoric >= 0) and np.all(pred.epistemic >= 0)
+    np.testing.assert_allclose(pred.total, pred.aleatoric + pred.epistemic)
+    if pred.member_means is not None:
+        assert pred.member_means.ndim == 2 and pred.member_means.shape[1] == m
+        np.testing.assert_allclose(pred.member_means.mean(axis=0), pred.mean, rtol=1e-10)
+
+
+def check_shapes(name: str, task: Task) -> None:
+    method = fitted(name, task)
+    check_prediction(method.predict(task.X_near), task.X_near.shape[0])
+    check_prediction(method.predict(task.X_near[:1]), 1)
+
+
+def check_same_seed_same_prediction(name: str, task: Task) -> None:
+    again = fit_method(name, task).predict(task.X_near)
+    first = fitted(name, task).predict(task.X_near)
+    np.testing.assert_array_equal(again.mean, first.mean)
+    np.testing.assert_array_equal(again.aleatoric, first.aleatoric)
+    np.testing.assert_array_equal(again.epistemic, first.epistemic)
+
+
+def check_r2(name: str, task: Task) -> None:
+    mean = fitted(name, task).predict(task.X_near).mean
+    r2 = 1.0 - np.mean((mean - task.f_near) ** 2) / np.var(task.f_near)
+    assert r2 > 0.5, f"{name}: R^2 = {r2:.3f} against the noise-free function"
+
+
+def check_epistemic_grows_far_from_data(name: str, task: Task) -> None:
+    method = fitted(name, task)
+    near = np.median(method.predict(task.X_near).epistemic)
+    far = np.median(method.predict(task.X_far).epistemic)
+    assert far > near, f"{name}: median EU far {far:.4g} <= near {near:.4g}"
+
+
+def check_config_roundtrips_through_yaml(name: str) -> None:
+    cls = methods.get_method_class(name)
+    config = cls().config
+    text = yaml.safe_dump(config.to_dict())
+    assert cls.Config(**yaml.safe_load(text)) == config
+    assert methods.get_method(name, **yaml.safe_load(text)).config == config
+
+
+def check_unknown_field_lists_valid_ones(name: str) -> None:
+    cls = methods.get_method_class(name)
+    with pytest.raises(ConfigError, match="valid fields") as err:
+        methods.get_method(name, no_such_field=1)
+    assert all(f in str(err.value) for f in cls.Config.model_fields)
+
+
+def check_search_space_accepted_by_sweeps(name: str) -> None:
+    config = methods.get_method_class(name)().config
+    space = config.search_space()
+    assert set(space) <= set(type(config).model_fields), f"{name}: search space keys are not fields"
+    if not space:
+        return  # a reference method with nothing to tune (gp_oracle)
+    for algorithm in ("random", "bayes"):
+        sweep = {
+            "method": algorithm,
+            "metric": {"name": "val_nll", "goal": "minimize"},
+            "parameters": space,
+        }
+        run = sweeps.next_run(sweep, [], validate=True)
+        suggestion = {k: v["value"] for k, v in run.config.items()}
+        assert set(suggestion) == set(space)
+        built = methods.get_method(name, **suggestion)
+        for key, value in suggestion.items():
+            assert getattr(built.config, key) == value
+
+
+CHECKS_WITH_TASK = [
+    check_shapes,
+    check_same_seed_same_prediction,
+    check_r2,
+    check_epistemic_grows_far_from_data,
+]
+CHECKS_CONFIG = [
+    check_config_roundtrips_through_yaml,
+    check_unknown_field_lists_valid_ones,
+    check_search_space_accepted_by_sweeps,
+]
+
+
+@pytest.mark.parametrize("check", CHECKS_WITH_TASK, ids=lambda c: c.__name__[6:])
+@pytest.mark.parametrize("name", methods.list_methods())
+def test_contract_on_task(name, check, task):
+    check(name, task)
+
+
+@pytest.mark.parametrize("check", CHECKS_CONFIG, ids=lambda c: c.__name__[6:])
+@pytest.mark.parametrize("name", methods.list_methods())
+def test_contract_config(name, check):
+    check(name)
