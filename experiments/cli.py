@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -19,6 +20,8 @@ app = typer.Typer(
 )
 presets_app = typer.Typer(help="List, show and fit the semi-synthetic presets.")
 app.add_typer(presets_app, name="presets")
+oracle_app = typer.Typer(help="Build and inspect oracle tasks.", no_args_is_help=True)
+app.add_typer(oracle_app, name="oracle")
 console = Console()
 
 
@@ -70,6 +73,40 @@ def methods_list() -> None:
     for name in names:
         doc = (methods.get_method_class(name).__doc__ or "").strip().splitlines()
         console.print(f"{name:16s} {doc[0] if doc else ''}")
+
+
+@oracle_app.command("build")
+def oracle_build(
+    preset: Annotated[str, typer.Option(help="Preset name or path to a preset YAML.")],
+    out: Annotated[Path, typer.Option(help="Folder for oracle.npz and oracle.json.")],
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Folder of <preset>.csv.gz (default: $UDORA_DATA_DIR).")
+    ] = None,
+) -> None:
+    """Build the oracle task of PRESET at SEED and write it to OUT."""
+    from oracle.store import load_oracle, save_task, summary
+    from oracle.task import build_task
+
+    folder = save_task(build_task(preset, seed, data_dir=data_dir), out)
+    _print_summary(summary(*load_oracle(folder)))
+    console.print(f"wrote {folder / 'oracle.npz'} and {folder / 'oracle.json'}")
+
+
+@oracle_app.command("show")
+def oracle_show(folder: Annotated[Path, typer.Argument(help="A folder written by build.")]) -> None:
+    """Print n, d, median sigma_eps and sigma_f (original units) and the bin counts."""
+    from oracle.store import load_oracle, summary
+
+    _print_summary(summary(*load_oracle(folder)))
+
+
+def _print_summary(info: dict) -> None:
+    table = Table("field", "value", show_header=False)
+    for key, value in info.items():
+        shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+        table.add_row(key, shown)
+    console.print(table)
 
 
 def main() -> None:

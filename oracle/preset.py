@@ -102,6 +102,10 @@ class Preset(_Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> Preset:
+        if self.n_train > self.pool_size:
+            raise ValueError(
+                f"n_train ({self.n_train}) must not exceed pool_size ({self.pool_size})"
+            )
         try:
             specs = parse_kernel(list(self.kernel), self.d)
         except KernelSpecError as err:
@@ -137,6 +141,11 @@ class Preset(_Frozen):
                 raise PresetError(f"{origin}: unknown preset field {key!r}; valid fields: {valid}")
             node[parts[-1]] = value
         return _validate(data, origin)
+
+
+def parse_preset(data: Any, origin: str = "<preset>") -> Preset:
+    """Validate a mapping of preset fields; errors name ``origin`` and the field."""
+    return _validate(data, origin)
 
 
 def _validate(data: Any, origin: str) -> Preset:

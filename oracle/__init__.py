@@ -1,0 +1,16 @@
+"""The ground truth: presets, GP tasks and the exact per-point targets."""
+
+from oracle.preset import Preset, list_presets, load_preset
+from oracle.targets import Targets, posterior_targets
+from oracle.task import GPPrior, OracleTask, build_task
+
+__all__ = [
+    "GPPrior",
+    "OracleTask",
+    "Preset",
+    "Targets",
+    "build_task",
+    "list_presets",
+    "load_preset",
+    "posterior_targets",
+]
