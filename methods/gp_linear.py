@@ -16,6 +16,7 @@ import gpjax as gpx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from gpjax.parameters import val
 from pydantic import Field
 
 from methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
@@ -31,6 +32,7 @@ class LinearGPConfig(MethodConfig):
     init_variance: float = Field(default=1.0, gt=0.0)
     init_noise_std: float = Field(default=0.5, gt=0.0)
     chunk_size: int = Field(default=2048, ge=1)
+    jitter: float = Field(default=1e-10, ge=0.0)
 
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
         "mean": {"values": ["zero", "constant"]},
@@ -39,7 +41,11 @@ class LinearGPConfig(MethodConfig):
 
 @register("gp_linear")
 class LinearGP(UQMethod):
-    """GP with a linear kernel; kernel variance and noise fitted by marginal likelihood."""
+    """GP with a linear kernel; kernel variance and noise fitted by marginal likelihood.
+
+    Fitted state (standardised units): ``kernel_variance_`` (s2), ``noise_var_``
+    (sigma^2), ``mean_value_`` (m; 0 for a zero mean).
+    """
 
     Config = LinearGPConfig
     config: LinearGPConfig
@@ -59,6 +65,7 @@ class LinearGP(UQMethod):
             prior = gpx.gps.Prior(
                 kernel=gpx.kernels.Linear(variance=cfg.init_variance, n_dims=X.shape[1]),
                 mean_function=mean,
+                jitter=self.config.jitter,
             )
             model = prior * gpx.likelihoods.Gaussian(obs_stddev=cfg.init_noise_std)
             model, _ = gpx.fit_scipy(
@@ -70,7 +77,8 @@ class LinearGP(UQMethod):
             )
             self.posterior_ = model.condition(data)
             self.noise_var_ = float(model.likelihood.noise_vector(1)[0])
-        self.model_ = model
+            self.kernel_variance_ = float(val(model.prior.kernel.variance))
+            self.mean_value_ = float(model.prior.mean_function(data.X[:1])[0, 0])
         self.d_ = X.shape[1]
         self.fitted_ = True
         return self

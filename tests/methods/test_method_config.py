@@ -1,0 +1,71 @@
+"""Registry and config errors, and the per-optimizer search spaces of the NN methods."""
+
+from __future__ import annotations
+
+import pytest
+import sweeps
+import yaml
+
+import methods
+from methods.base import ConfigError
+from methods.nn.config import NNConfig
+
+
+def test_every_issue_method_is_registered():
+    expected = {"nn_ensemble", "nn_bagging", "nn_dropout", "blr", "gp_oracle", "gp_linear"}
+    assert expected <= set(methods.list_methods())
+
+
+def test_unknown_method_lists_the_valid_ones():
+    with pytest.raises(KeyError, match=r"valid methods: .*nn_ensemble"):
+        methods.get_method("nn_ensembel")
+
+
+def test_bad_values_name_the_field():
+    with pytest.raises(ConfigError, match="activation"):
+        methods.get_method("nn_ensemble", activation="sigmoid")
+    with pytest.raises(ConfigError, match="dropout"):
+        methods.get_method("nn_dropout", dropout=0.0)  # MC dropout needs dropout on
+    with pytest.raises(ConfigError, match=r"unknown field.*'widht'.*valid fields: .*width"):
+        methods.get_method("nn_ensemble", widht=16)
+
+
+def test_config_is_frozen():
+    method = methods.get_method("blr")
+    with pytest.raises(Exception, match="frozen"):
+        method.config.alpha = 3.0
+
+
+def test_paper_defaults():
+    cfg = methods.get_method("nn_ensemble").config
+    assert (cfg.activation, cfg.optimizer, cfg.n_members) == ("tanh", "adam", 10)
+    assert cfg.width in (16, 32, 64)
+    assert methods.get_method("nn_bagging").config.n_members == 10
+    assert methods.get_method("nn_dropout").config.n_members == 10
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "keys"),
+    [
+        ("adam", {"adam_b2", "adam_eps"}),
+        ("sgd", {"sgd_nesterov"}),
+        ("muon", {"muon_ns_steps", "muon_adam_b2", "muon_preconditioning", "muon_nesterov"}),
+        ("soap", {"soap_b2", "soap_precondition_frequency", "soap_precondition_1d"}),
+    ],
+)
+def test_optimizer_search_spaces(optimizer, keys):
+    cfg = NNConfig(optimizer=optimizer)
+    space = cfg.search_space()
+    shared = set(NNConfig.SEARCH_SPACE)
+    assert set(space) == shared | keys
+    assert space["width"] == {"values": [16, 32, 64]}
+    run = sweeps.next_run({"method": "random", "parameters": space}, [], validate=True)
+    suggestion = {k: v["value"] for k, v in run.config.items()}
+    built = methods.get_method("nn_ensemble", optimizer=optimizer, **suggestion)
+    assert yaml.safe_load(yaml.safe_dump(built.config.to_dict())) == built.config.to_dict()
+
+
+def test_search_space_is_a_copy():
+    cfg = NNConfig()
+    cfg.search_space()["width"]["values"].append(4096)
+    assert cfg.search_space()["width"] == {"values": [16, 32, 64]}
