@@ -1,0 +1,50 @@
+"""The worked example of docs/adding_a_method.md, registered and run through the contract."""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_contract import CHECKS_CONFIG, CHECKS_WITH_TASK
+
+import methods
+from methods.registry import unregister
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "adding_a_method.md"
+NAME = "knn_doc_example"  # not "knn": a real methods/knn.py may exist one day
+
+
+@pytest.fixture(scope="module")
+def doc_method():
+    source = re.search(r"```python\n(.*?)```", DOC.read_text(), re.S).group(1)
+    assert '@register("knn")' in source
+    module = types.ModuleType("udora_doc_knn")
+    sys.modules[module.__name__] = module
+    exec(
+        compile(source.replace('@register("knn")', f'@register("{NAME}")'), str(DOC), "exec"),
+        module.__dict__,
+    )
+    yield module
+    unregister(NAME)
+    del sys.modules[module.__name__]
+
+
+@pytest.mark.parametrize("check", CHECKS_WITH_TASK + CHECKS_CONFIG, ids=lambda c: c.__name__[6:])
+def test_doc_example_passes_the_contract(doc_method, check, task):
+    assert NAME in methods.list_methods()
+    if check in CHECKS_WITH_TASK:
+        check(NAME, task)
+    else:
+        check(NAME)
+
+
+def test_doc_example_mean_is_the_neighbour_average(doc_method):
+    X = np.array([[0.0], [1.0], [2.0], [10.0]])
+    y = np.array([1.0, 2.0, 3.0, 50.0])
+    pred = methods.get_method(NAME, k=3).fit(X, y, seed=0).predict(np.array([[1.0]]))
+    np.testing.assert_allclose(pred.mean, [2.0])
+    np.testing.assert_allclose(pred.aleatoric, [np.var([1.0, 2.0, 3.0])])
