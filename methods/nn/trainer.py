@@ -144,6 +144,26 @@ def train_members(
     return program(keys, rows, X, y, X_val, y_val, n_epochs)
 
 
+def lower_members(
+    cfg: NNConfig,
+    X: jax.Array,
+    y: jax.Array,
+    X_val: jax.Array,
+    y_val: jax.Array,
+    rows: jax.Array,
+    keys: jax.Array,
+) -> jax.stages.Lowered:
+    """The program :func:`train_members` runs for these arguments, lowered but not compiled.
+
+    ``.compile()`` on it times compilation alone (benchmarks); calling the compiled
+    program with the same arguments plus ``n_epochs`` (an int32 scalar) trains.
+    """
+    batch = min(cfg.batch_size, rows.shape[1])
+    program = _train_program(_program_key(cfg), batch, X_val.shape[0] > 0)
+    n_epochs = jnp.asarray(cfg.train_epochs, jnp.int32)
+    return program.lower(keys, rows, X, y, X_val, y_val, n_epochs)
+
+
 @functools.lru_cache(maxsize=64)
 def _predict_program(key_cfg: NNConfig, sample: bool) -> Callable:
     net = make_network(key_cfg)
