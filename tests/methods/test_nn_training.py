@@ -98,6 +98,7 @@ def test_predict_before_fit_and_wrong_width_are_errors():
         method.predict(np.zeros((3, 5)))
 
 
+@pytest.mark.slow  # ~30 s: one compile per option
 @pytest.mark.parametrize(
     "overrides",
     [
