@@ -100,17 +100,90 @@ def presets_fit(
     fit_and_write(name, subset=subset, seed=seed, write=write, data_dir=data_dir, console=console)
 
 
+@app.command("run")
+def run_cmd(
+    preset: Annotated[str, typer.Option(help="Preset name or YAML path.")],
+    method: Annotated[str, typer.Option(help="Registered method name (see `udora methods`).")],
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="key=value: a method config field, or preset.FIELD."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Run one method on one preset at one seed and write its run folder."""
+    from experiments.run import parse_set, run_one
+
+    result = run_one(preset, method, seed, parse_set(set_ or []), out, data_dir=data_dir)
+    m = result.metrics
+    console.print(f"{result.status}: {result.path}")
+    if result.status != "ok":
+        console.print(f"[red]{result.error}[/]")
+        raise typer.Exit(1)
+    keys = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total", "nll", "crps")
+    console.print("  ".join(f"{k}={m[k]:.3f}" for k in keys if k in m))
+
+
+@app.command("bench")
+def bench_cmd(
+    suite: Annotated[str, typer.Option(help="dev, heldout or all.")] = "dev",
+    presets: Annotated[str | None, typer.Option(help="Comma-separated presets.")] = None,
+    methods_: Annotated[
+        str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")
+    ] = None,
+    seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "0",
+    jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value overrides.")] = None,
+    wandb: Annotated[bool, typer.Option("--wandb", help="Log runs to W&B.")] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Shipped presets, fast methods, fewer epochs.")
+    ] = False,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Run a grid of presets x methods x seeds; resumes, isolates failures, Ctrl-C safe."""
+    import methods as registry
+    from experiments.bench import QUICK_METHODS, make_grid, run_grid, suite_presets
+    from experiments.run import parse_set
+
+    names = presets.split(",") if presets else suite_presets("quick" if quick else suite)
+    default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
+    chosen = methods_.split(",") if methods_ else (default or registry.list_methods())
+    seed_list = [int(x) for x in seeds.split(",")]
+    specs = make_grid(names, chosen, seed_list, parse_set(set_ or []), quick=quick)
+    summary = run_grid(specs, out, jobs=jobs, data_dir=data_dir, wandb=wandb, console=console)
+    console.print(
+        f"{summary.done} ran ({summary.failed} failed), {summary.skipped} already done; "
+        f"results in {out}"
+    )
+    if summary.interrupted:
+        raise typer.Exit(130)
+
+
+@app.command("report")
+def report_cmd(
+    results: Annotated[Path, typer.Argument(help="A results folder written by run/bench.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Report folder (default RESULTS/report).")
+    ] = None,
+) -> None:
+    """Tables (parquet, csv), figures (PNG, PDF) and report.md from a results folder."""
+    from experiments.report import write_report
+
+    console.print(f"wrote {write_report(results, out)}")
+
+
 @app.command("methods")
 def methods_list() -> None:
     """List the registered UQ methods."""
     import methods
 
-    names = methods.list_methods()
-    if not names:
-        console.print("no methods registered yet")
-    for name in names:
+    table = Table("method", "summary")
+    for name in methods.list_methods():
         doc = (methods.get_method_class(name).__doc__ or "").strip().splitlines()
-        console.print(f"{name:16s} {doc[0] if doc else ''}")
+        table.add_row(name, doc[0] if doc else "")
+    Console(width=160).print(table)
 
 
 @oracle_app.command("build")

@@ -1,0 +1,88 @@
+"""``udora report``: tables, figures and report.md from a results folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from experiments import figures
+from experiments.results import HEADLINE, load_runs, method_summary, per_dataset, ranking_agreement
+
+
+def _save(fig, out: Path, stem: str) -> str:
+    for ext in ("png", "pdf"):
+        fig.savefig(out / f"{stem}.{ext}", dpi=130)
+    plt.close(fig)
+    return f"{stem}.png"
+
+
+def _md(frame: pd.DataFrame, digits: int = 3, index: bool = True) -> str:
+    """A GitHub-markdown table (pandas' to_markdown needs the tabulate package)."""
+    if frame.empty:
+        return "(no data)"
+    frame = frame.reset_index() if index else frame
+
+    def cell(v) -> str:
+        if isinstance(v, float):
+            return "" if pd.isna(v) else f"{v:.{digits}f}"
+        return str(v).replace("|", "/").replace("\n", " ")
+
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "---|" * frame.shape[1]
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Path:
+    """Write results.parquet/.csv, figures (PNG+PDF) and report.md; returns report.md."""
+    table, curves = load_runs(results_dir)
+    out = Path(out_dir) if out_dir is not None else Path(results_dir) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_parquet(out / "results.parquet", index=False)
+    table.to_csv(out / "results.csv", index=False)
+
+    summary = method_summary(table)
+    agreement = ranking_agreement(table)
+    images = {
+        "spearman": _save(figures.spearman_bars(table), out, "spearman_au_eu"),
+        "eu_parts": _save(figures.eu_decomposition(table), out, "eu_decomposition"),
+        "calib_au": _save(figures.calibration(curves, "au"), out, "calibration_au"),
+        "calib_eu": _save(figures.calibration(curves, "eu"), out, "calibration_eu"),
+    }
+    rc = [_save(figures.risk_coverage(curves, p), out, f"risk_coverage_{p}")
+          for p in sorted(table["preset"].unique())]  # fmt: skip
+
+    failed = table[table["status"] != "ok"][["preset", "method", "seed", "error"]]
+    lines = [
+        "# udora report",
+        "",
+        f"{len(table)} runs ({int((table['status'] == 'ok').sum())} ok, {len(failed)} failed) "
+        f"on {table['preset'].nunique()} presets, {table['method'].nunique()} methods, "
+        f"seeds {sorted(table['seed'].unique().tolist())}.",
+        "",
+        "## Per method (mean and sd over datasets of per-dataset seed means)",
+        "",
+        _md(summary),
+        "",
+        f"Kendall's W of method rankings by EU Spearman across presets: "
+        f"{agreement['kendall_w']:.3f} ({agreement['presets']} presets, "
+        f"{agreement['methods']} methods with results on all of them).",
+        "",
+        f"![AU and EU Spearman]({images['spearman']})",
+        "",
+        f"![EU decomposition]({images['eu_parts']})",
+        "",
+    ]
+    for metric in HEADLINE:
+        if metric in table:
+            lines += [f"## {metric} per preset x method", "", _md(per_dataset(table, metric)), ""]
+    lines += ["## Calibration", "", f"![AU]({images['calib_au']}) ![EU]({images['calib_eu']})", ""]
+    lines += ["## Risk-coverage (EU estimate vs the EU target)", ""]
+    lines += [f"![risk-coverage]({name})" for name in rc] + [""]
+    if not failed.empty:
+        lines += ["## Failed runs", "", _md(failed, index=False), ""]
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    return report
