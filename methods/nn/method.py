@@ -9,6 +9,7 @@ combines them (:func:`methods.combine.combine_members`) in original units.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Self
 
 import jax
@@ -48,6 +49,15 @@ class NNMethod(UQMethod):
         """How many networks are trained (K for ensembles, 1 for MC dropout)."""
         return self.config.n_members
 
+    def objective(self) -> Callable | None:
+        """The per-point training loss (with ``n_out``); None: the head's Gaussian NLL."""
+        return None
+
+    def n_out(self) -> int:
+        """Width of the network's linear head."""
+        objective = self.objective()
+        return 2 if objective is None else objective.n_out
+
     def member_rows(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``(K, m)`` training-row indices per member; default: every member sees all n."""
         return np.tile(np.arange(n), (self.trained_members(), 1))
@@ -72,20 +82,30 @@ class NNMethod(UQMethod):
             jnp.asarray(ys[val_idx]),
             jnp.asarray(rows, dtype=jnp.int32),
             member_keys,
+            loss=self.objective(),
         )
+        self.fit_idx_, self.val_idx_ = fit_idx, val_idx
         self.variables_: dict[str, Any] = variables
         self.scaler_ = scaler
         self.val_nll_ = np.asarray(best_val)
         self.epochs_run_ = np.asarray(epochs_run)
         self.predict_key_ = keys["predict"]
         self.d_ = X.shape[1]
+        self.post_fit(Xs, ys, seed=seed)
         self.fitted_ = True
         return self
 
+    def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
+        """Post-hoc step after training (Laplace, SWAG, DEUP); default: nothing.
+
+        ``Xs`` ``(n, d)`` and ``ys`` ``(n,)`` are the standardised float32 training data;
+        ``self.fit_idx_`` and ``self.val_idx_`` index the fit and validation splits.
+        """
+
     def raw_outputs(self, Xs: jax.Array) -> jax.Array:
-        """Head outputs ``(K, m, 2)`` of the trained members at standardised ``Xs`` ``(m, d)``."""
+        """Head outputs ``(K, m, n_out)`` of the trained members at standardised ``Xs`` (m, d)."""
         keys = jax.random.split(self.predict_key_, self.trained_members())
-        return predict_members(self.config, self.variables_, keys, Xs)
+        return predict_members(self.config, self.variables_, keys, Xs, n_out=self.n_out())
 
     def predict(self, X: np.ndarray) -> Prediction:
         """Combined predictive at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``."""

@@ -8,6 +8,13 @@ per-point NLL (:func:`methods.nn.heads.nll`). After each epoch the NLL on the va
 split (eval mode) decides early stopping: a member keeps its best-epoch variables and
 stops after ``patience`` epochs without improvement. Under vmap the epoch loop runs until
 every member has stopped; stopped members no longer change.
+
+Methods with another objective pass ``loss``, a hashable per-point loss with an ``n_out``
+attribute (raw outputs ``(B, n_out)`` and targets ``(B,)`` to ``(B,)``); the default is the
+Gaussian NLL of the configured head. ``init`` continues from given variables instead of
+a fresh initialisation, ``grad_clip`` clips the global gradient norm before the
+optimiser, and :func:`collect_moments` keeps running first and second moments of the
+parameters every ``every`` epochs (SWAG).
 """
 
 from __future__ import annotations
@@ -15,10 +22,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import optax
 
 from methods.nn.backbone import ResidualMLP
 from methods.nn.config import NNConfig
@@ -28,9 +37,20 @@ from methods.nn.optim import make_optimizer
 Variables = dict[str, Any]
 
 
-def make_network(cfg: NNConfig) -> ResidualMLP:
-    """The backbone with a 2-wide Gaussian head, as configured."""
-    return ResidualMLP(cfg.width, cfg.blocks, cfg.activation, cfg.norm, cfg.dropout, n_out=2)
+@dataclass(frozen=True)
+class GaussianNLL:
+    """Per-point Gaussian NLL ``(B,)`` of raw outputs ``(B, 2)`` under ``head``."""
+
+    head: str
+    n_out: ClassVar[int] = 2
+
+    def __call__(self, raw: jax.Array, y: jax.Array) -> jax.Array:
+        return nll(raw, y, self.head)
+
+
+def make_network(cfg: NNConfig, n_out: int = 2) -> ResidualMLP:
+    """The backbone with an ``n_out``-wide linear head (2: Gaussian), as configured."""
+    return ResidualMLP(cfg.width, cfg.blocks, cfg.activation, cfg.norm, cfg.dropout, n_out=n_out)
 
 
 def _program_key(cfg: NNConfig) -> NNConfig:
@@ -39,10 +59,20 @@ def _program_key(cfg: NNConfig) -> NNConfig:
 
 
 @functools.lru_cache(maxsize=64)
-def _train_program(key_cfg: NNConfig, batch: int, has_val: bool) -> Callable:
-    net = make_network(key_cfg)
+def _train_program(
+    key_cfg: NNConfig,
+    batch: int,
+    has_val: bool,
+    loss: Callable | None = None,
+    has_init: bool = False,
+    grad_clip: float | None = None,
+    every: int = 0,
+) -> Callable:
+    loss = GaussianNLL(key_cfg.head) if loss is None else loss
+    net = make_network(key_cfg, loss.n_out)
     tx = make_optimizer(key_cfg)
-    head = key_cfg.head
+    if grad_clip is not None:
+        tx = optax.chain(optax.clip_by_global_norm(grad_clip), tx)
     mutable = ["batch_stats"] if key_cfg.norm == "batch" else False
 
     def forward(params, state, x, *, train, rng=None):
@@ -53,9 +83,12 @@ def _train_program(key_cfg: NNConfig, batch: int, has_val: bool) -> Callable:
             return raw, new_state
         return net.apply(variables, x, train=train, rngs=rngs), state
 
-    def train_one(key, rows, X, y, X_val, y_val, n_epochs):
+    def train_one(key, rows, X, y, X_val, y_val, n_epochs, init):
         k_init, k_drop, k_shuffle = jax.random.split(key, 3)
-        variables = net.init({"params": k_init, "dropout": k_drop}, X[:1], train=False)
+        if has_init:
+            variables = init
+        else:
+            variables = net.init({"params": k_init, "dropout": k_drop}, X[:1], train=False)
         params = variables["params"]
         state = {k: v for k, v in variables.items() if k != "params"}
         m = rows.shape[0]
@@ -67,21 +100,21 @@ def _train_program(key_cfg: NNConfig, batch: int, has_val: bool) -> Callable:
 
             def loss_fn(p):
                 raw, new_state = forward(p, state, X[batch_rows], train=True, rng=rng)
-                return jnp.mean(nll(raw, y[batch_rows], head)), new_state
+                return jnp.mean(loss(raw, y[batch_rows])), new_state
 
-            (loss, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+            (value, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
             updates, opt_state = tx.update(grads, opt_state, params)
             params = jax.tree.map(jnp.add, params, updates)
-            return (params, new_state, opt_state), loss
+            return (params, new_state, opt_state), value
 
         def val_loss(params, state):
             if not has_val:
                 return jnp.zeros((), jnp.float32)
             raw, _ = forward(params, state, X_val, train=False)
-            return jnp.mean(nll(raw, y_val, head))
+            return jnp.mean(loss(raw, y_val))
 
         def epoch(carry):
-            params, state, opt_state, best, best_val, bad, e = carry
+            params, state, opt_state, best, best_val, bad, e, moments = carry
             perm = jax.random.permutation(jax.random.fold_in(k_shuffle, e), rows)
             order = jnp.concatenate([perm, perm[: steps * batch - m]]).reshape(steps, batch)
             rngs = jax.random.split(jax.random.fold_in(k_drop, e), steps)
@@ -93,13 +126,19 @@ def _train_program(key_cfg: NNConfig, batch: int, has_val: bool) -> Callable:
             best = jax.tree.map(lambda new, old: jnp.where(better, new, old), (params, state), best)
             best_val = jnp.where(better, current, best_val)
             bad = jnp.where(better, 0, bad + 1)
-            return params, state, opt_state, best, best_val, bad, e + 1
+            if every:
+                take = (e + 1) % every == 0
+                first, second, count = moments
+                first = jax.tree.map(lambda s, p: s + jnp.where(take, p, 0.0), first, params)
+                second = jax.tree.map(lambda s, p: s + jnp.where(take, p * p, 0.0), second, params)
+                moments = (first, second, count + take.astype(jnp.float32))
+            return params, state, opt_state, best, best_val, bad, e + 1, moments
 
         def go_on(carry):
-            *_, bad, e = carry
+            *_, bad, e, _ = carry
             return (e < n_epochs) & (bad < key_cfg.patience)
 
-        init = (
+        carry0 = (
             params,
             state,
             tx.init(params),
@@ -107,12 +146,29 @@ def _train_program(key_cfg: NNConfig, batch: int, has_val: bool) -> Callable:
             jnp.asarray(jnp.inf, jnp.float32),
             jnp.zeros((), jnp.int32),
             jnp.zeros((), jnp.int32),
+            (
+                jax.tree.map(jnp.zeros_like, params) if every else (),
+                jax.tree.map(jnp.zeros_like, params) if every else (),
+                jnp.zeros((), jnp.float32),
+            ),
         )
-        *_, (best_params, best_state), best_val, _, n_run = jax.lax.while_loop(go_on, epoch, init)
-        return {"params": best_params, **best_state}, best_val, n_run
+        out = jax.lax.while_loop(go_on, epoch, carry0)
+        (best_params, best_state), best_val, n_run = out[3], out[4], out[6]
+        result = ({"params": best_params, **best_state}, best_val, n_run)
+        if not every:
+            return result
+        first, second, count = out[7]
+        count = jnp.maximum(count, 1.0)
+        first, second = (jax.tree.map(lambda a: a / count, t) for t in (first, second))
+        return (*result, (first, second))
 
-    members = jax.vmap(train_one, in_axes=(0, 0, None, None, None, None, None))
-    return jax.jit(members)
+    if has_init:
+        return jax.jit(jax.vmap(train_one, in_axes=(0, 0, None, None, None, None, None, 0)))
+
+    def fresh(key, rows, X, y, X_val, y_val, n_epochs):
+        return train_one(key, rows, X, y, X_val, y_val, n_epochs, None)
+
+    return jax.jit(jax.vmap(fresh, in_axes=(0, 0, None, None, None, None, None)))
 
 
 def train_members(
@@ -123,6 +179,10 @@ def train_members(
     y_val: jax.Array,
     rows: jax.Array,
     keys: jax.Array,
+    *,
+    loss: Callable | None = None,
+    init: Variables | None = None,
+    grad_clip: float | None = None,
 ) -> tuple[Variables, jax.Array, jax.Array]:
     """Train K members; inputs are standardised float32.
 
@@ -132,16 +192,50 @@ def train_members(
         X_val, y_val: validation split ``(v, d)``, ``(v,)``; ``v = 0`` disables early stopping.
         rows: ``(K, m)`` int32 row indices of each member's training sample.
         keys: ``(K,)`` JAX keys, one per member (initialisation, shuffling, dropout).
+        loss: hashable per-point loss with ``n_out`` (default: the head's Gaussian NLL).
+        init: variables with a leading K axis to start from (default: fresh init).
+        grad_clip: clip the global gradient norm to this value before the optimiser.
 
     Returns:
         variables: flax variables with a leading member axis K on every leaf.
-        best_val: ``(K,)`` best validation NLL per member (0 without a split).
+        best_val: ``(K,)`` best validation loss per member (0 without a split).
         epochs_run: ``(K,)`` epochs each member ran.
     """
     batch = min(cfg.batch_size, rows.shape[1])
-    program = _train_program(_program_key(cfg), batch, X_val.shape[0] > 0)
+    program = _train_program(
+        _program_key(cfg), batch, X_val.shape[0] > 0, loss, init is not None, grad_clip
+    )
     n_epochs = jnp.asarray(cfg.train_epochs, jnp.int32)
-    return program(keys, rows, X, y, X_val, y_val, n_epochs)
+    extra = () if init is None else (init,)
+    return program(keys, rows, X, y, X_val, y_val, n_epochs, *extra)
+
+
+def collect_moments(
+    cfg: NNConfig,
+    X: jax.Array,
+    y: jax.Array,
+    rows: jax.Array,
+    keys: jax.Array,
+    init: Variables,
+    *,
+    every: int,
+    n_checkpoints: int,
+    grad_clip: float | None = None,
+) -> tuple[Variables, Any, Any]:
+    """Continue training from ``init`` for ``every * n_checkpoints`` epochs (no early stop).
+
+    After every ``every``-th epoch the parameters ``theta_c`` enter running moments
+    ``E[theta] = (1/C) sum_c theta_c`` and ``E[theta^2] = (1/C) sum_c theta_c^2``.
+
+    Returns:
+        variables: the last iterate (leading K axis).
+        first, second: ``E[theta]`` and ``E[theta^2]`` as params trees (leading K axis).
+    """
+    batch = min(cfg.batch_size, rows.shape[1])
+    program = _train_program(_program_key(cfg), batch, False, None, True, grad_clip, every)
+    n_epochs = jnp.asarray(every * n_checkpoints, jnp.int32)
+    variables, _, _, (first, second) = program(keys, rows, X, y, X[:0], y[:0], n_epochs, init)
+    return variables, first, second
 
 
 def lower_members(
@@ -165,8 +259,8 @@ def lower_members(
 
 
 @functools.lru_cache(maxsize=64)
-def _predict_program(key_cfg: NNConfig, sample: bool) -> Callable:
-    net = make_network(key_cfg)
+def _predict_program(key_cfg: NNConfig, sample: bool, n_out: int = 2) -> Callable:
+    net = make_network(key_cfg, n_out)
 
     def one(variables, key, X):
         rngs = {"dropout": key} if sample else None
@@ -176,11 +270,17 @@ def _predict_program(key_cfg: NNConfig, sample: bool) -> Callable:
 
 
 def predict_members(
-    cfg: NNConfig, variables: Variables, keys: jax.Array, X: jax.Array, *, sample: bool = False
+    cfg: NNConfig,
+    variables: Variables,
+    keys: jax.Array,
+    X: jax.Array,
+    *,
+    sample: bool = False,
+    n_out: int = 2,
 ) -> jax.Array:
-    """Raw head outputs ``(K, m, 2)`` at ``X`` ``(m, d)`` for K stacked variable sets.
+    """Raw head outputs ``(K, m, n_out)`` at ``X`` ``(m, d)`` for K stacked variable sets.
 
     With ``sample`` dropout stays on (MC dropout) and ``keys`` ``(K,)`` draw the masks;
     otherwise the pass is deterministic and ``keys`` are unused.
     """
-    return _predict_program(_program_key(cfg), sample)(variables, keys, X)
+    return _predict_program(_program_key(cfg), sample, n_out)(variables, keys, X)
