@@ -1,0 +1,32 @@
+"""W&B logging: offline without credentials, and never fatal."""
+
+import json
+
+import pytest
+
+from experiments.run import run_one
+from experiments.wandb_log import log_run, wandb_mode
+
+
+@pytest.fixture
+def no_credentials(monkeypatch, tmp_path):
+    for var in ("WANDB_MODE", "WANDB_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.netrc
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+
+
+def test_offline_run_is_written_without_network(tiny_preset, tmp_path, no_credentials):
+    path, data = tiny_preset
+    res = run_one(path, "blr", 0, {}, tmp_path / "out", data_dir=data)
+    assert wandb_mode() == "offline"
+    assert log_run(res.path) is True
+    runs = list((res.path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
+
+
+def test_logging_problems_never_fail(tmp_path, no_credentials):
+    (tmp_path / "result.json").write_text(json.dumps({"preset": "x"}))  # incomplete record
+    with pytest.warns(UserWarning, match="W&B logging .* skipped"):
+        assert log_run(tmp_path) is False
