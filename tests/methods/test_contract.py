@@ -21,9 +21,19 @@ QUICK_EPOCHS = 60
 SEED = 3
 
 
+# Per-method settings for this small task, each with its reason.
+METHOD_OVERRIDES: dict[str, dict] = {
+    # Diagonal SWAG explores one basin; with tanh every hidden unit saturates at the far
+    # points ([3, 5]^2 is ~7 sd out), so the sampled functions agree there more than near
+    # the data (median EU far/near ~0.5 with tanh, ~50 with relu on this task).
+    "swag": {"activation": "relu"},
+}
+
+
 def quick_overrides(name: str) -> dict:
     fields = methods.get_method_class(name).Config.model_fields
-    return {"max_epochs": QUICK_EPOCHS} if "max_epochs" in fields else {}
+    quick = {"max_epochs": QUICK_EPOCHS} if "max_epochs" in fields else {}
+    return {**quick, **METHOD_OVERRIDES.get(name, {})}
 
 
 def fit_method(name: str, task: Task, seed: int = SEED, **overrides) -> UQMethod:

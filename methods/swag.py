@@ -1,0 +1,143 @@
+"""Diagonal SWAG (Maddox et al. 2019) after pretraining the Gaussian-head backbone.
+
+After the usual (early-stopped) training, SGD continues from the solution with constant
+learning rate ``swag_lr``, momentum ``swag_momentum`` and global-norm gradient clipping.
+Every ``epoch_per_checkpoint`` epochs the iterate ``theta_c`` enters running moments; after
+C = ``n_checkpoints`` checkpoints (paper, Appendix D.4, "SWAG BNN")
+
+    mu = E[theta] = (1/C) sum_c theta_c,    sigma^2 = E[theta^2] - E[theta]^2  (clipped >= 0),
+    theta_k ~ N(mu, s^2 diag(sigma^2)),     k = 1..K (``n_members``, s = ``sample_scale``).
+
+The K sampled networks combine like ensemble members (mean of means, mean variance,
+variance of means). With ``calibrate`` a global factor fitted on the validation split V,
+
+    c = mean_V (y - mu(x))^2 / mean_V (a(x) + e(x)),
+
+multiplies both the aleatoric and the epistemic variance. V also early-stops pretraining.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pydantic import Field
+
+from methods.base import Prediction, check_x
+from methods.combine import combine_members, combine_standardised
+from methods.nn.config import NNConfig
+from methods.nn.heads import mean_variance
+from methods.nn.method import NNMethod
+from methods.nn.trainer import collect_moments, predict_members
+from methods.registry import register
+from methods.seeding import jax_keys
+
+
+class SWAGConfig(NNConfig):
+    """:class:`NNConfig` for pretraining plus the SWAG collection phase.
+
+    ``n_members`` is the number of sampled networks; ``val_fraction`` sizes the split that
+    early-stops pretraining and fits the global variance factor.
+    """
+
+    n_members: int = Field(default=30, ge=1)
+    n_checkpoints: int = Field(default=20, ge=2)
+    epoch_per_checkpoint: int = Field(default=4, ge=1)
+    swag_lr: float = Field(default=1e-2, gt=0.0)
+    swag_momentum: float = Field(default=0.9, ge=0.0, lt=1.0)
+    grad_clip_norm: float = Field(default=1.0, gt=0.0)
+    sample_scale: float = Field(default=1.0, gt=0.0)
+    calibrate: bool = True
+
+    SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
+        **NNConfig.SEARCH_SPACE,
+        "n_checkpoints": {"distribution": "int_uniform", "min": 10, "max": 40},
+        "epoch_per_checkpoint": {"distribution": "int_uniform", "min": 2, "max": 12},
+        "swag_lr": {"distribution": "log_uniform_values", "min": 1e-3, "max": 1e-1},
+        "swag_momentum": {"values": [0.0, 0.9, 0.95]},
+        "val_fraction": {"distribution": "uniform", "min": 0.05, "max": 0.25},
+        "grad_clip_norm": {"distribution": "uniform", "min": 0.5, "max": 2.0},
+    }
+
+
+@register("swag")
+class SWAG(NNMethod):
+    """Diagonal SWAG over all parameters of one pretrained residual MLP; K = 30 samples."""
+
+    Config = SWAGConfig
+    config: SWAGConfig
+
+    def trained_members(self) -> int:
+        return 1
+
+    def collection_config(self) -> NNConfig:
+        """The SGD phase: constant ``swag_lr``, ``swag_momentum``, no Nesterov."""
+        cfg = self.config
+        return cfg.model_copy(
+            update={
+                "optimizer": "sgd",
+                "lr": cfg.swag_lr,
+                "momentum": cfg.swag_momentum,
+                "sgd_nesterov": False,
+            }
+        )
+
+    def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
+        """Collect the moments, draw the K networks, fit the variance factor on V."""
+        cfg = self.config
+        keys = jax_keys(seed, "swag", "swag_samples")
+        m = self.fit_idx_.shape[0]
+        last, first, second = collect_moments(
+            self.collection_config(),
+            jnp.asarray(Xs[self.fit_idx_]),
+            jnp.asarray(ys[self.fit_idx_]),
+            jnp.arange(m, dtype=jnp.int32)[None, :],
+            keys["swag"][None],
+            self.variables_,
+            every=cfg.epoch_per_checkpoint,
+            n_checkpoints=cfg.n_checkpoints,
+            grad_clip=cfg.grad_clip_norm,
+        )
+        self.swag_mean_ = jax.tree.map(lambda a: a[0], first)
+        self.swag_var_ = jax.tree.map(
+            lambda a, b: jnp.maximum(b[0] - a[0] ** 2, 0.0), first, second
+        )
+        leaves, treedef = jax.tree.flatten(self.swag_mean_)
+        draw_keys = jax.random.split(keys["swag_samples"], len(leaves))
+        k = cfg.n_members
+        samples = [
+            mu[None]
+            + cfg.sample_scale * jnp.sqrt(var)[None] * jax.random.normal(key, (k, *mu.shape))
+            for mu, var, key in zip(leaves, jax.tree.leaves(self.swag_var_), draw_keys, strict=True)
+        ]
+        state = {name: v for name, v in last.items() if name != "params"}
+        state = jax.tree.map(lambda a: jnp.broadcast_to(a, (k, *a.shape[1:])), state)
+        self.sample_variables_ = {"params": jax.tree.unflatten(treedef, samples), **state}
+        self.scale_ = 1.0
+        if cfg.calibrate and self.val_idx_.size > 0:
+            mean, var = self._standardised(jnp.asarray(Xs[self.val_idx_]))
+            pred = combine_members(mean, var)
+            resid2 = (ys[self.val_idx_].astype(np.float64) - pred.mean) ** 2
+            self.scale_ = float(np.mean(resid2) / np.mean(pred.total))
+
+    def _standardised(self, Xs: jax.Array) -> tuple[np.ndarray, np.ndarray]:
+        """Sampled networks' means and variances ``(K, m)`` at standardised ``Xs``."""
+        keys = jax.random.split(self.predict_key_, self.config.n_members)
+        raw = predict_members(self.config, self.sample_variables_, keys, Xs)
+        mean, var = mean_variance(raw, self.config.head)
+        return np.asarray(mean, np.float64), np.asarray(var, np.float64)
+
+    def predict(self, X: np.ndarray) -> Prediction:
+        """K sampled networks combined, variances times the factor ``c``, at ``X`` ``(m, d)``."""
+        self._check_fitted()
+        X = check_x(X, self.d_)
+        mean, var = self._standardised(jnp.asarray(self.scaler_.x(X), dtype=jnp.float32))
+        pred = combine_standardised(mean, var, self.scaler_)
+        return Prediction(
+            mean=pred.mean,
+            aleatoric=self.scale_ * pred.aleatoric,
+            epistemic=self.scale_ * pred.epistemic,
+            member_means=pred.member_means,
+        )
