@@ -63,11 +63,15 @@ class ResidualMLP(nn.Module):
     n_out: int = 2
 
     @nn.compact
-    def __call__(self, x: jax.Array, *, train: bool, sample: bool = False) -> jax.Array:
+    def __call__(
+        self, x: jax.Array, *, train: bool, sample: bool = False, features: bool = False
+    ) -> jax.Array:
         """Forward pass of ``x`` ``(B, d)``.
 
         ``train`` uses batch statistics and dropout; ``sample`` keeps dropout on with
         running statistics (MC dropout). Dropout needs a ``"dropout"`` rng when active.
+        ``features`` returns the last hidden layer ``h_L`` ``(B, width)`` instead of the head
+        (last-layer methods).
         """
         if self.activation not in _ACTIVATIONS:
             valid = ", ".join(_ACTIVATIONS)
@@ -78,4 +82,6 @@ class ResidualMLP(nn.Module):
         for _ in range(self.blocks):
             u = drop(act(_Norm(self.norm)(nn.Dense(self.width)(h), train=train)))
             h = act(_Norm(self.norm)(nn.Dense(self.width)(u), train=train) + h)
+        if features:
+            return h
         return nn.Dense(self.n_out)(h)

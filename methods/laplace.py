@@ -1,0 +1,160 @@
+"""Last-layer Laplace (Daxberger et al. 2021) over the mean head, built with laplax.
+
+The Gaussian-head backbone is trained to a MAP solution; the backbone and the variance
+head stay fixed. In standardised units the mean is linear in the mean-head weights and
+bias, ``mu(x) = phi(x)^T w`` (:mod:`methods.nn.last_layer`). The Gaussian likelihood with
+the MAP variance ``s^2(x)`` has Fisher ``1 / s^2(x)`` in the mean, so the GGN over the fit
+split S is ``G = sum_{i in S} phi_i phi_i^T / s^2(x_i)`` (laplax ``create_ggn_mv`` with
+that Fisher as the loss-Hessian product, dense with ``estimate_curvature("full")``), and
+with prior precision ``lambda`` and temperature ``T`` (paper, Appendix D.4, "Laplace BNN")
+
+    Sigma = (G / T + lambda I)^-1,   w_k = w_MAP + L z_k,  L L^T = Sigma,  z_k ~ N(0, I).
+
+Calibration on the validation split V minimises the Gaussian NLL of the predictive
+``N(mu_MAP(x), s^2(x) + phi(x)^T Sigma phi(x))``, which includes the observation noise
+``s^2(x)`` (laplax's built-in regression NLL leaves it out and then pushes ``lambda`` to
+the grid edge): first ``lambda`` by laplax ``optimize_prior_prec`` at ``T = 1``, then
+``T`` on a log grid with that ``lambda``. Prediction: K = ``n_members`` sampled heads;
+mean = average sampled mean, aleatoric = ``s^2(x)``, epistemic = variance of the sampled
+means. The small P x P algebra runs in float64 inside a scoped ``jax.enable_x64``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from laplax.curv.cov import estimate_curvature, set_posterior_fn
+from laplax.curv.ggn import create_ggn_mv
+from laplax.eval.calibrate import optimize_prior_prec
+from loguru import logger
+from pydantic import Field
+
+from methods.base import Prediction, check_x
+from methods.combine import combine_standardised
+from methods.nn.config import NNConfig
+from methods.nn.last_layer import design, gaussian_nll, head_weights
+from methods.nn.method import NNMethod
+from methods.registry import register
+from methods.seeding import jax_keys
+
+
+class LaplaceConfig(NNConfig):
+    """:class:`NNConfig` for the MAP network plus the Laplace calibration grids.
+
+    ``n_members`` is the number K of sampled heads; ``val_fraction`` must be positive (V
+    calibrates ``lambda`` and ``T``). The grids are ``10^[min, max]`` with ``*_grid`` points.
+    """
+
+    n_members: int = Field(default=30, ge=2)
+    val_fraction: float = Field(default=0.1, gt=0.0, lt=1.0)
+    log_prior_prec_min: float = -4.0
+    log_prior_prec_max: float = 4.0
+    prior_prec_grid: int = Field(default=100, ge=2)
+    log_temperature_min: float = -2.0
+    log_temperature_max: float = 2.0
+    temperature_grid: int = Field(default=41, ge=1)
+
+    SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = dict(NNConfig.SEARCH_SPACE)
+
+
+def _fisher_mv(jv: jax.Array, pred: jax.Array, target: jax.Array, **kwargs: Any) -> jax.Array:
+    """Gaussian Fisher in the mean times ``jv``: ``target`` carries the precision ``1/s^2``."""
+    del pred, kwargs
+    return jv * target
+
+
+def _linear_head(input: jax.Array, params: dict[str, jax.Array]) -> jax.Array:
+    """laplax model function: ``phi^T w`` as a ``(1,)`` output for one ``phi`` ``(P,)``."""
+    return (input @ params["w"])[None]
+
+
+def last_layer_ggn(phi: jax.Array, var: jax.Array) -> jax.Array:
+    """Dense GGN ``(P, P)`` of the mean head from ``Phi`` ``(n, P)`` and ``s^2`` ``(n,)``."""
+    layout = {"w": jnp.zeros(phi.shape[1], phi.dtype)}
+    data = {"input": phi, "target": (1.0 / var)[:, None]}
+    mv = create_ggn_mv(_linear_head, layout, data, loss_hessian_mv=_fisher_mv)
+    return estimate_curvature("full", mv=mv, layout=layout)
+
+
+def posterior_scale(ggn: jax.Array, prior_prec: float, temperature: float) -> jax.Array:
+    """``L`` ``(P, P)`` with ``L L^T = (G / T + lambda I)^-1`` (laplax full posterior)."""
+    layout = {"w": jnp.zeros(ggn.shape[0], ggn.dtype)}
+    posterior_fn = set_posterior_fn("full", ggn, layout=layout)
+    args = {"prior_prec": prior_prec, "sigma_squared": 1.0 / temperature}
+    return posterior_fn(args).state["scale"]
+
+
+@register("laplace")
+class LastLayerLaplace(NNMethod):
+    """Last-layer Laplace over the mean head of one MAP residual MLP; K = 30 samples."""
+
+    Config = LaplaceConfig
+    config: LaplaceConfig
+
+    def trained_members(self) -> int:
+        return 1
+
+    def _map_variables(self) -> dict[str, Any]:
+        return jax.tree.map(lambda a: a[0], self.variables_)
+
+    def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
+        """Curvature on the fit split, ``lambda`` and ``T`` on V, then K sampled heads."""
+        cfg = self.config
+        variables = self._map_variables()
+        phi_s, _, var_s = design(cfg, variables, jnp.asarray(Xs[self.fit_idx_]))
+        phi_v, mean_v, var_v = design(cfg, variables, jnp.asarray(Xs[self.val_idx_]))
+        w_map = head_weights(cfg, variables)
+        z_key = jax_keys(seed, "laplace_samples")["laplace_samples"]
+        z = jax.random.normal(z_key, (cfg.n_members, w_map.shape[0]), jnp.float32)
+        with jax.enable_x64(True):
+            f64 = [jnp.asarray(np.asarray(a, np.float64)) for a in (phi_s, var_s, phi_v, mean_v)]
+            phi_s, var_s, phi_v, mean_v = f64
+            var_v64 = jnp.asarray(np.asarray(var_v, np.float64))
+            y_v = jnp.asarray(ys[self.val_idx_].astype(np.float64))
+            ggn = last_layer_ggn(phi_s, var_s)
+
+            @jax.jit
+            def val_nll(prior_prec, temperature):
+                scale = posterior_scale(ggn, prior_prec, temperature)
+                eu = jnp.sum((phi_v @ scale) ** 2, axis=1)
+                return gaussian_nll(y_v, mean_v, var_v64 + eu)
+
+            logger.disable("laplax")  # one log line per grid point otherwise
+            try:
+                prior_prec = float(
+                    optimize_prior_prec(
+                        lambda args: val_nll(args["prior_prec"], 1.0),
+                        log_prior_prec_min=cfg.log_prior_prec_min,
+                        log_prior_prec_max=cfg.log_prior_prec_max,
+                        grid_size=cfg.prior_prec_grid,
+                    )
+                )
+            finally:
+                logger.enable("laplax")
+            temps = np.logspace(
+                cfg.log_temperature_min, cfg.log_temperature_max, cfg.temperature_grid
+            )
+            nlls = [float(val_nll(prior_prec, t)) for t in temps]
+            temperature = float(temps[int(np.nanargmin(nlls))])
+            scale = posterior_scale(ggn, prior_prec, temperature)
+            self.posterior_cov_ = np.asarray(scale @ scale.T)
+            draws = (
+                np.asarray(w_map, np.float64)[None, :]
+                + np.asarray(z, np.float64) @ np.asarray(scale).T
+            )
+        self.prior_prec_ = prior_prec
+        self.temperature_ = temperature
+        self.head_samples_ = draws  # (K, P)
+
+    def predict(self, X: np.ndarray) -> Prediction:
+        """Combined K sampled heads at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``."""
+        self._check_fitted()
+        X = check_x(X, self.d_)
+        Xs = jnp.asarray(self.scaler_.x(X), dtype=jnp.float32)
+        phi, _, var = design(self.config, self._map_variables(), Xs)
+        means = self.head_samples_ @ np.asarray(phi, np.float64).T
+        variances = np.broadcast_to(np.asarray(var, np.float64)[None, :], means.shape)
+        return combine_standardised(means, variances, self.scaler_)

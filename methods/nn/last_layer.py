@@ -1,0 +1,69 @@
+"""The mean head as a linear model in its weights, for last-layer posteriors.
+
+With the backbone and the variance head fixed at their MAP values, the predictive mean is
+linear in the mean-head weights ``w = (w_1..w_H, b)`` (``P = H + 1``):
+
+    standard head:  mu(x) = phi(x)^T w,                 phi(x) = (h_L(x), 1),
+    natural head:   mu(x) = v(x) (h_L(x), 1)^T w,       v(x) = the MAP variance,
+
+since the natural mean is ``eta_1 v``. :func:`design` returns ``Phi`` with rows ``phi(x)``,
+so ``mu = Phi w`` in both cases. The variance head ``v(x)`` stays at its MAP value.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from methods.nn.config import NNConfig
+from methods.nn.heads import mean_variance
+from methods.nn.trainer import make_network
+
+Variables = dict[str, Any]
+
+
+def head_name(cfg: NNConfig) -> str:
+    """flax name of the linear head: the last of the ``2 L + 2`` Dense layers."""
+    return f"Dense_{2 * cfg.blocks + 1}"
+
+
+def head_weights(cfg: NNConfig, variables: Variables) -> jax.Array:
+    """MAP mean-head weights ``w`` ``(P,)``: the first head column, then its bias."""
+    head = variables["params"][head_name(cfg)]
+    return jnp.concatenate([head["kernel"][:, 0], head["bias"][:1]])
+
+
+@functools.lru_cache(maxsize=32)
+def _design_program(key_cfg: NNConfig) -> Callable:
+    net = make_network(key_cfg)
+
+    def design_fn(variables, X):
+        h = net.apply(variables, X, train=False, features=True)
+        raw = net.apply(variables, X, train=False)
+        mean, var = mean_variance(raw, key_cfg.head)
+        phi = jnp.concatenate([h, jnp.ones((h.shape[0], 1), h.dtype)], axis=1)
+        if key_cfg.head == "natural":
+            phi = phi * var[:, None]
+        return phi, mean, var
+
+    return jax.jit(design_fn)
+
+
+def design(
+    cfg: NNConfig, variables: Variables, X: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``Phi`` ``(m, P)``, MAP mean ``(m,)`` and MAP variance ``(m,)`` at ``X`` ``(m, d)``.
+
+    ``variables`` belong to one network (no member axis); ``Phi @ head_weights = mean``.
+    """
+    key_cfg = cfg.model_copy(update={"n_members": 1, "epochs": 1, "max_epochs": None})
+    return _design_program(key_cfg)(variables, X)
+
+
+def gaussian_nll(y: jax.Array, mean: jax.Array, var: jax.Array) -> jax.Array:
+    """Mean Gaussian negative log density (with ``1/2 log 2 pi``) of ``y`` ``(n,)``."""
+    return jnp.mean(0.5 * (jnp.log(2.0 * jnp.pi * var) + (y - mean) ** 2 / var))
