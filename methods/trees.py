@@ -1,0 +1,78 @@
+"""Shared pieces of the tree methods (NGBoost and CatBoost): target scaling, row draws, seeds.
+
+Tree learners split on feature order, so inputs stay in original units; only the target
+is standardised (optionally): ``y~ = (y - y_mu) / y_sd``, reported back as
+``mu = y_mu + y_sd mu~`` and ``v = y_sd^2 v~``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+
+import numpy as np
+
+from methods.scaling import Scaler
+
+# Library seeds are drawn below 2^31 - 1: the largest value every backend accepts.
+_SEED_HIGH = 2**31 - 1
+
+
+def target_scaler(X: np.ndarray, y: np.ndarray, standardize_y: bool) -> Scaler:
+    """A :class:`Scaler` for ``y`` ``(n,)``; the identity on y when ``standardize_y`` is off.
+
+    Only its target half is used by the tree methods (``X`` ``(n, d)`` fixes the shapes).
+    """
+    scaler = Scaler.fit(X, y)
+    if standardize_y:
+        return scaler
+    return Scaler(x_mean=scaler.x_mean, x_sd=scaler.x_sd, y_mu=0.0, y_sd=1.0)
+
+
+def library_seeds(rng: np.random.Generator, k: int) -> list[int]:
+    """``k`` integer seeds for library ``random_state``/``random_seed`` arguments."""
+    return [int(s) for s in rng.integers(0, _SEED_HIGH, size=k)]
+
+
+def resample_rows(
+    n: int, fraction: float, replace: bool, k: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``(k, m)`` row indices into ``n`` rows, ``m = max(1, round(fraction * n))`` per member.
+
+    Each row of the result is one member's draw, with or without replacement.
+    """
+    m = max(1, round(fraction * n))
+    return np.stack([rng.choice(n, size=m, replace=replace) for _ in range(k)])
+
+
+def validation_split(
+    n: int, fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint sorted ``(fit_rows, val_rows)`` of ``n`` rows; ``round(fraction * n)`` held out.
+
+    At least one row is held out and at least two are kept for fitting.
+    """
+    n_val = min(max(1, round(fraction * n)), n - 2)
+    if n_val < 1:
+        raise ValueError(f"a validation split needs at least 3 rows, got {n}")
+    perm = rng.permutation(n)
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+@contextlib.contextmanager
+def scratch_cwd() -> Iterator[None]:
+    """Run the body in a fresh temporary working directory, then restore and delete it.
+
+    ``catboost.sample_gaussian_process`` builds its own regressors without
+    ``allow_writing_files=False``, so they write ``catboost_info/`` into the working
+    directory. The working directory is process-wide: do not call this from threads.
+    """
+    previous = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="udora-catboost-") as scratch:
+        os.chdir(scratch)
+        try:
+            yield
+        finally:
+            os.chdir(previous)
