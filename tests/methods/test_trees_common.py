@@ -1,0 +1,66 @@
+"""All four tree methods: seeding, affine equivariance under target standardisation, and
+constant extrapolation (far points get the prediction of the data's outer corner)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import methods
+
+FAST = {
+    "ngboost_nig": {"n_estimators": 30, "minibatch_frac": 0.7},
+    "ngboost_bag": {"n_regressors": 3, "n_estimators": 15},
+    "catboost_ps": {"n_regressors": 3, "iterations": 80, "learning_rate": 0.2},
+    "catboost_kgb": {"n_regressors": 4, "posterior_iterations": 60, "prior_iterations": 20},
+}
+TREES = list(FAST)
+
+
+def fit(name: str, X: np.ndarray, y: np.ndarray, seed: int, **overrides):
+    return methods.get_method(name, **{**FAST[name], **overrides}).fit(X, y, seed=seed)
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_same_seed_same_prediction_other_seed_different(task, name):
+    first = fit(name, task.X, task.y, seed=11).predict(task.X_near)
+    again = fit(name, task.X, task.y, seed=11).predict(task.X_near)
+    other = fit(name, task.X, task.y, seed=12).predict(task.X_near)
+    for field in ("mean", "aleatoric", "epistemic"):
+        np.testing.assert_array_equal(getattr(again, field), getattr(first, field))
+    assert np.max(np.abs(other.mean - first.mean)) > 1e-6
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_standardised_fit_is_equivariant_under_affine_target_maps(task, name):
+    """Fitting ``a y + b`` gives mean ``a mu + b`` and variances ``a^2 v`` (same seed)."""
+    a, b = 37.0, -5.0
+    base = fit(name, task.X, task.y, seed=3).predict(task.X_near)
+    moved = fit(name, task.X, a * task.y + b, seed=3).predict(task.X_near)
+    # CatBoost stores targets in float32, so the two standardised targets may differ in
+    # the last bit; 1e-5 relative leaves room for that and nothing else.
+    np.testing.assert_allclose(moved.mean, a * base.mean + b, rtol=1e-5, atol=1e-5 * a)
+    np.testing.assert_allclose(moved.aleatoric, a**2 * base.aleatoric, rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(moved.epistemic, a**2 * base.epistemic, rtol=1e-4, atol=1e-10)
+
+
+def test_without_standardisation_ngboost_starts_from_raw_target_moments(task):
+    y = 50.0 + 20.0 * task.y
+    on = fit("ngboost_nig", task.X, y, seed=0)
+    off = fit("ngboost_nig", task.X, y, seed=0, standardize_y=False)
+    # Initial NIG: gamma = mean, beta = var / 2 (nu = 1, alpha = 2) of the targets it saw.
+    assert off.model_.init_params[0] == pytest.approx(np.mean(y), rel=1e-12)
+    assert off.model_.init_params[3] == pytest.approx(np.log(np.var(y) / 2), rel=1e-12)
+    assert on.model_.init_params[0] == pytest.approx(0.0, abs=1e-12)
+    assert on.model_.init_params[3] == pytest.approx(np.log(0.5), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_far_points_get_the_prediction_of_the_outer_data_corner(task, name):
+    """Trees extrapolate flat: beyond every split, all of X_far ([3, 5]^2) shares one leaf
+    per tree with the corner (max x_1, max x_2) of the training inputs."""
+    method = fit(name, task.X, task.y, seed=0)
+    far = method.predict(task.X_far)
+    corner = method.predict(task.X.max(axis=0, keepdims=True))
+    for field in ("mean", "aleatoric", "epistemic"):
+        np.testing.assert_allclose(getattr(far, field), getattr(corner, field)[0], rtol=1e-12)
