@@ -53,6 +53,11 @@ class NNMethod(UQMethod):
         """The per-point training loss (with ``n_out``); None: the head's Gaussian NLL."""
         return None
 
+    def regulariser(self, Xs_fit: np.ndarray) -> Callable | None:
+        """A hashable ``R(f, key)`` added to each step's loss, given the fit split; None."""
+        del Xs_fit
+        return None
+
     def n_out(self) -> int:
         """Width of the network's linear head."""
         objective = self.objective()
@@ -83,6 +88,7 @@ class NNMethod(UQMethod):
             jnp.asarray(rows, dtype=jnp.int32),
             member_keys,
             loss=self.objective(),
+            regulariser=self.regulariser(Xs[fit_idx]),
         )
         self.fit_idx_, self.val_idx_ = fit_idx, val_idx
         self.variables_: dict[str, Any] = variables

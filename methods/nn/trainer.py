@@ -13,7 +13,8 @@ Methods with another objective pass ``loss``, a hashable per-point loss with an 
 attribute (raw outputs ``(B, n_out)`` and targets ``(B,)`` to ``(B,)``); the default is the
 Gaussian NLL of the configured head. ``init`` continues from given variables instead of
 a fresh initialisation, ``grad_clip`` clips the global gradient norm before the
-optimiser, and :func:`collect_moments` keeps running first and second moments of the
+optimiser, ``regulariser`` adds a term on the network function to every step's loss
+(FSP-Laplace), and :func:`collect_moments` keeps running first and second moments of the
 parameters every ``every`` epochs (SWAG).
 """
 
@@ -67,6 +68,7 @@ def _train_program(
     has_init: bool = False,
     grad_clip: float | None = None,
     every: int = 0,
+    regulariser: Callable | None = None,
 ) -> Callable:
     loss = GaussianNLL(key_cfg.head) if loss is None else loss
     net = make_network(key_cfg, loss.n_out)
@@ -100,7 +102,10 @@ def _train_program(
 
             def loss_fn(p):
                 raw, new_state = forward(p, state, X[batch_rows], train=True, rng=rng)
-                return jnp.mean(loss(raw, y[batch_rows])), new_state
+                value = jnp.mean(loss(raw, y[batch_rows]))
+                if regulariser is not None:
+                    value = value + regulariser(lambda x: forward(p, state, x, train=False)[0], rng)
+                return value, new_state
 
             (value, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
             updates, opt_state = tx.update(grads, opt_state, params)
@@ -183,6 +188,7 @@ def train_members(
     loss: Callable | None = None,
     init: Variables | None = None,
     grad_clip: float | None = None,
+    regulariser: Callable | None = None,
 ) -> tuple[Variables, jax.Array, jax.Array]:
     """Train K members; inputs are standardised float32.
 
@@ -195,6 +201,8 @@ def train_members(
         loss: hashable per-point loss with ``n_out`` (default: the head's Gaussian NLL).
         init: variables with a leading K axis to start from (default: fresh init).
         grad_clip: clip the global gradient norm to this value before the optimiser.
+        regulariser: hashable ``R(f, key) -> scalar`` added to every step's loss, with
+            ``f`` the network's raw outputs (eval mode) at any inputs and ``key`` the step's.
 
     Returns:
         variables: flax variables with a leading member axis K on every leaf.
@@ -203,7 +211,14 @@ def train_members(
     """
     batch = min(cfg.batch_size, rows.shape[1])
     program = _train_program(
-        _program_key(cfg), batch, X_val.shape[0] > 0, loss, init is not None, grad_clip
+        _program_key(cfg),
+        batch,
+        X_val.shape[0] > 0,
+        loss,
+        init is not None,
+        grad_clip,
+        0,
+        regulariser,
     )
     n_epochs = jnp.asarray(cfg.train_epochs, jnp.int32)
     extra = () if init is None else (init,)

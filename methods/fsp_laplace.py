@@ -1,0 +1,199 @@
+"""FSP-Laplace (Cinquin et al. 2024): a GP prior in function space, last-layer posterior.
+
+Construction, in standardised units, with ``mu_w(x)`` the network's mean, ``k`` the prior
+kernel ``k(x, x') = s2 Matern32(|x - x'| / l) + c x^T x'`` and ``n`` fit points:
+
+1. MAP training with a function-space prior. Each step draws M context points ``C``
+   uniformly from the box of the fit inputs widened by ``context_margin`` and adds the
+   GP prior's negative log density of the network's mean at ``C`` (up to constants),
+   ``R = 1/(2n) mu_w(C)^T (K_CC + j I)^-1 mu_w(C)``, to the mean per-point Gaussian NLL
+   (the 1/n puts it on the per-point scale of the NLL).
+2. Function-space prior on the mean head. With the backbone and variance head fixed,
+   ``mu(x) = phi(x)^T w`` (:mod:`methods.nn.last_layer`). On a fixed context set C the
+   prior ``mu(C) ~ N(0, K_CC)`` is truncated to its top ``r`` = ``rank`` eigenpairs,
+   ``K_CC ~ Q_r diag(kappa_r) Q_r^T``, and pulled back to weights by least squares,
+   ``w - w_MAP = S a``, ``S = Phi_C^+ Q_r diag(kappa_r)^(1/2)`` (P x r), ``a ~ N(0, I_r)``.
+3. Low-rank Gaussian posterior. With the Gaussian likelihood's GGN over the fit split,
+   ``G = Phi^T diag(1/s^2) Phi``, and temperature T, the posterior of ``a`` is
+   ``N(0, (I_r + S^T G S / T)^-1)``, so ``Sigma = S (I_r + S^T G S / T)^-1 S^T`` has rank
+   ``<= r``: directions the prior does not vary in stay fixed.
+4. T minimises the validation NLL of ``N(mu_MAP, s^2 + phi^T Sigma phi)`` on a log grid.
+
+Prediction: K = ``n_members`` heads ``w_MAP + S B z_k`` (``B B^T = (I + S^T G S / T)^-1``);
+mean = average sampled mean, aleatoric = MAP variance ``s^2(x)``, epistemic = variance of
+the sampled means (paper, Appendix D.4, "Function-space prior Laplace BNN").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pydantic import Field
+
+from methods.base import Prediction, check_x
+from methods.combine import combine_standardised
+from methods.nn.config import NNConfig
+from methods.nn.heads import mean_variance
+from methods.nn.last_layer import design, gaussian_nll, head_weights
+from methods.nn.method import NNMethod
+from methods.registry import register
+from methods.seeding import jax_keys
+
+
+def matern32_linear(
+    A: jax.Array, B: jax.Array, variance: float, lengthscale: float, linear: float
+) -> jax.Array:
+    """Gram ``(a, b)``: ``s2 (1 + sqrt3 r / l) exp(-sqrt3 r / l) + c A B^T``, ``r = |x - x'|``."""
+    sq = jnp.sum((A[:, None, :] - B[None, :, :]) ** 2, axis=-1)
+    r = jnp.sqrt(jnp.maximum(sq, 1e-30)) * (np.sqrt(3.0) / lengthscale)
+    return variance * (1.0 + r) * jnp.exp(-r) + linear * A @ B.T
+
+
+@dataclass(frozen=True)
+class FunctionSpacePrior:
+    """``R(f, key) = weight/2 mu(C)^T (K_CC + jitter I)^-1 mu(C)`` at fresh context points.
+
+    ``lo``, ``hi``: the context box (standardised units); ``head``: the Gaussian head.
+    """
+
+    lo: tuple[float, ...]
+    hi: tuple[float, ...]
+    n_context: int
+    variance: float
+    lengthscale: float
+    linear: float
+    jitter: float
+    weight: float
+    head: str
+
+    def context(self, key: jax.Array) -> jax.Array:
+        """``(M, d)`` context points uniform in the box."""
+        lo, hi = jnp.asarray(self.lo), jnp.asarray(self.hi)
+        u = jax.random.uniform(key, (self.n_context, lo.shape[0]))
+        return lo[None, :] + u * (hi - lo)[None, :]
+
+    def gram(self, C: jax.Array) -> jax.Array:
+        """Prior Gram ``(M, M)`` with jitter."""
+        K = matern32_linear(C, C, self.variance, self.lengthscale, self.linear)
+        return K + self.jitter * jnp.eye(C.shape[0], dtype=K.dtype)
+
+    def __call__(self, f: Any, key: jax.Array) -> jax.Array:
+        C = self.context(jax.random.fold_in(key, 1))
+        mean, _ = mean_variance(f(C), self.head)
+        L = jnp.linalg.cholesky(self.gram(C))
+        a = jax.scipy.linalg.solve_triangular(L, mean, lower=True)
+        return 0.5 * self.weight * jnp.sum(a**2)
+
+
+class FSPLaplaceConfig(NNConfig):
+    """:class:`NNConfig` plus the prior kernel, context set, rank and temperature grid.
+
+    The kernel acts on standardised inputs and targets: Matern-3/2 variance
+    ``prior_variance`` and lengthscale ``prior_lengthscale`` plus a linear kernel with
+    variance ``prior_linear``. ``val_fraction`` must be positive (it selects T).
+    """
+
+    n_members: int = Field(default=30, ge=2)
+    val_fraction: float = Field(default=0.1, gt=0.0, lt=1.0)
+    prior_variance: float = Field(default=1.0, gt=0.0)
+    prior_lengthscale: float = Field(default=1.0, gt=0.0)
+    prior_linear: float = Field(default=0.5, ge=0.0)
+    prior_jitter: float = Field(default=1e-3, gt=0.0)
+    n_context: int = Field(default=64, ge=2)
+    context_margin: float = Field(default=0.5, ge=0.0)
+    rank: int = Field(default=20, ge=1)
+    log_temperature_min: float = -3.0
+    log_temperature_max: float = 3.0
+    temperature_grid: int = Field(default=61, ge=1)
+
+    SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = dict(NNConfig.SEARCH_SPACE)
+
+
+@register("fsp_laplace")
+class FSPLaplace(NNMethod):
+    """Function-space-prior MAP network, low-rank last-layer posterior; K = 30 samples."""
+
+    Config = FSPLaplaceConfig
+    config: FSPLaplaceConfig
+
+    def trained_members(self) -> int:
+        return 1
+
+    def regulariser(self, Xs_fit: np.ndarray) -> FunctionSpacePrior:
+        cfg = self.config
+        margin = cfg.context_margin
+        return FunctionSpacePrior(
+            lo=tuple(float(v) - margin for v in Xs_fit.min(axis=0)),
+            hi=tuple(float(v) + margin for v in Xs_fit.max(axis=0)),
+            n_context=cfg.n_context,
+            variance=cfg.prior_variance,
+            lengthscale=cfg.prior_lengthscale,
+            linear=cfg.prior_linear,
+            jitter=cfg.prior_jitter,
+            weight=1.0 / Xs_fit.shape[0],
+            head=cfg.head,
+        )
+
+    def _map_variables(self) -> dict[str, Any]:
+        return jax.tree.map(lambda a: a[0], self.variables_)
+
+    def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
+        """Low-rank prior factor ``S``, GGN, temperature on V, then K sampled heads."""
+        cfg = self.config
+        keys = jax_keys(seed, "fsp_context", "fsp_samples")
+        variables = self._map_variables()
+        prior = self.regulariser(Xs[self.fit_idx_])
+        context = prior.context(keys["fsp_context"])
+        phi_c, _, _ = design(cfg, variables, context)
+        phi_s, _, var_s = design(cfg, variables, jnp.asarray(Xs[self.fit_idx_]))
+        phi_v, mean_v, var_v = design(cfg, variables, jnp.asarray(Xs[self.val_idx_]))
+        w_map = np.asarray(head_weights(cfg, variables), np.float64)
+        with jax.enable_x64(True):
+            context = jnp.asarray(np.asarray(context, np.float64))
+            phi_c, phi_s, var_s, phi_v, mean_v, var_v = (
+                jnp.asarray(np.asarray(a, np.float64))
+                for a in (phi_c, phi_s, var_s, phi_v, mean_v, var_v)
+            )
+            kappa, Q = jnp.linalg.eigh(prior.gram(context))
+            r = min(cfg.rank, kappa.shape[0])
+            kappa, Q = kappa[-r:], Q[:, -r:]
+            S = jnp.linalg.pinv(phi_c) @ (Q * jnp.sqrt(jnp.maximum(kappa, 0.0))[None, :])
+            SGS = (phi_s @ S).T @ ((phi_s @ S) / var_s[:, None])
+            y_v = jnp.asarray(ys[self.val_idx_].astype(np.float64))
+            eye = jnp.eye(r)
+
+            @jax.jit
+            def val_nll(temperature):
+                inner = jnp.linalg.inv(eye + SGS / temperature)
+                A = phi_v @ S
+                eu = jnp.sum((A @ inner) * A, axis=1)
+                return gaussian_nll(y_v, mean_v, var_v + eu)
+
+            temps = np.logspace(
+                cfg.log_temperature_min, cfg.log_temperature_max, cfg.temperature_grid
+            )
+            nlls = [float(val_nll(t)) for t in temps]
+            temperature = float(temps[int(np.nanargmin(nlls))])
+            inner = jnp.linalg.inv(eye + SGS / temperature)
+            B = jnp.linalg.cholesky(0.5 * (inner + inner.T))
+            z = jax.random.normal(keys["fsp_samples"], (cfg.n_members, r), jnp.float64)
+            draws = w_map[None, :] + np.asarray(z @ (S @ B).T)
+            self.posterior_cov_ = np.asarray(S @ inner @ S.T)
+            self.prior_factor_ = np.asarray(S)
+            self.context_ = np.asarray(context)
+        self.temperature_ = temperature
+        self.head_samples_ = draws  # (K, P)
+
+    def predict(self, X: np.ndarray) -> Prediction:
+        """Combined K sampled heads at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``."""
+        self._check_fitted()
+        X = check_x(X, self.d_)
+        Xs = jnp.asarray(self.scaler_.x(X), dtype=jnp.float32)
+        phi, _, var = design(self.config, self._map_variables(), Xs)
+        means = self.head_samples_ @ np.asarray(phi, np.float64).T
+        variances = np.broadcast_to(np.asarray(var, np.float64)[None, :], means.shape)
+        return combine_standardised(means, variances, self.scaler_)
