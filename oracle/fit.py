@@ -157,8 +157,8 @@ def fit_preset(
     subset: int = 2000,
     seed: int = 0,
     data_dir: str | Path | None = None,
-    max_iters: int = 1000,
-    gtol: float = 1e-6,
+    max_iters: int = 500,
+    gtol: float = 1e-5,
 ) -> FitResult:
     """Fit ``preset``'s kernel family, constant mean (if any) and noise to its real data.
 
@@ -227,3 +227,20 @@ def noise_for_median_std(
     r = NoiseModel.from_pool(Z, 1.0, 2.0).rank_score(Z)
     std_min = median_std / y[pool].std() / (1.0 + (ratio - 1.0) * float(np.median(r)))
     return {"std_min": float(std_min), "std_max": float(ratio * std_min)}
+
+
+def refit_from_written(
+    preset: Preset, data_dir: str | Path | None = None, max_iters: int = 200, gtol: float = 1e-7
+) -> float:
+    """Per-point log marginal likelihood after L-BFGS restarted AT the written fit.
+
+    With the recorded subset; at a local optimum this cannot exceed :func:`mll_and_grad`'s
+    value by more than the optimiser's tolerance.
+    """
+    if not preset.fit:
+        raise ValueError(f"preset {preset.name!r} has no fit block; run `udora presets fit`")
+    Z, t = standardised_subset(preset, preset.fit["subset"], preset.fit["seed"], data_dir)
+    with jax.enable_x64(True):
+        model = _model(list(preset.kernel), preset.d, preset.mean, preset.fit["noise_variance"])
+        _, loss = _fit(model, Z, t, max_iters, gtol)
+    return -loss

@@ -112,7 +112,8 @@ class Preset(_Frozen):
             specs = parse_kernel(list(self.kernel), self.d)
         except KernelSpecError as err:
             raise ValueError(str(err)) from None
-        object.__setattr__(self, "kernel", tuple(s.model_dump() for s in specs))
+        kernel = tuple({"type": s.type, **s.model_dump(exclude={"type"})} for s in specs)
+        object.__setattr__(self, "kernel", kernel)
         return self
 
     def with_overrides(self, overrides: dict[str, Any], *, origin: str = "override") -> Preset:
