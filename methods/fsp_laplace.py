@@ -55,25 +55,22 @@ def matern32_linear(
 
 @dataclass(frozen=True)
 class FunctionSpacePrior:
-    """``R(f, key) = weight/2 mu(C)^T (K_CC + jitter I)^-1 mu(C)`` at fresh context points.
+    """``R(f, key, args) = w/2 mu(C)^T (K_CC + jitter I)^-1 mu(C)`` at fresh context points.
 
-    ``lo``, ``hi``: the context box (standardised units); ``head``: the Gaussian head.
+    The kernel settings and ``head`` are static; ``args`` holds the data-dependent arrays:
+    the context box ``lo``, ``hi`` ``(d,)`` (standardised units) and the weight ``w = 1/n``.
     """
 
-    lo: tuple[float, ...]
-    hi: tuple[float, ...]
     n_context: int
     variance: float
     lengthscale: float
     linear: float
     jitter: float
-    weight: float
     head: str
 
-    def context(self, key: jax.Array) -> jax.Array:
-        """``(M, d)`` context points uniform in the box."""
-        lo, hi = jnp.asarray(self.lo), jnp.asarray(self.hi)
-        u = jax.random.uniform(key, (self.n_context, lo.shape[0]))
+    def context(self, key: jax.Array, lo: jax.Array, hi: jax.Array) -> jax.Array:
+        """``(M, d)`` context points uniform in the box ``[lo, hi]``."""
+        u = jax.random.uniform(key, (self.n_context, lo.shape[0]), lo.dtype)
         return lo[None, :] + u * (hi - lo)[None, :]
 
     def gram(self, C: jax.Array) -> jax.Array:
@@ -81,12 +78,12 @@ class FunctionSpacePrior:
         K = matern32_linear(C, C, self.variance, self.lengthscale, self.linear)
         return K + self.jitter * jnp.eye(C.shape[0], dtype=K.dtype)
 
-    def __call__(self, f: Any, key: jax.Array) -> jax.Array:
-        C = self.context(jax.random.fold_in(key, 1))
+    def __call__(self, f: Any, key: jax.Array, args: dict[str, jax.Array]) -> jax.Array:
+        C = self.context(jax.random.fold_in(key, 1), args["lo"], args["hi"])
         mean, _ = mean_variance(f(C), self.head)
         L = jnp.linalg.cholesky(self.gram(C))
         a = jax.scipy.linalg.solve_triangular(L, mean, lower=True)
-        return 0.5 * self.weight * jnp.sum(a**2)
+        return 0.5 * args["weight"] * jnp.sum(a**2)
 
 
 class FSPLaplaceConfig(NNConfig):
@@ -113,6 +110,14 @@ class FSPLaplaceConfig(NNConfig):
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = dict(NNConfig.SEARCH_SPACE)
 
 
+@jax.jit
+def _val_nll(SGS, A, mean_v, var_v, y_v, temperature) -> jax.Array:
+    """Validation NLL with ``eu = rows of A (I + S^T G S / T)^-1 A^T``, ``A = Phi_V S``."""
+    inner = jnp.linalg.inv(jnp.eye(SGS.shape[0], dtype=SGS.dtype) + SGS / temperature)
+    eu = jnp.sum((A @ inner) * A, axis=1)
+    return gaussian_nll(y_v, mean_v, var_v + eu)
+
+
 @register("fsp_laplace")
 class FSPLaplace(NNMethod):
     """Function-space-prior MAP network, low-rank last-layer posterior; K = 30 samples."""
@@ -123,20 +128,25 @@ class FSPLaplace(NNMethod):
     def trained_members(self) -> int:
         return 1
 
-    def regulariser(self, Xs_fit: np.ndarray) -> FunctionSpacePrior:
+    def regulariser(self) -> FunctionSpacePrior:
         cfg = self.config
-        margin = cfg.context_margin
         return FunctionSpacePrior(
-            lo=tuple(float(v) - margin for v in Xs_fit.min(axis=0)),
-            hi=tuple(float(v) + margin for v in Xs_fit.max(axis=0)),
             n_context=cfg.n_context,
             variance=cfg.prior_variance,
             lengthscale=cfg.prior_lengthscale,
             linear=cfg.prior_linear,
             jitter=cfg.prior_jitter,
-            weight=1.0 / Xs_fit.shape[0],
             head=cfg.head,
         )
+
+    def regulariser_args(self, Xs_fit: np.ndarray) -> dict[str, jax.Array]:
+        """Context box (fit inputs' range widened by ``context_margin``) and ``1/n``."""
+        margin = self.config.context_margin
+        return {
+            "lo": jnp.asarray(Xs_fit.min(axis=0) - margin, jnp.float32),
+            "hi": jnp.asarray(Xs_fit.max(axis=0) + margin, jnp.float32),
+            "weight": jnp.asarray(1.0 / Xs_fit.shape[0], jnp.float32),
+        }
 
     def _map_variables(self) -> dict[str, Any]:
         return jax.tree.map(lambda a: a[0], self.variables_)
@@ -146,8 +156,9 @@ class FSPLaplace(NNMethod):
         cfg = self.config
         keys = jax_keys(seed, "fsp_context", "fsp_samples")
         variables = self._map_variables()
-        prior = self.regulariser(Xs[self.fit_idx_])
-        context = prior.context(keys["fsp_context"])
+        prior = self.regulariser()
+        box = self.regulariser_args(Xs[self.fit_idx_])
+        context = prior.context(keys["fsp_context"], box["lo"], box["hi"])
         phi_c, _, _ = design(cfg, variables, context)
         phi_s, _, var_s = design(cfg, variables, jnp.asarray(Xs[self.fit_idx_]))
         phi_v, mean_v, var_v = design(cfg, variables, jnp.asarray(Xs[self.val_idx_]))
@@ -166,12 +177,10 @@ class FSPLaplace(NNMethod):
             y_v = jnp.asarray(ys[self.val_idx_].astype(np.float64))
             eye = jnp.eye(r)
 
-            @jax.jit
+            A = phi_v @ S
+
             def val_nll(temperature):
-                inner = jnp.linalg.inv(eye + SGS / temperature)
-                A = phi_v @ S
-                eu = jnp.sum((A @ inner) * A, axis=1)
-                return gaussian_nll(y_v, mean_v, var_v + eu)
+                return _val_nll(SGS, A, mean_v, var_v, y_v, temperature)
 
             temps = np.logspace(
                 cfg.log_temperature_min, cfg.log_temperature_max, cfg.temperature_grid

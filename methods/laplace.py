@@ -87,6 +87,14 @@ def posterior_scale(ggn: jax.Array, prior_prec: float, temperature: float) -> ja
     return posterior_fn(args).state["scale"]
 
 
+@jax.jit
+def _val_nll(ggn, phi_v, mean_v, var_v, y_v, prior_prec, temperature) -> jax.Array:
+    """Validation NLL of ``N(mu_MAP, s^2 + phi^T Sigma(lambda, T) phi)`` (all V arrays)."""
+    scale = posterior_scale(ggn, prior_prec, temperature)
+    eu = jnp.sum((phi_v @ scale) ** 2, axis=1)
+    return gaussian_nll(y_v, mean_v, var_v + eu)
+
+
 @register("laplace")
 class LastLayerLaplace(NNMethod):
     """Last-layer Laplace over the mean head of one MAP residual MLP; K = 30 samples."""
@@ -116,11 +124,8 @@ class LastLayerLaplace(NNMethod):
             y_v = jnp.asarray(ys[self.val_idx_].astype(np.float64))
             ggn = last_layer_ggn(phi_s, var_s)
 
-            @jax.jit
             def val_nll(prior_prec, temperature):
-                scale = posterior_scale(ggn, prior_prec, temperature)
-                eu = jnp.sum((phi_v @ scale) ** 2, axis=1)
-                return gaussian_nll(y_v, mean_v, var_v64 + eu)
+                return _val_nll(ggn, phi_v, mean_v, var_v64, y_v, prior_prec, temperature)
 
             logger.disable("laplax")  # one log line per grid point otherwise
             try:

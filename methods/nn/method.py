@@ -53,8 +53,12 @@ class NNMethod(UQMethod):
         """The per-point training loss (with ``n_out``); None: the head's Gaussian NLL."""
         return None
 
-    def regulariser(self, Xs_fit: np.ndarray) -> Callable | None:
-        """A hashable ``R(f, key)`` added to each step's loss, given the fit split; None."""
+    def regulariser(self) -> Callable | None:
+        """A hashable ``R(f, key, args)`` added to each step's loss; default None."""
+        return None
+
+    def regulariser_args(self, Xs_fit: np.ndarray) -> Any:
+        """The data-dependent arrays ``args`` of the regulariser, from the fit split."""
         del Xs_fit
         return None
 
@@ -88,7 +92,8 @@ class NNMethod(UQMethod):
             jnp.asarray(rows, dtype=jnp.int32),
             member_keys,
             loss=self.objective(),
-            regulariser=self.regulariser(Xs[fit_idx]),
+            regulariser=self.regulariser(),
+            regulariser_args=self.regulariser_args(Xs[fit_idx]),
         )
         self.fit_idx_, self.val_idx_ = fit_idx, val_idx
         self.variables_: dict[str, Any] = variables

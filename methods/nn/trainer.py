@@ -85,7 +85,7 @@ def _train_program(
             return raw, new_state
         return net.apply(variables, x, train=train, rngs=rngs), state
 
-    def train_one(key, rows, X, y, X_val, y_val, n_epochs, init):
+    def train_one(key, rows, X, y, X_val, y_val, n_epochs, init, reg_args):
         k_init, k_drop, k_shuffle = jax.random.split(key, 3)
         if has_init:
             variables = init
@@ -104,7 +104,8 @@ def _train_program(
                 raw, new_state = forward(p, state, X[batch_rows], train=True, rng=rng)
                 value = jnp.mean(loss(raw, y[batch_rows]))
                 if regulariser is not None:
-                    value = value + regulariser(lambda x: forward(p, state, x, train=False)[0], rng)
+                    f = lambda x: forward(p, state, x, train=False)[0]  # noqa: E731
+                    value = value + regulariser(f, rng, reg_args)
                 return value, new_state
 
             (value, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
@@ -167,13 +168,16 @@ def _train_program(
         first, second = (jax.tree.map(lambda a: a / count, t) for t in (first, second))
         return (*result, (first, second))
 
-    if has_init:
-        return jax.jit(jax.vmap(train_one, in_axes=(0, 0, None, None, None, None, None, 0)))
+    # Optional trailing arguments: initial variables (per member), regulariser data.
+    has_reg = regulariser is not None
 
-    def fresh(key, rows, X, y, X_val, y_val, n_epochs):
-        return train_one(key, rows, X, y, X_val, y_val, n_epochs, None)
+    def program(key, rows, X, y, X_val, y_val, n_epochs, *extra):
+        init = extra[0] if has_init else None
+        reg_args = extra[-1] if has_reg else None
+        return train_one(key, rows, X, y, X_val, y_val, n_epochs, init, reg_args)
 
-    return jax.jit(jax.vmap(fresh, in_axes=(0, 0, None, None, None, None, None)))
+    in_axes = (0, 0, None, None, None, None, None) + (0,) * has_init + (None,) * has_reg
+    return jax.jit(jax.vmap(program, in_axes=in_axes))
 
 
 def train_members(
@@ -189,6 +193,7 @@ def train_members(
     init: Variables | None = None,
     grad_clip: float | None = None,
     regulariser: Callable | None = None,
+    regulariser_args: Any = None,
 ) -> tuple[Variables, jax.Array, jax.Array]:
     """Train K members; inputs are standardised float32.
 
@@ -201,8 +206,10 @@ def train_members(
         loss: hashable per-point loss with ``n_out`` (default: the head's Gaussian NLL).
         init: variables with a leading K axis to start from (default: fresh init).
         grad_clip: clip the global gradient norm to this value before the optimiser.
-        regulariser: hashable ``R(f, key) -> scalar`` added to every step's loss, with
-            ``f`` the network's raw outputs (eval mode) at any inputs and ``key`` the step's.
+        regulariser: hashable ``R(f, key, args) -> scalar`` added to every step's loss,
+            with ``f`` the network's raw outputs (eval mode) at any inputs, ``key`` the
+            step's key and ``args`` = ``regulariser_args`` (arrays: no recompilation when
+            only they change).
 
     Returns:
         variables: flax variables with a leading member axis K on every leaf.
@@ -221,7 +228,7 @@ def train_members(
         regulariser,
     )
     n_epochs = jnp.asarray(cfg.train_epochs, jnp.int32)
-    extra = () if init is None else (init,)
+    extra = (() if init is None else (init,)) + (() if regulariser is None else (regulariser_args,))
     return program(keys, rows, X, y, X_val, y_val, n_epochs, *extra)
 
 

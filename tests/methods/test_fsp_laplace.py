@@ -20,24 +20,18 @@ def numpy_kernel(A, B, variance, lengthscale, linear):
 
 def test_regulariser_is_the_gp_prior_quadratic_form():
     prior = FunctionSpacePrior(
-        lo=(-1.0, -2.0),
-        hi=(1.0, 0.5),
-        n_context=30,
-        variance=0.8,
-        lengthscale=0.7,
-        linear=0.3,
-        jitter=1e-3,
-        weight=0.01,
-        head="standard",
+        n_context=30, variance=0.8, lengthscale=0.7, linear=0.3, jitter=1e-3, head="standard"
     )
+    lo, hi = jnp.asarray([-1.0, -2.0]), jnp.asarray([1.0, 0.5])
+    args = {"lo": lo, "hi": hi, "weight": jnp.asarray(0.01)}
 
     def f(C):  # a "network" whose standard-head mean is sin(C_0) + C_1
         mean = jnp.sin(C[:, 0]) + C[:, 1]
         return jnp.stack([mean, jnp.zeros_like(mean)], axis=1)
 
     key = jax.random.key(7)
-    got = float(prior(f, key))
-    C = np.asarray(prior.context(jax.random.fold_in(key, 1)), np.float64)
+    got = float(prior(f, key, args))
+    C = np.asarray(prior.context(jax.random.fold_in(key, 1), lo, hi), np.float64)
     assert np.all(C >= [-1.0, -2.0]) and np.all(C <= [1.0, 0.5])
     m = np.sin(C[:, 0]) + C[:, 1]
     K = numpy_kernel(C, C, 0.8, 0.7, 0.3) + 1e-3 * np.eye(30)
