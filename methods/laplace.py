@@ -5,7 +5,7 @@ head stay fixed. In standardised units the mean is linear in the mean-head weigh
 bias, ``mu(x) = phi(x)^T w`` (:mod:`methods.nn.last_layer`). The Gaussian likelihood with
 the MAP variance ``s^2(x)`` has Fisher ``1 / s^2(x)`` in the mean, so the GGN over the fit
 split S is ``G = sum_{i in S} phi_i phi_i^T / s^2(x_i)`` (laplax ``create_ggn_mv`` with
-that Fisher as the loss-Hessian product, dense with ``estimate_curvature("full")``), and
+that Fisher as the loss-Hessian product, dense with laplax's full curvature), and
 with prior precision ``lambda`` and temperature ``T`` (paper, Appendix D.4, "Laplace BNN")
 
     Sigma = (G / T + lambda I)^-1,   w_k = w_MAP + L z_k,  L L^T = Sigma,  z_k ~ N(0, I).
@@ -26,7 +26,8 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
-from laplax.curv.cov import estimate_curvature, set_posterior_fn
+from laplax.curv.cov import set_posterior_fn
+from laplax.curv.full import create_full_curvature
 from laplax.curv.ggn import create_ggn_mv
 from laplax.eval.calibrate import optimize_prior_prec
 from loguru import logger
@@ -71,12 +72,17 @@ def _linear_head(input: jax.Array, params: dict[str, jax.Array]) -> jax.Array:
     return (input @ params["w"])[None]
 
 
+@jax.jit
 def last_layer_ggn(phi: jax.Array, var: jax.Array) -> jax.Array:
-    """Dense GGN ``(P, P)`` of the mean head from ``Phi`` ``(n, P)`` and ``s^2`` ``(n,)``."""
+    """Dense GGN ``(P, P)`` of the mean head from ``Phi`` ``(n, P)`` and ``s^2`` ``(n,)``.
+
+    laplax's full curvature (``estimate_curvature("full")`` without its eager sync, so it
+    can be jitted) of the GGN-vector product with the Gaussian Fisher.
+    """
     layout = {"w": jnp.zeros(phi.shape[1], phi.dtype)}
     data = {"input": phi, "target": (1.0 / var)[:, None]}
     mv = create_ggn_mv(_linear_head, layout, data, loss_hessian_mv=_fisher_mv)
-    return estimate_curvature("full", mv=mv, layout=layout)
+    return create_full_curvature(mv, layout)
 
 
 def posterior_scale(ggn: jax.Array, prior_prec: float, temperature: float) -> jax.Array:
