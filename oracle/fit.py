@@ -34,7 +34,7 @@ from oracle.kernels import build_kernel
 from oracle.preset import Mean, Preset
 from oracle.task import stream
 
-NOISE_FLOOR = 1e-2  # lower bound of the noise variance, standardised units
+NOISE_FLOOR = 1e-4  # lower bound of the noise variance, standardised units
 RESTART_INITS = (  # (noise variance, lengthscale multiplier of sqrt(d))
     (0.5, 1.0),
     (0.2, 0.5),
