@@ -108,9 +108,8 @@ def test_non_finite_covariates_are_named(synthetic_preset, tmp_path):
 
 
 def test_real_preset_and_cli_files(tmp_path, monkeypatch):
-    data_dir = pytest.importorskip("os").environ.get("UDORA_DATA_DIR")
-    if not data_dir:
-        pytest.skip("UDORA_DATA_DIR is not set (CI sets it to shared/data)")
+    """concrete from the package that ships it (no data directory), through the CLI."""
+    monkeypatch.delenv("UDORA_DATA_DIR", raising=False)
     result = CliRunner().invoke(
         app, ["oracle", "build", "--preset", "concrete", "--seed", "2", "--out", str(tmp_path)]
     )
