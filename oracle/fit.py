@@ -230,7 +230,7 @@ def noise_for_median_std(
 
 
 def refit_from_written(
-    preset: Preset, data_dir: str | Path | None = None, max_iters: int = 200, gtol: float = 1e-7
+    preset: Preset, data_dir: str | Path | None = None, max_iters: int = 50, gtol: float = 1e-7
 ) -> float:
     """Per-point log marginal likelihood after L-BFGS restarted AT the written fit.
 
