@@ -2,8 +2,8 @@
 
 Run: ``python benchmarks/bench_methods_nn.py`` (``--repeats``, ``--methods`` to narrow it,
 ``--set field=value`` to override a config field of every method run, e.g. ``--methods dkl
---set max_iters=50``: exact DKL at n = 1500 costs about 2 s per marginal-likelihood step on
-two CPU cores). Default configs otherwise. Each repeat fits on the same 1500 training
+--set batch_size=null`` for full-batch DKL training, which at n = 1500 costs about 2 s per
+marginal-likelihood step on two CPU cores). Default configs otherwise. Each repeat fits on the same 1500 training
 points (8 uniform features, a smooth function plus heteroscedastic noise) with run seed =
 repeat index and predicts at 1500 fresh points. The first repeat includes JIT compilation
 (shown as ``first fit s``); the medians over all repeats are printed with the test RMSE
