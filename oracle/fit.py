@@ -6,20 +6,21 @@ preset's kernel family and ``m`` a constant where the preset has one. The object
 the negative log marginal likelihood ``-log N(y | m, K + s2 I)`` per data point (GPJax's
 ``conjugate_mll``) on a seeded random subset of at most ``subset`` rows.
 
-The optimiser is scipy's L-BFGS-B on GPJax's unconstrained parameters (softplus-inverse
-of each positive hyperparameter), inside the box :data:`BOUNDS`. Without the box the
-likelihood of several presets climbs ridges that never end (diamonds: RBF variance and
-lengthscales both growing past 1e4, which approximates a polynomial) or collapses a
-lengthscale toward zero (seoul_bike's periodic kernel reached 1e-154), and an unbounded
-L-BFGS then spends its time in line searches. The box is wide in standardised units:
-a lengthscale of 100 makes a z-scored feature irrelevant, a kernel variance of 10 is ten
-times the target variance. A fit is converged when the projected gradient (the gradient
-with components that push against an active bound removed) is below ``gtol``; that is
-the local-optimum condition :func:`mll_and_grad` reports. A non-finite objective is
-answered with a large value so the line search backs off instead of failing.
+The optimiser is scipy's L-BFGS-B on GPJax's unconstrained parameters, inside the box
+:data:`oracle.fit_box.BOUNDS` (the problem itself lives in :mod:`oracle.fit_box`).
+Without the box the likelihood of several presets climbs ridges that never end
+(diamonds: RBF variance and lengthscales both growing past 1e4, which approximates a
+polynomial) or collapses a lengthscale toward zero (seoul_bike's periodic kernel reached
+1e-154), and an unbounded L-BFGS then spends its time in line searches. The box is wide
+in standardised units: a lengthscale of 100 makes a z-scored feature irrelevant, a kernel
+variance of 10 is ten times the target variance. A fit is converged when the projected
+gradient (the gradient with components that push against an active bound removed) is
+below ``gtol``; that is the local-optimum condition :func:`mll_and_grad` reports. A
+non-finite objective is answered with a large value so the line search backs off
+instead of failing.
 
 The likelihood has poor local optima (DESIGN §3): the noise variance starts at a sizeable
-fraction of the target variance and is bounded below by ``NOISE_FLOOR``; lengthscales start
+fraction of the target variance and is bounded below by ``fit_box.NOISE_FLOOR``; lengthscales start
 near sqrt(d). Several restarts are screened on a smaller sub-subset and the best is refined
 on the full subset. ``alpha`` (rational quadratic) and ``power`` (powered exponential) are
 fixed at the preset's values, as are the arc-cosine weight and bias variances (the paper
@@ -37,27 +38,15 @@ from typing import Any
 import equinox as eqx
 import gpjax as gpx
 import jax
-import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
-from gpjax.parameters import NonNegativeReal, Real, val
+from gpjax.parameters import val
 from jax.flatten_util import ravel_pytree
 
 from oracle.data import load_table
-from oracle.kernels import build_kernel
-from oracle.preset import Mean, Preset
+from oracle.fit_box import bounded_problem, gp_model, minimise
+from oracle.preset import Preset
 from oracle.task import stream
 
-NOISE_FLOOR = 1e-4  # lower bound of the noise variance, standardised units
-# Box for the constrained values (standardised units), keyed by parameter name.
-BOUNDS = {
-    "lengthscale": (1e-2, 1e2),
-    "period": (1e-2, 1e2),
-    "variance": (1e-6, 10.0),  # kernel variances
-    "obs_stddev": (1e-8, 2.0),  # noise variance above NOISE_FLOOR
-    "constant": (-10.0, 10.0),  # constant mean
-}
-NONFINITE_LOSS = 1e10
 POLISH_TOL = 1e-9  # a restart of L-BFGS-B that gains less per point than this ends the fit
 RESTART_INITS = (  # (noise variance, lengthscale multiplier of sqrt(d))
     (0.5, 1.0),
@@ -65,22 +54,6 @@ RESTART_INITS = (  # (noise variance, lengthscale multiplier of sqrt(d))
     (0.1, 2.0),
 )
 SCREEN_ROWS = 500
-
-
-class FlooredNoiseStd(NonNegativeReal):
-    """Noise std ``sqrt(low + softplus(raw))``: its variance never falls below ``low``.
-
-    A subclass of GPJax's NonNegativeReal because the Gaussian likelihood takes only that.
-    """
-
-    low: float = eqx.field(static=True)
-
-    def __init__(self, variance: float, low: float):
-        self.low = float(low)
-        self._unconstrained = jnp.log(jnp.expm1(jnp.asarray(variance - low, dtype=float)))
-
-    def unwrap(self) -> jax.Array:
-        return jnp.sqrt(self.low + jax.nn.softplus(self._unconstrained))
 
 
 @dataclass(frozen=True)
@@ -128,98 +101,6 @@ def standardised_subset(
     rows = min(subset, unique.size)
     idx = unique[stream(seed, "fit_subset").permutation(unique.size)[:rows]]
     return Z[idx], t[idx]
-
-
-def _model(components: list[dict], d: int, mean: Mean, noise_var: float):
-    kernel = build_kernel(components, d)
-    meanf = (
-        gpx.mean_functions.Constant(constant=Real(jnp.asarray(mean.value, dtype=float)))
-        if mean.type == "constant"
-        else gpx.mean_functions.Zero()
-    )
-    prior = gpx.gps.Prior(mean_function=meanf, kernel=kernel)
-    likelihood = gpx.likelihoods.Gaussian(obs_stddev=FlooredNoiseStd(noise_var, NOISE_FLOOR))
-    return prior * likelihood
-
-
-def _objective(model, data) -> jax.Array:
-    return -gpx.objectives.conjugate_mll(model, data) / data.n
-
-
-def _softplus_inv(v: float) -> float:
-    return float(v + np.log(-np.expm1(-v)))
-
-
-@dataclass
-class _Problem:
-    """The flat, bounded minimisation problem of one model on one data subset."""
-
-    x0: np.ndarray  # (p,) unconstrained parameters
-    lower: np.ndarray  # (p,)
-    upper: np.ndarray  # (p,)
-    value_and_grad: Any  # (p,) -> (loss, (p,) gradient), jitted
-    rebuild: Any  # (p,) -> model
-
-    def fun(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        loss, grad = self.value_and_grad(jnp.asarray(x))
-        loss, grad = float(loss), np.asarray(grad, dtype=float)
-        if not (np.isfinite(loss) and np.all(np.isfinite(grad))):
-            return NONFINITE_LOSS, np.zeros_like(grad)
-        return loss, grad
-
-    def projected_gradient(self, x: np.ndarray) -> np.ndarray:
-        """(p,) gradient with components pushing against an active bound set to zero."""
-        _, g = self.fun(x)
-        at_low = (x <= self.lower + 1e-9 * np.maximum(1.0, np.abs(self.lower))) & (g > 0)
-        at_high = (x >= self.upper - 1e-9 * np.maximum(1.0, np.abs(self.upper))) & (g < 0)
-        return np.where(at_low | at_high, 0.0, g)
-
-
-def _problem(model, Z: np.ndarray, t: np.ndarray) -> _Problem:
-    data = gpx.Dataset(X=jnp.asarray(Z), y=jnp.asarray(t)[:, None])
-    params, static = eqx.partition(model, eqx.is_array)
-    flat, unravel = ravel_pytree(params)
-    lower, upper = [], []
-    for path, leaf in jax.tree_util.tree_leaves_with_path(params):
-        key = jax.tree_util.keystr(path)
-        name = next((n for n in BOUNDS if f".{n}." in key or key.endswith(f".{n}")), None)
-        size = int(np.size(leaf))
-        if name is None or not key.endswith(("_unconstrained", ".value")):
-            # fixed (paramax.non_trainable) leaf: pinned at its value
-            lower += [float(v) for v in np.ravel(leaf)]
-            upper += [float(v) for v in np.ravel(leaf)]
-            continue
-        lo, hi = BOUNDS[name]
-        if key.endswith("_unconstrained"):  # softplus-positive (noise: above the floor)
-            lo, hi = _softplus_inv(lo), _softplus_inv(hi)
-        lower += [lo] * size
-        upper += [hi] * size
-    x0 = np.clip(np.asarray(flat, dtype=float), lower, upper)
-
-    def loss(x):
-        return _objective(eqx.combine(unravel(x), static), data)
-
-    return _Problem(
-        x0=x0,
-        lower=np.asarray(lower, dtype=float),
-        upper=np.asarray(upper, dtype=float),
-        value_and_grad=jax.jit(jax.value_and_grad(loss)),
-        rebuild=lambda x: eqx.combine(unravel(jnp.asarray(x)), static),
-    )
-
-
-def _fit(model, Z: np.ndarray, t: np.ndarray, max_iters: int, gtol: float):
-    """Minimise the per-point negative mll from ``model``: (fitted model, final loss)."""
-    problem = _problem(model, Z, t)
-    res = scipy.optimize.minimize(
-        problem.fun,
-        problem.x0,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=list(zip(problem.lower, problem.upper, strict=True)),
-        options={"maxiter": max_iters, "gtol": gtol, "ftol": 1e-13, "maxcor": 20},
-    )
-    return problem.rebuild(res.x), float(res.fun)
 
 
 def _start(preset: Preset, noise_var: float, ls_mult: float) -> list[dict[str, Any]]:
@@ -276,14 +157,14 @@ def fit_preset(
     with jax.enable_x64(True):
         screened = []
         for noise_var, mult in RESTART_INITS:
-            model = _model(_start(preset, noise_var, mult), preset.d, preset.mean, noise_var)
-            fitted, loss = _fit(model, Z[:SCREEN_ROWS], t[:SCREEN_ROWS], max_iters, gtol)
+            model = gp_model(_start(preset, noise_var, mult), preset.d, preset.mean, noise_var)
+            fitted, loss = minimise(model, Z[:SCREEN_ROWS], t[:SCREEN_ROWS], max_iters, gtol)
             screened.append((loss if np.isfinite(loss) else np.inf, fitted))
         best = min(range(len(screened)), key=lambda i: screened[i][0])
         template = _start(preset, *RESTART_INITS[best])
-        fitted, loss = _fit(screened[best][1], Z, t, max_iters, gtol)
+        fitted, loss = minimise(screened[best][1], Z, t, max_iters, gtol)
         for _ in range(polish):  # restart L-BFGS-B (fresh curvature) until it stops gaining
-            again, new_loss = _fit(fitted, Z, t, max_iters, gtol)
+            again, new_loss = minimise(fitted, Z, t, max_iters, gtol)
             gain = loss - new_loss
             if gain > 0:
                 fitted, loss = again, new_loss
@@ -307,15 +188,15 @@ def mll_and_grad(preset: Preset, data_dir: str | Path | None = None) -> tuple[fl
 
     Uses the subset and seed recorded in the preset's ``fit`` block. Returns
     ``(mll, ||projected d mll / d theta||)`` over the unconstrained parameters, the
-    projection dropping components that push against an active bound of :data:`BOUNDS`.
+    projection dropping components that push against an active bound of the fit box.
     Written values outside the box are an error (they were not fitted in it).
     """
     if not preset.fit:
         raise ValueError(f"preset {preset.name!r} has no fit block; run `udora presets fit`")
     Z, t = standardised_subset(preset, preset.fit["subset"], preset.fit["seed"], data_dir)
     with jax.enable_x64(True):
-        model = _model(list(preset.kernel), preset.d, preset.mean, preset.fit["noise_variance"])
-        problem = _problem(model, Z, t)
+        model = gp_model(list(preset.kernel), preset.d, preset.mean, preset.fit["noise_variance"])
+        problem = bounded_problem(model, Z, t)
         x = np.asarray(ravel_pytree(eqx.partition(model, eqx.is_array)[0])[0], dtype=float)
         slack = 1e-9 * np.maximum(1.0, np.abs(problem.upper))
         if np.any(x < problem.lower - slack) or np.any(x > problem.upper + slack):
@@ -359,6 +240,6 @@ def refit_from_written(
         raise ValueError(f"preset {preset.name!r} has no fit block; run `udora presets fit`")
     Z, t = standardised_subset(preset, preset.fit["subset"], preset.fit["seed"], data_dir)
     with jax.enable_x64(True):
-        model = _model(list(preset.kernel), preset.d, preset.mean, preset.fit["noise_variance"])
-        _, loss = _fit(model, Z, t, max_iters, gtol)
+        model = gp_model(list(preset.kernel), preset.d, preset.mean, preset.fit["noise_variance"])
+        _, loss = minimise(model, Z, t, max_iters, gtol)
     return -loss

@@ -84,7 +84,7 @@ def test_written_fit_is_a_local_optimum(shared_data):
 
 
 def test_every_preset_is_fitted_inside_the_box():
-    from oracle.fit import BOUNDS
+    from oracle.fit_box import BOUNDS
 
     for name in SPEC:
         p = load_preset(name)
