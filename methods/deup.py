@@ -25,7 +25,8 @@ from pydantic import Field
 from methods.base import Prediction, check_x
 from methods.nn.config import NNConfig
 from methods.nn.method import NNMethod
-from methods.nn.trainer import predict_members, train_members
+from methods.nn.network import predict_members
+from methods.nn.trainer import train_members
 from methods.registry import register
 from methods.seeding import jax_keys
 

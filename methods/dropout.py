@@ -17,7 +17,7 @@ from pydantic import Field
 
 from methods.nn.config import NNConfig
 from methods.nn.method import NNMethod
-from methods.nn.trainer import predict_members
+from methods.nn.network import predict_members
 from methods.registry import register
 
 

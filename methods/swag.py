@@ -30,7 +30,8 @@ from methods.combine import combine_members, combine_standardised
 from methods.nn.config import NNConfig
 from methods.nn.heads import mean_variance
 from methods.nn.method import NNMethod
-from methods.nn.trainer import collect_moments, predict_members
+from methods.nn.network import predict_members
+from methods.nn.trainer import collect_moments
 from methods.registry import register
 from methods.seeding import jax_keys
 

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from methods.nn.config import NNConfig
 from methods.nn.heads import mean_variance
-from methods.nn.trainer import make_network
+from methods.nn.network import make_network
 
 Variables = dict[str, Any]
 

@@ -20,7 +20,8 @@ from methods.base import Prediction, UQMethod, check_x, check_xy
 from methods.combine import combine_standardised
 from methods.nn.config import NNConfig
 from methods.nn.heads import mean_variance
-from methods.nn.trainer import predict_members, train_members
+from methods.nn.network import predict_members
+from methods.nn.trainer import train_members
 from methods.scaling import Scaler
 from methods.seeding import jax_keys, numpy_rng
 

@@ -30,12 +30,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from methods.nn.backbone import ResidualMLP
 from methods.nn.config import NNConfig
 from methods.nn.heads import nll
+from methods.nn.network import Variables, make_network, program_key
 from methods.nn.optim import make_optimizer
-
-Variables = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -47,16 +45,6 @@ class GaussianNLL:
 
     def __call__(self, raw: jax.Array, y: jax.Array) -> jax.Array:
         return nll(raw, y, self.head)
-
-
-def make_network(cfg: NNConfig, n_out: int = 2) -> ResidualMLP:
-    """The backbone with an ``n_out``-wide linear head (2: Gaussian), as configured."""
-    return ResidualMLP(cfg.width, cfg.blocks, cfg.activation, cfg.norm, cfg.dropout, n_out=n_out)
-
-
-def _program_key(cfg: NNConfig) -> NNConfig:
-    # Fields that only change array sizes or loop bounds do not need a new program.
-    return cfg.model_copy(update={"n_members": 1, "epochs": 1, "max_epochs": None})
 
 
 @functools.lru_cache(maxsize=64)
@@ -218,7 +206,7 @@ def train_members(
     """
     batch = min(cfg.batch_size, rows.shape[1])
     program = _train_program(
-        _program_key(cfg),
+        program_key(cfg),
         batch,
         X_val.shape[0] > 0,
         loss,
@@ -254,7 +242,7 @@ def collect_moments(
         first, second: ``E[theta]`` and ``E[theta^2]`` as params trees (leading K axis).
     """
     batch = min(cfg.batch_size, rows.shape[1])
-    program = _train_program(_program_key(cfg), batch, False, None, True, grad_clip, every)
+    program = _train_program(program_key(cfg), batch, False, None, True, grad_clip, every)
     n_epochs = jnp.asarray(every * n_checkpoints, jnp.int32)
     variables, _, _, (first, second) = program(keys, rows, X, y, X[:0], y[:0], n_epochs, init)
     return variables, first, second
@@ -275,34 +263,6 @@ def lower_members(
     program with the same arguments plus ``n_epochs`` (an int32 scalar) trains.
     """
     batch = min(cfg.batch_size, rows.shape[1])
-    program = _train_program(_program_key(cfg), batch, X_val.shape[0] > 0)
+    program = _train_program(program_key(cfg), batch, X_val.shape[0] > 0)
     n_epochs = jnp.asarray(cfg.train_epochs, jnp.int32)
     return program.lower(keys, rows, X, y, X_val, y_val, n_epochs)
-
-
-@functools.lru_cache(maxsize=64)
-def _predict_program(key_cfg: NNConfig, sample: bool, n_out: int = 2) -> Callable:
-    net = make_network(key_cfg, n_out)
-
-    def one(variables, key, X):
-        rngs = {"dropout": key} if sample else None
-        return net.apply(variables, X, train=False, sample=sample, rngs=rngs)
-
-    return jax.jit(jax.vmap(one, in_axes=(0, 0, None)))
-
-
-def predict_members(
-    cfg: NNConfig,
-    variables: Variables,
-    keys: jax.Array,
-    X: jax.Array,
-    *,
-    sample: bool = False,
-    n_out: int = 2,
-) -> jax.Array:
-    """Raw head outputs ``(K, m, n_out)`` at ``X`` ``(m, d)`` for K stacked variable sets.
-
-    With ``sample`` dropout stays on (MC dropout) and ``keys`` ``(K,)`` draw the masks;
-    otherwise the pass is deterministic and ``keys`` are unused.
-    """
-    return _predict_program(_program_key(cfg), sample, n_out)(variables, keys, X)

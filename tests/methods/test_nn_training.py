@@ -12,7 +12,8 @@ from method_tasks import make_task
 import methods
 from methods.nn.config import NNConfig
 from methods.nn.heads import nll
-from methods.nn.trainer import make_network, train_members
+from methods.nn.network import make_network
+from methods.nn.trainer import train_members
 
 
 def _data(n=64, d=2, seed=0):
