@@ -32,7 +32,7 @@ def fit_and_write(
     """
     console = console or Console()
     preset = load_preset(name)
-    result = fit_preset(preset, subset=subset, seed=seed, data_dir=data_dir)
+    result = fit_preset(preset, subset=subset, seed=seed, data_dir=data_dir, progress=console.print)
     data = preset.model_dump(mode="json", exclude_none=True)
     data["kernel"] = result.kernel
     if preset.mean.type == "constant":

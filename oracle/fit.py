@@ -31,6 +31,7 @@ pinned here by equal lower and upper bounds.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,7 @@ def fit_preset(
     max_iters: int = 1000,
     gtol: float = 1e-8,
     polish: int = 20,
+    progress: Callable[[str], None] | None = None,
 ) -> FitResult:
     """Fit ``preset``'s kernel family, constant mean (if any) and noise to its real data.
 
@@ -153,6 +155,7 @@ def fit_preset(
     with a restart still gaining 1e-2. Returns a :class:`FitResult`.
     """
     t0 = time.perf_counter()
+    say = progress or (lambda line: None)
     Z, t = standardised_subset(preset, subset, seed, data_dir)
     with jax.enable_x64(True):
         screened = []
@@ -160,17 +163,24 @@ def fit_preset(
             model = gp_model(_start(preset, noise_var, mult), preset.d, preset.mean, noise_var)
             fitted, loss = minimise(model, Z[:SCREEN_ROWS], t[:SCREEN_ROWS], max_iters, gtol)
             screened.append((loss if np.isfinite(loss) else np.inf, fitted))
+            say(f"start (noise {noise_var}, lengthscales {mult} sqrt(d)) on "
+                f"{min(SCREEN_ROWS, Z.shape[0])} rows: mll/pt {-loss:.5f} "
+                f"[{time.perf_counter() - t0:.0f} s]")  # fmt: skip
         best = min(range(len(screened)), key=lambda i: screened[i][0])
         template = _start(preset, *RESTART_INITS[best])
-        fitted, loss = minimise(screened[best][1], Z, t, max_iters, gtol)
-        for _ in range(polish):  # restart L-BFGS-B (fresh curvature) until it stops gaining
-            again, new_loss = minimise(fitted, Z, t, max_iters, gtol)
-            gain = loss - new_loss
+        problem = bounded_problem(screened[best][1], Z, t)  # compiled once for all runs
+        x, loss = problem.x0, np.inf
+        for run in range(1 + polish):  # refine, then restart (fresh curvature) while gaining
+            res = problem.solve(x, max_iters, gtol)
+            gain = loss - float(res.fun)
             if gain > 0:
-                fitted, loss = again, new_loss
+                x, loss = res.x, float(res.fun)
+            label = "refine" if run == 0 else f"restart {run}"
+            say(f"{label} on {Z.shape[0]} rows: mll/pt {-loss:.7f}, {res.nit} iterations "
+                f"[{time.perf_counter() - t0:.0f} s]")  # fmt: skip
             if gain < POLISH_TOL:
                 break
-        kernel, mean, noise_var = extract(fitted, template)
+        kernel, mean, noise_var = extract(problem.rebuild(x), template)
     return FitResult(
         kernel=kernel,
         mean_value=mean if preset.mean.type == "constant" else 0.0,

@@ -97,6 +97,19 @@ class BoundedProblem:
             return NONFINITE_LOSS, np.zeros_like(grad)
         return loss, grad
 
+    def solve(self, x: np.ndarray, max_iters: int, gtol: float) -> scipy.optimize.OptimizeResult:
+        """L-BFGS-B from ``x`` (p,) in the box: stops when the projected gradient's largest
+        component is below ``gtol``, after ``max_iters`` iterations, or when a step changes
+        the loss by less than 1e-13 relative."""
+        return scipy.optimize.minimize(
+            self.fun,
+            x,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=list(zip(self.lower, self.upper, strict=True)),
+            options={"maxiter": max_iters, "gtol": gtol, "ftol": 1e-13, "maxcor": 20},
+        )
+
     def projected_gradient(self, x: np.ndarray) -> np.ndarray:
         """(p,) gradient with components pushing against an active bound set to zero."""
         _, g = self.fun(x)
@@ -142,12 +155,5 @@ def bounded_problem(model, Z: np.ndarray, t: np.ndarray) -> BoundedProblem:
 def minimise(model, Z: np.ndarray, t: np.ndarray, max_iters: int, gtol: float):
     """Minimise the per-point negative mll from ``model``: (fitted model, final loss)."""
     problem = bounded_problem(model, Z, t)
-    res = scipy.optimize.minimize(
-        problem.fun,
-        problem.x0,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=list(zip(problem.lower, problem.upper, strict=True)),
-        options={"maxiter": max_iters, "gtol": gtol, "ftol": 1e-13, "maxcor": 20},
-    )
+    res = problem.solve(problem.x0, max_iters, gtol)
     return problem.rebuild(res.x), float(res.fun)

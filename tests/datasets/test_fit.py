@@ -1,0 +1,70 @@
+"""`udora presets fit` on a small subset against a dense numpy marginal likelihood."""
+
+import shutil
+
+import jax
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from experiments.cli import app
+from oracle.fit import fit_preset, standardised_subset
+from oracle.fit_box import BOUNDS
+from oracle.preset import load_preset
+
+
+def matern32_mll(Z, t, variance, lengthscale, noise):
+    """Per-point log N(t | 0, K + noise I) with an ARD Matern-3/2 K, textbook numpy."""
+    r = np.sqrt(np.sum(((Z[:, None, :] - Z[None, :, :]) / lengthscale) ** 2, axis=-1))
+    K = variance * (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r)
+    L = np.linalg.cholesky(K + noise * np.eye(t.size))
+    a = np.linalg.solve(L, t)
+    return -(0.5 * a @ a + np.log(np.diag(L)).sum() + 0.5 * t.size * np.log(2 * np.pi)) / t.size
+
+
+@pytest.fixture(scope="module")
+def fitted(shared_data):
+    lines = []
+    result = fit_preset(
+        load_preset("qsar_fish"), subset=300, data_dir=shared_data, progress=lines.append
+    )
+    return result, lines
+
+
+def test_fit_is_the_dense_likelihood_and_no_nearby_point_beats_it(fitted, shared_data):
+    result, lines = fitted
+    assert len(lines) >= 5 and lines[3].startswith("refine on 300 rows")
+    Z, t = standardised_subset(load_preset("qsar_fish"), 300, 0, shared_data)
+    (comp,) = result.kernel
+    theta = {
+        "variance": comp["variance"],
+        "lengthscale": np.asarray(comp["lengthscale"]),
+        "noise": result.noise_variance,
+    }
+    best = matern32_mll(Z, t, **theta)
+    assert result.mll_per_point == pytest.approx(best, rel=1e-9)
+    lo, hi = BOUNDS["lengthscale"]
+    assert np.all((theta["lengthscale"] > lo) & (theta["lengthscale"] < hi))  # interior
+    # a 1% step of any one hyperparameter either way does not raise the likelihood
+    for name in ("variance", "noise", *(f"ls{i}" for i in range(Z.shape[1]))):
+        for factor in (0.99, 1.01):
+            moved = {k: np.array(v, dtype=float) for k, v in theta.items()}
+            if name.startswith("ls"):
+                moved["lengthscale"][int(name[2:])] *= factor
+            else:
+                moved[name] = moved[name] * factor
+            assert matern32_mll(Z, t, **moved) <= best + 1e-12, (name, factor)
+
+
+def test_cli_fit_writes_a_loadable_yaml_with_its_record(tmp_path, shared_data):
+    path = tmp_path / "qsar_small.yaml"
+    shutil.copy(load_preset.__globals__["preset_dir"]() / "qsar_fish.yaml", path)
+    result = CliRunner().invoke(
+        app, ["presets", "fit", str(path), "--subset", "300", "--write",
+              "--data-dir", str(shared_data)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    written = load_preset(path)
+    assert written.fit["subset"] == 300 and written.fit["backend"] == jax.default_backend()
+    assert written.fit["mll_per_point"] > -1.5
+    assert written.kernel != load_preset("qsar_fish").kernel  # refitted on 300 rows
