@@ -153,24 +153,25 @@ class DKL(UQMethod):
         optim = self._optimizer(model)
         params, static = eqx.partition(model, eqx.is_array)
 
-        def loss(p: DeepKernelGP, idx: jax.Array) -> jax.Array:
+        def loss(p: DeepKernelGP, X: jax.Array, y: jax.Array) -> jax.Array:
             m = eqx.combine(p, static)
-            batch = gpx.Dataset(X=self._features(m.net_params, data.X[idx]), y=data.y[idx])
+            batch = gpx.Dataset(X=self._features(m.net_params, X), y=y)
             return -gpx.objectives.conjugate_mll(m.gp, batch) * (n / b)
 
-        def step(carry, k):
-            p, state = carry
-            idx = jnp.arange(n) if b == n else jax.random.permutation(k, n)[:b]
-            value, grads = jax.value_and_grad(loss)(p, idx)
-            updates, state = optim.update(grads, state, p)
-            return (optax.apply_updates(p, updates), state), value
-
         @jax.jit
-        def run(p, keys):
+        def run(p, keys, X, y):  # data as arguments: not folded in as constants
+            def step(carry, k):
+                p, state = carry
+                idx = jnp.arange(n) if b == n else jax.random.permutation(k, n)[:b]
+                value, grads = jax.value_and_grad(loss)(p, X[idx], y[idx])
+                updates, state = optim.update(grads, state, p)
+                return (optax.apply_updates(p, updates), state), value
+
             (p, _), _ = jax.lax.scan(step, (p, optim.init(p)), keys)
             return p
 
-        params = run(params, jax.random.split(key, self.config.train_iters))
+        keys = jax.random.split(key, self.config.train_iters)
+        params = run(params, keys, data.X, data.y)
         return eqx.combine(params, static)
 
     def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int) -> Self:

@@ -44,7 +44,7 @@ from gpjax.parameters import val
 from jax.flatten_util import ravel_pytree
 
 from oracle.data import load_table
-from oracle.fit_box import bounded_problem, gp_model, minimise
+from oracle.fit_box import NONFINITE_LOSS, bounded_problem, gp_model, minimise
 from oracle.preset import Preset
 from oracle.task import stream
 
@@ -162,7 +162,7 @@ def fit_preset(
         for noise_var, mult in RESTART_INITS:
             model = gp_model(_start(preset, noise_var, mult), preset.d, preset.mean, noise_var)
             fitted, loss = minimise(model, Z[:SCREEN_ROWS], t[:SCREEN_ROWS], max_iters, gtol)
-            screened.append((loss if np.isfinite(loss) else np.inf, fitted))
+            screened.append((loss, fitted))
             say(f"start (noise {noise_var}, lengthscales {mult} sqrt(d)) on "
                 f"{min(SCREEN_ROWS, Z.shape[0])} rows: mll/pt {-loss:.5f} "
                 f"[{time.perf_counter() - t0:.0f} s]")  # fmt: skip
@@ -180,6 +180,10 @@ def fit_preset(
                 f"[{time.perf_counter() - t0:.0f} s]")  # fmt: skip
             if gain < POLISH_TOL:
                 break
+        if not loss < NONFINITE_LOSS:
+            raise RuntimeError(
+                f"preset {preset.name!r}: the marginal likelihood is not finite at any start"
+            )
         kernel, mean, noise_var = extract(problem.rebuild(x), template)
     return FitResult(
         kernel=kernel,
@@ -209,7 +213,8 @@ def mll_and_grad(preset: Preset, data_dir: str | Path | None = None) -> tuple[fl
         problem = bounded_problem(model, Z, t)
         x = np.asarray(ravel_pytree(eqx.partition(model, eqx.is_array)[0])[0], dtype=float)
         slack = 1e-9 * np.maximum(1.0, np.abs(problem.upper))
-        if np.any(x < problem.lower - slack) or np.any(x > problem.upper + slack):
+        outside = (x < problem.lower - slack) | (x > problem.upper + slack)
+        if not np.all(np.isfinite(x)) or np.any(outside):
             raise ValueError(f"preset {preset.name!r}: written fit lies outside the fit box")
         loss, _ = problem.fun(x)
         norm = float(np.linalg.norm(problem.projected_gradient(x)))

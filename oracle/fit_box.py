@@ -51,6 +51,8 @@ class FlooredNoiseStd(NonNegativeReal):
     low: float = eqx.field(static=True)
 
     def __init__(self, variance: float, low: float):
+        if not variance >= low:
+            raise ValueError(f"noise variance {variance!r} is below the floor {low!r}")
         self.low = float(low)
         self._unconstrained = jnp.log(jnp.expm1(jnp.asarray(variance - low, dtype=float)))
 
@@ -140,14 +142,15 @@ def bounded_problem(model, Z: np.ndarray, t: np.ndarray) -> BoundedProblem:
         upper += [hi] * size
     x0 = np.clip(np.asarray(flat, dtype=float), lower, upper)
 
-    def loss(x):
-        return objective(eqx.combine(unravel(x), static), data)
+    def loss(x, X, y):  # data as arguments: not folded into the program as constants
+        return objective(eqx.combine(unravel(x), static), gpx.Dataset(X=X, y=y))
 
+    value_and_grad = jax.jit(jax.value_and_grad(loss))
     return BoundedProblem(
         x0=x0,
         lower=np.asarray(lower, dtype=float),
         upper=np.asarray(upper, dtype=float),
-        value_and_grad=jax.jit(jax.value_and_grad(loss)),
+        value_and_grad=lambda x: value_and_grad(x, data.X, data.y),
         rebuild=lambda x: eqx.combine(unravel(jnp.asarray(x)), static),
     )
 

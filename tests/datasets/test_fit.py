@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from experiments.cli import app
-from oracle.fit import fit_preset, standardised_subset
+from oracle.fit import fit_preset, mll_and_grad, standardised_subset
 from oracle.fit_box import BOUNDS
 from oracle.preset import load_preset
 
@@ -68,3 +68,10 @@ def test_cli_fit_writes_a_loadable_yaml_with_its_record(tmp_path, shared_data):
     assert written.fit["subset"] == 300 and written.fit["backend"] == jax.default_backend()
     assert written.fit["mll_per_point"] > -1.5
     assert written.kernel != load_preset("qsar_fish").kernel  # refitted on 300 rows
+
+
+def test_written_noise_below_the_floor_is_an_error(shared_data):
+    p = load_preset("qsar_fish")
+    below = p.model_copy(update={"fit": {**p.fit, "noise_variance": 5e-5}})
+    with pytest.raises(ValueError, match="below the floor"):
+        mll_and_grad(below, shared_data)
