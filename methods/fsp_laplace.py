@@ -34,12 +34,15 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from methods.base import Prediction, check_x
-from methods.combine import combine_standardised
 from methods.nn.config import NNConfig
 from methods.nn.heads import mean_variance
-from methods.nn.last_layer import design, gaussian_nll, head_weights
-from methods.nn.method import NNMethod
+from methods.nn.last_layer import (
+    SampledHeadsMethod,
+    design,
+    gaussian_nll,
+    grid_argmin,
+    head_weights,
+)
 from methods.registry import register
 from methods.seeding import jax_keys
 
@@ -119,14 +122,11 @@ def _val_nll(SGS, A, mean_v, var_v, y_v, temperature) -> jax.Array:
 
 
 @register("fsp_laplace")
-class FSPLaplace(NNMethod):
+class FSPLaplace(SampledHeadsMethod):
     """Function-space-prior MAP network, low-rank last-layer posterior; K = 30 samples."""
 
     Config = FSPLaplaceConfig
     config: FSPLaplaceConfig
-
-    def trained_members(self) -> int:
-        return 1
 
     def regulariser(self) -> FunctionSpacePrior:
         cfg = self.config
@@ -148,14 +148,11 @@ class FSPLaplace(NNMethod):
             "weight": jnp.asarray(1.0 / Xs_fit.shape[0], jnp.float32),
         }
 
-    def _map_variables(self) -> dict[str, Any]:
-        return jax.tree.map(lambda a: a[0], self.variables_)
-
     def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
         """Low-rank prior factor ``S``, GGN, temperature on V, then K sampled heads."""
         cfg = self.config
         keys = jax_keys(seed, "fsp_context", "fsp_samples")
-        variables = self._map_variables()
+        variables = self.map_variables()
         prior = self.regulariser()
         box = self.regulariser_args(Xs[self.fit_idx_])
         context = prior.context(keys["fsp_context"], box["lo"], box["hi"])
@@ -182,11 +179,12 @@ class FSPLaplace(NNMethod):
             def val_nll(temperature):
                 return _val_nll(SGS, A, mean_v, var_v, y_v, temperature)
 
-            temps = np.logspace(
-                cfg.log_temperature_min, cfg.log_temperature_max, cfg.temperature_grid
+            temperature = grid_argmin(
+                val_nll,
+                cfg.log_temperature_min,
+                cfg.log_temperature_max,
+                cfg.temperature_grid,
             )
-            nlls = [float(val_nll(t)) for t in temps]
-            temperature = float(temps[int(np.nanargmin(nlls))])
             inner = jnp.linalg.inv(eye + SGS / temperature)
             B = jnp.linalg.cholesky(0.5 * (inner + inner.T))
             z = jax.random.normal(keys["fsp_samples"], (cfg.n_members, r), jnp.float64)
@@ -196,13 +194,3 @@ class FSPLaplace(NNMethod):
             self.context_ = np.asarray(context)
         self.temperature_ = temperature
         self.head_samples_ = draws  # (K, P)
-
-    def predict(self, X: np.ndarray) -> Prediction:
-        """Combined K sampled heads at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``."""
-        self._check_fitted()
-        X = check_x(X, self.d_)
-        Xs = jnp.asarray(self.scaler_.x(X), dtype=jnp.float32)
-        phi, _, var = design(self.config, self._map_variables(), Xs)
-        means = self.head_samples_ @ np.asarray(phi, np.float64).T
-        variances = np.broadcast_to(np.asarray(var, np.float64)[None, :], means.shape)
-        return combine_standardised(means, variances, self.scaler_)

@@ -33,11 +33,14 @@ from laplax.eval.calibrate import optimize_prior_prec
 from loguru import logger
 from pydantic import Field
 
-from methods.base import Prediction, check_x
-from methods.combine import combine_standardised
 from methods.nn.config import NNConfig
-from methods.nn.last_layer import design, gaussian_nll, head_weights
-from methods.nn.method import NNMethod
+from methods.nn.last_layer import (
+    SampledHeadsMethod,
+    design,
+    gaussian_nll,
+    grid_argmin,
+    head_weights,
+)
 from methods.registry import register
 from methods.seeding import jax_keys
 
@@ -102,22 +105,16 @@ def _val_nll(ggn, phi_v, mean_v, var_v, y_v, prior_prec, temperature) -> jax.Arr
 
 
 @register("laplace")
-class LastLayerLaplace(NNMethod):
+class LastLayerLaplace(SampledHeadsMethod):
     """Last-layer Laplace over the mean head of one MAP residual MLP; K = 30 samples."""
 
     Config = LaplaceConfig
     config: LaplaceConfig
 
-    def trained_members(self) -> int:
-        return 1
-
-    def _map_variables(self) -> dict[str, Any]:
-        return jax.tree.map(lambda a: a[0], self.variables_)
-
     def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
         """Curvature on the fit split, ``lambda`` and ``T`` on V, then K sampled heads."""
         cfg = self.config
-        variables = self._map_variables()
+        variables = self.map_variables()
         phi_s, _, var_s = design(cfg, variables, jnp.asarray(Xs[self.fit_idx_]))
         phi_v, mean_v, var_v = design(cfg, variables, jnp.asarray(Xs[self.val_idx_]))
         w_map = head_weights(cfg, variables)
@@ -145,11 +142,12 @@ class LastLayerLaplace(NNMethod):
                 )
             finally:
                 logger.enable("laplax")
-            temps = np.logspace(
-                cfg.log_temperature_min, cfg.log_temperature_max, cfg.temperature_grid
+            temperature = grid_argmin(
+                lambda t: val_nll(prior_prec, t),
+                cfg.log_temperature_min,
+                cfg.log_temperature_max,
+                cfg.temperature_grid,
             )
-            nlls = [float(val_nll(prior_prec, t)) for t in temps]
-            temperature = float(temps[int(np.nanargmin(nlls))])
             scale = posterior_scale(ggn, prior_prec, temperature)
             self.posterior_cov_ = np.asarray(scale @ scale.T)
             draws = (
@@ -159,13 +157,3 @@ class LastLayerLaplace(NNMethod):
         self.prior_prec_ = prior_prec
         self.temperature_ = temperature
         self.head_samples_ = draws  # (K, P)
-
-    def predict(self, X: np.ndarray) -> Prediction:
-        """Combined K sampled heads at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``."""
-        self._check_fitted()
-        X = check_x(X, self.d_)
-        Xs = jnp.asarray(self.scaler_.x(X), dtype=jnp.float32)
-        phi, _, var = design(self.config, self._map_variables(), Xs)
-        means = self.head_samples_ @ np.asarray(phi, np.float64).T
-        variances = np.broadcast_to(np.asarray(var, np.float64)[None, :], means.shape)
-        return combine_standardised(means, variances, self.scaler_)

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from methods.base import Prediction, check_x
+from methods.combine import combine_standardised
 from methods.nn.config import NNConfig
 from methods.nn.heads import mean_variance
-from methods.nn.network import make_network
-
-Variables = dict[str, Any]
+from methods.nn.method import NNMethod
+from methods.nn.network import Variables, make_network
 
 
 def head_name(cfg: NNConfig) -> str:
@@ -67,3 +68,37 @@ def design(
 def gaussian_nll(y: jax.Array, mean: jax.Array, var: jax.Array) -> jax.Array:
     """Mean Gaussian negative log density (with ``1/2 log 2 pi``) of ``y`` ``(n,)``."""
     return jnp.mean(0.5 * (jnp.log(2.0 * jnp.pi * var) + (y - mean) ** 2 / var))
+
+
+def grid_argmin(
+    objective: Callable[[float], float], log_min: float, log_max: float, size: int
+) -> float:
+    """The point of ``logspace(log_min, log_max, size)`` with the smallest ``objective``
+    (NaN values skipped)."""
+    grid = np.logspace(log_min, log_max, size)
+    return float(grid[int(np.nanargmin([float(objective(g)) for g in grid]))])
+
+
+class SampledHeadsMethod(NNMethod):
+    """One MAP network whose mean head is replaced, at prediction, by K sampled weights.
+
+    Subclasses fit ``head_samples_`` ``(K, P)`` in ``post_fit``; the variance head and the
+    backbone stay at their MAP values, so member k predicts ``N(Phi w_k, v)``.
+    """
+
+    def trained_members(self) -> int:
+        return 1
+
+    def map_variables(self) -> Variables:
+        """The MAP network's variables (the member axis dropped)."""
+        return jax.tree.map(lambda a: a[0], self.variables_)
+
+    def predict(self, X: np.ndarray) -> Prediction:
+        """Combined K sampled heads at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``."""
+        self._check_fitted()
+        X = check_x(X, self.d_)
+        Xs = jnp.asarray(self.scaler_.x(X), dtype=jnp.float32)
+        phi, _, var = design(self.config, self.map_variables(), Xs)
+        means = self.head_samples_ @ np.asarray(phi, np.float64).T
+        variances = np.broadcast_to(np.asarray(var, np.float64)[None, :], means.shape)
+        return combine_standardised(means, variances, self.scaler_)
