@@ -36,12 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import equinox as eqx
 import gpjax as gpx
 import jax
 import numpy as np
 from gpjax.parameters import val
-from jax.flatten_util import ravel_pytree
 
 from oracle.data import load_table
 from oracle.fit_box import NONFINITE_LOSS, bounded_problem, gp_model, minimise
@@ -55,6 +53,7 @@ RESTART_INITS = (  # (noise variance, lengthscale multiplier of sqrt(d))
     (0.1, 2.0),
 )
 SCREEN_ROWS = 500
+MIN_ROWS = 10  # smallest subset a fit accepts
 
 
 @dataclass(frozen=True)
@@ -154,24 +153,30 @@ def fit_preset(
     per point: on flat ridges (diamonds, white_wine) one L-BFGS-B run stops on ``gtol``
     with a restart still gaining 1e-2. Returns a :class:`FitResult`.
     """
+    if subset < MIN_ROWS:
+        raise ValueError(f"subset must be at least {MIN_ROWS} rows, got {subset}")
     t0 = time.perf_counter()
     say = progress or (lambda line: None)
     Z, t = standardised_subset(preset, subset, seed, data_dir)
     with jax.enable_x64(True):
+        starts = [
+            gp_model(_start(preset, noise_var, mult), preset.d, preset.mean, noise_var)
+            for noise_var, mult in RESTART_INITS
+        ]
+        problem = bounded_problem(starts[0])  # compiled once per data size, for all runs
+        Zs, ts = Z[:SCREEN_ROWS], t[:SCREEN_ROWS]
         screened = []
-        for noise_var, mult in RESTART_INITS:
-            model = gp_model(_start(preset, noise_var, mult), preset.d, preset.mean, noise_var)
-            fitted, loss = minimise(model, Z[:SCREEN_ROWS], t[:SCREEN_ROWS], max_iters, gtol)
-            screened.append((loss, fitted))
+        for (noise_var, mult), model in zip(RESTART_INITS, starts, strict=True):
+            res = problem.solve(problem.start(model), Zs, ts, max_iters, gtol)
+            screened.append((float(res.fun), res.x))
             say(f"start (noise {noise_var}, lengthscales {mult} sqrt(d)) on "
-                f"{min(SCREEN_ROWS, Z.shape[0])} rows: mll/pt {-loss:.5f} "
+                f"{Zs.shape[0]} rows: mll/pt {-res.fun:.5f} "
                 f"[{time.perf_counter() - t0:.0f} s]")  # fmt: skip
         best = min(range(len(screened)), key=lambda i: screened[i][0])
         template = _start(preset, *RESTART_INITS[best])
-        problem = bounded_problem(screened[best][1], Z, t)  # compiled once for all runs
-        x, loss = problem.x0, np.inf
+        x, loss = screened[best][1], np.inf
         for run in range(1 + polish):  # refine, then restart (fresh curvature) while gaining
-            res = problem.solve(x, max_iters, gtol)
+            res = problem.solve(x, Z, t, max_iters, gtol)
             gain = loss - float(res.fun)
             if gain > 0:
                 x, loss = res.x, float(res.fun)
@@ -210,14 +215,12 @@ def mll_and_grad(preset: Preset, data_dir: str | Path | None = None) -> tuple[fl
     Z, t = standardised_subset(preset, preset.fit["subset"], preset.fit["seed"], data_dir)
     with jax.enable_x64(True):
         model = gp_model(list(preset.kernel), preset.d, preset.mean, preset.fit["noise_variance"])
-        problem = bounded_problem(model, Z, t)
-        x = np.asarray(ravel_pytree(eqx.partition(model, eqx.is_array)[0])[0], dtype=float)
-        slack = 1e-9 * np.maximum(1.0, np.abs(problem.upper))
-        outside = (x < problem.lower - slack) | (x > problem.upper + slack)
-        if not np.all(np.isfinite(x)) or np.any(outside):
+        problem = bounded_problem(model)
+        x = problem.flatten(model)
+        if problem.outside(x):
             raise ValueError(f"preset {preset.name!r}: written fit lies outside the fit box")
-        loss, _ = problem.fun(x)
-        norm = float(np.linalg.norm(problem.projected_gradient(x)))
+        loss, _ = problem.fun(x, Z, t)
+        norm = float(np.linalg.norm(problem.projected_gradient(x, Z, t)))
     return -loss, norm
 
 

@@ -15,8 +15,8 @@ Written by hand because GPJax's own ``fit_lbfgs`` (optax L-BFGS) takes no bounds
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import equinox as eqx
 import gpjax as gpx
@@ -54,7 +54,7 @@ class FlooredNoiseStd(NonNegativeReal):
         if not variance >= low:
             raise ValueError(f"noise variance {variance!r} is below the floor {low!r}")
         self.low = float(low)
-        self._unconstrained = jnp.log(jnp.expm1(jnp.asarray(variance - low, dtype=float)))
+        self._unconstrained = jnp.asarray(_softplus_inv(variance - low), dtype=float)
 
     def unwrap(self) -> jax.Array:
         return jnp.sqrt(self.low + jax.nn.softplus(self._unconstrained))
@@ -84,27 +84,46 @@ def _softplus_inv(v: float) -> float:
 
 @dataclass
 class BoundedProblem:
-    """The flat, bounded minimisation problem of one model on one data subset."""
+    """The flat, box-bounded minimisation problem of one model structure.
 
-    x0: np.ndarray  # (p,) unconstrained parameters
+    ``x`` is the ``(p,)`` vector of GPJax's unconstrained parameters; the data ``Z``
+    ``(m, d)``, ``t`` ``(m,)`` are arguments of every call, so one compiled objective
+    serves every start and subset of the same size.
+    """
+
     lower: np.ndarray  # (p,)
     upper: np.ndarray  # (p,)
-    value_and_grad: Any  # (p,) -> (loss, (p,) gradient), jitted
-    rebuild: Any  # (p,) -> model
+    value_and_grad: Callable  # (x (p,), X (m, d), y (m, 1)) -> (loss, (p,) gradient)
+    flatten: Callable  # model -> (p,) unconstrained parameters
+    rebuild: Callable  # (p,) -> model
 
-    def fun(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        loss, grad = self.value_and_grad(jnp.asarray(x))
+    def start(self, model) -> np.ndarray:
+        """``model``'s parameters ``(p,)``, clipped into the box."""
+        return np.clip(self.flatten(model), self.lower, self.upper)
+
+    def outside(self, x: np.ndarray) -> bool:
+        """Whether ``x`` ``(p,)`` is non-finite or outside the box (beyond rounding)."""
+        slack = 1e-9 * np.maximum(1.0, np.abs(self.upper))
+        beyond = (x < self.lower - slack) | (x > self.upper + slack)
+        return bool(not np.all(np.isfinite(x)) or np.any(beyond))
+
+    def fun(self, x: np.ndarray, Z: np.ndarray, t: np.ndarray) -> tuple[float, np.ndarray]:
+        """Loss and ``(p,)`` gradient at ``x``; a non-finite value reads as a large loss."""
+        loss, grad = self.value_and_grad(jnp.asarray(x), jnp.asarray(Z), jnp.asarray(t)[:, None])
         loss, grad = float(loss), np.asarray(grad, dtype=float)
         if not (np.isfinite(loss) and np.all(np.isfinite(grad))):
             return NONFINITE_LOSS, np.zeros_like(grad)
         return loss, grad
 
-    def solve(self, x: np.ndarray, max_iters: int, gtol: float) -> scipy.optimize.OptimizeResult:
+    def solve(
+        self, x: np.ndarray, Z: np.ndarray, t: np.ndarray, max_iters: int, gtol: float
+    ) -> scipy.optimize.OptimizeResult:
         """L-BFGS-B from ``x`` (p,) in the box: stops when the projected gradient's largest
         component is below ``gtol``, after ``max_iters`` iterations, or when a step changes
         the loss by less than 1e-13 relative."""
+        Zj, tj = jnp.asarray(Z), jnp.asarray(t)
         return scipy.optimize.minimize(
-            self.fun,
+            lambda v: self.fun(v, Zj, tj),
             x,
             jac=True,
             method="L-BFGS-B",
@@ -112,19 +131,22 @@ class BoundedProblem:
             options={"maxiter": max_iters, "gtol": gtol, "ftol": 1e-13, "maxcor": 20},
         )
 
-    def projected_gradient(self, x: np.ndarray) -> np.ndarray:
+    def projected_gradient(self, x: np.ndarray, Z: np.ndarray, t: np.ndarray) -> np.ndarray:
         """(p,) gradient with components pushing against an active bound set to zero."""
-        _, g = self.fun(x)
+        _, g = self.fun(x, Z, t)
         at_low = (x <= self.lower + 1e-9 * np.maximum(1.0, np.abs(self.lower))) & (g > 0)
         at_high = (x >= self.upper - 1e-9 * np.maximum(1.0, np.abs(self.upper))) & (g < 0)
         return np.where(at_low | at_high, 0.0, g)
 
 
-def bounded_problem(model, Z: np.ndarray, t: np.ndarray) -> BoundedProblem:
-    """The box-constrained problem of ``model`` on inputs ``Z`` (m, d), targets ``t`` (m,)."""
-    data = gpx.Dataset(X=jnp.asarray(Z), y=jnp.asarray(t)[:, None])
+def bounded_problem(model) -> BoundedProblem:
+    """The box-constrained problem of ``model``'s structure (its kernel, mean and noise).
+
+    Non-trainable leaves are pinned at ``model``'s values: models passed to
+    :meth:`BoundedProblem.flatten` must share them (every start of one preset does).
+    """
     params, static = eqx.partition(model, eqx.is_array)
-    flat, unravel = ravel_pytree(params)
+    _, unravel = ravel_pytree(params)
     lower, upper = [], []
     for path, leaf in jax.tree_util.tree_leaves_with_path(params):
         key = jax.tree_util.keystr(path)
@@ -140,23 +162,25 @@ def bounded_problem(model, Z: np.ndarray, t: np.ndarray) -> BoundedProblem:
             lo, hi = _softplus_inv(lo), _softplus_inv(hi)
         lower += [lo] * size
         upper += [hi] * size
-    x0 = np.clip(np.asarray(flat, dtype=float), lower, upper)
 
     def loss(x, X, y):  # data as arguments: not folded into the program as constants
         return objective(eqx.combine(unravel(x), static), gpx.Dataset(X=X, y=y))
 
-    value_and_grad = jax.jit(jax.value_and_grad(loss))
+    def flatten(m) -> np.ndarray:
+        return np.asarray(ravel_pytree(eqx.partition(m, eqx.is_array)[0])[0], dtype=float)
+
     return BoundedProblem(
-        x0=x0,
         lower=np.asarray(lower, dtype=float),
         upper=np.asarray(upper, dtype=float),
-        value_and_grad=lambda x: value_and_grad(x, data.X, data.y),
+        value_and_grad=jax.jit(jax.value_and_grad(loss)),
+        flatten=flatten,
         rebuild=lambda x: eqx.combine(unravel(jnp.asarray(x)), static),
     )
 
 
 def minimise(model, Z: np.ndarray, t: np.ndarray, max_iters: int, gtol: float):
-    """Minimise the per-point negative mll from ``model``: (fitted model, final loss)."""
-    problem = bounded_problem(model, Z, t)
-    res = problem.solve(problem.x0, max_iters, gtol)
+    """Minimise the per-point negative mll from ``model`` on ``Z`` ``(m, d)``, ``t``
+    ``(m,)``: (fitted model, final loss)."""
+    problem = bounded_problem(model)
+    res = problem.solve(problem.start(model), Z, t, max_iters, gtol)
     return problem.rebuild(res.x), float(res.fun)

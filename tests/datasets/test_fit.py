@@ -1,6 +1,9 @@
 """`udora presets fit` on a small subset against a dense numpy marginal likelihood."""
 
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -75,3 +78,15 @@ def test_written_noise_below_the_floor_is_an_error(shared_data):
     below = p.model_copy(update={"fit": {**p.fit, "noise_variance": 5e-5}})
     with pytest.raises(ValueError, match="below the floor"):
         mll_and_grad(below, shared_data)
+
+
+def test_cli_fit_with_too_small_a_subset_is_one_clear_error(shared_data):
+    exe = Path(sys.executable).with_name("udora")
+    proc = subprocess.run(
+        [str(exe), "presets", "fit", "qsar_fish", "--subset", "0", "--data-dir", str(shared_data)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "subset must be at least 10 rows, got 0" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
