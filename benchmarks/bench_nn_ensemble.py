@@ -23,16 +23,16 @@ N, D, K, EPOCHS, REPEATS = 1500, 8, 10, 100, 3
 
 
 def _measure(cache: str) -> dict:
-    from experiments.jax_cache import configure_compilation_cache
+    from udora.experiments.jax_cache import configure_compilation_cache
 
     configure_compilation_cache(cache)
     import jax
     import jax.numpy as jnp
     import numpy as np
 
-    import methods
-    from methods.nn.method import validation_split
-    from methods.nn.trainer import lower_members
+    from udora import methods
+    from udora.methods.nn.method import validation_split
+    from udora.methods.nn.trainer import lower_members
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(N, D))

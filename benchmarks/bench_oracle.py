@@ -25,7 +25,7 @@ KERNEL = [{"type": "matern32", "variance": 1.1, "lengthscale": list(np.linspace(
 
 
 def _synthetic_preset(folder: Path):
-    from oracle.preset import parse_preset
+    from udora.oracle.preset import parse_preset
 
     rng = np.random.default_rng(0)
     X = rng.uniform(-1.5, 1.5, size=(N_POOL, D))
@@ -49,7 +49,7 @@ def _synthetic_preset(folder: Path):
 
 
 def bench_build(repeats: int = 3) -> dict:
-    from oracle.task import build_task
+    from udora.oracle.task import build_task
 
     with tempfile.TemporaryDirectory() as tmp:
         preset = _synthetic_preset(Path(tmp))
@@ -72,8 +72,8 @@ def bench_build(repeats: int = 3) -> dict:
 def bench_joint(repeats: int = 3) -> dict:
     import jax
 
-    from oracle.gp import sample_joint
-    from oracle.kernels import build_kernel
+    from udora.oracle.gp import sample_joint
+    from udora.oracle.kernels import build_kernel
 
     rng = np.random.default_rng(1)
     Z = rng.normal(size=(N_POOL, D))
@@ -92,8 +92,8 @@ def posterior_worker(m: int) -> dict:
     """Posterior mean/variance at m synthetic points, conditioned on n=1500 (own process)."""
     import jax
 
-    from oracle.gp import Conditioner
-    from oracle.kernels import build_kernel
+    from udora.oracle.gp import Conditioner
+    from udora.oracle.kernels import build_kernel
 
     rng = np.random.default_rng(2)
     Z_S = rng.normal(size=(N_TRAIN, D))

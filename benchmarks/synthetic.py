@@ -36,7 +36,7 @@ def time_method(
     repeats of fit, predict and total seconds, the test RMSE against the noise-free
     function, and the ratio of median EU to median AU.
     """
-    import methods
+    from udora import methods
 
     X, y, X_test, f_test = synthetic_task()
     fits, preds, rmses, ratios = [], [], [], []

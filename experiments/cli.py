@@ -38,7 +38,7 @@ def _root(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    from experiments.jax_cache import configure_compilation_cache
+    from udora.experiments.jax_cache import configure_compilation_cache
 
     configure_compilation_cache()
 
@@ -51,7 +51,7 @@ def presets_list(
     """List the presets found (name, suite, d, pool size, n_train, kernel)."""
     if ctx.invoked_subcommand is not None:
         return
-    from oracle.preset import list_presets, load_preset
+    from udora.oracle.preset import list_presets, load_preset
 
     table = Table("preset", "suite", "d", "pool", "n_train", "kernel", "shift")
     for name in list_presets(suite):
@@ -71,8 +71,8 @@ def presets_show(
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Ours next to the paper: variances, lengthscale range, median sigma_eps and sigma_f."""
-    from experiments.preset_report import COLUMNS, markdown_table, preset_row
-    from oracle.preset import list_presets
+    from udora.experiments.preset_report import COLUMNS, markdown_table, preset_row
+    from udora.oracle.preset import list_presets
 
     if (name is None) == (not all_):
         raise ValueError("presets show: give one preset NAME or --all")
@@ -95,7 +95,7 @@ def presets_fit(
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Fit the preset's kernel family by marginal likelihood on its real data."""
-    from experiments.preset_fit import fit_and_write
+    from udora.experiments.preset_fit import fit_and_write
 
     fit_and_write(name, subset=subset, seed=seed, write=write, data_dir=data_dir, console=console)
 
@@ -113,7 +113,7 @@ def run_cmd(
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Run one method on one preset at one seed and write its run folder."""
-    from experiments.run import parse_set, run_one
+    from udora.experiments.run import parse_set, run_one
 
     result = run_one(preset, method, seed, parse_set(set_ or []), out, data_dir=data_dir)
     m = result.metrics
@@ -143,9 +143,9 @@ def bench_cmd(
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Run a grid of presets x methods x seeds; resumes, isolates failures, Ctrl-C safe."""
-    import methods as registry
-    from experiments.bench import QUICK_METHODS, make_grid, run_grid, suite_presets
-    from experiments.run import parse_set
+    from udora import methods as registry
+    from udora.experiments.bench import QUICK_METHODS, make_grid, run_grid, suite_presets
+    from udora.experiments.run import parse_set
 
     names = presets.split(",") if presets else suite_presets("quick" if quick else suite)
     default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
@@ -169,7 +169,7 @@ def report_cmd(
     ] = None,
 ) -> None:
     """Tables (parquet, csv), figures (PNG, PDF) and report.md from a results folder."""
-    from experiments.report import write_report
+    from udora.experiments.report import write_report
 
     console.print(f"wrote {write_report(results, out)}")
 
@@ -177,7 +177,7 @@ def report_cmd(
 @app.command("methods")
 def methods_list() -> None:
     """List the registered UQ methods."""
-    import methods
+    from udora import methods
 
     table = Table("method", "summary")
     for name in methods.list_methods():
@@ -196,8 +196,8 @@ def oracle_build(
     ] = None,
 ) -> None:
     """Build the oracle task of PRESET at SEED and write it to OUT."""
-    from oracle.store import load_oracle, save_task, summary
-    from oracle.task import build_task
+    from udora.oracle.store import load_oracle, save_task, summary
+    from udora.oracle.task import build_task
 
     folder = save_task(build_task(preset, seed, data_dir=data_dir), out)
     _print_summary(summary(*load_oracle(folder)))
@@ -207,7 +207,7 @@ def oracle_build(
 @oracle_app.command("show")
 def oracle_show(folder: Annotated[Path, typer.Argument(help="A folder written by build.")]) -> None:
     """Print n, d, median sigma_eps and sigma_f (original units) and the bin counts."""
-    from oracle.store import load_oracle, summary
+    from udora.oracle.store import load_oracle, summary
 
     _print_summary(summary(*load_oracle(folder)))
 

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from experiments.results import per_dataset
+from udora.experiments.results import per_dataset
 
 
 def spearman_bars(table: pd.DataFrame):

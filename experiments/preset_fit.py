@@ -7,8 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from oracle.fit import fit_preset, noise_for_median_std
-from oracle.preset import load_preset, parse_preset, preset_path, preset_to_yaml
+from udora.oracle.fit import fit_preset, noise_for_median_std
+from udora.oracle.preset import load_preset, parse_preset, preset_path, preset_to_yaml
 
 HEADER = (
     "Kernel hyperparameters fitted by `udora presets fit` (exact marginal likelihood on the\n"

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from oracle.preset import Preset, load_preset
-from oracle.task import build_task
+from udora.oracle.preset import Preset, load_preset
+from udora.oracle.task import build_task
 
 COLUMNS = (
     "preset", "d", "pool", "n_train", "kernel", "variance", "paper variance",

@@ -7,8 +7,14 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from experiments import figures
-from experiments.results import HEADLINE, load_runs, method_summary, per_dataset, ranking_agreement
+from udora.experiments import figures
+from udora.experiments.results import (
+    HEADLINE,
+    load_runs,
+    method_summary,
+    per_dataset,
+    ranking_agreement,
+)
 
 
 def _save(fig, out: Path, stem: str) -> str:

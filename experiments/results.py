@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from oracle.scoring import kendall_w
+from udora.experiments.aggregate import kendall_w
 
 HEADLINE = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total")
 

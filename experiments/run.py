@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-import methods
-from oracle.preset import Preset, load_preset
-from oracle.scoring import curves, score
-from oracle.task import OracleTask, build_task
+from udora import methods
+from udora.oracle.preset import Preset, load_preset
+from udora.oracle.task import OracleTask, build_task
+from udora.scoring import curves, score
 
 PRESET_PREFIX = "preset."
 _LIBRARIES = {"ngboost": "ngboost", "catboost": "catboost", "gp": "gpjax", "laplace": "laplax"}

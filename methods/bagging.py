@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from methods.nn.config import NNConfig
-from methods.nn.method import NNMethod
-from methods.registry import register
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.method import NNMethod
+from udora.methods.registry import register
 
 
 class BaggingConfig(NNConfig):

@@ -18,9 +18,9 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from pydantic import Field
 
-from methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
-from methods.registry import register
-from methods.scaling import Scaler
+from udora.methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.registry import register
+from udora.methods.scaling import Scaler
 
 
 class BLRConfig(MethodConfig):

@@ -22,11 +22,11 @@ import numpy as np
 from catboost import sample_gaussian_process
 from pydantic import Field
 
-from methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
-from methods.combine import combine_standardised
-from methods.registry import register
-from methods.seeding import numpy_rng
-from methods.trees import library_seeds, scratch_cwd, target_scaler
+from udora.methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.combine import combine_standardised
+from udora.methods.registry import register
+from udora.methods.seeding import numpy_rng
+from udora.methods.trees import library_seeds, scratch_cwd, target_scaler
 
 
 class CatBoostKGBConfig(MethodConfig):

@@ -21,11 +21,11 @@ import numpy as np
 from catboost import CatBoostRegressor
 from pydantic import Field
 
-from methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
-from methods.combine import combine_standardised
-from methods.registry import register
-from methods.seeding import numpy_rng
-from methods.trees import library_seeds, resample_rows, target_scaler, validation_split
+from udora.methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.combine import combine_standardised
+from udora.methods.registry import register
+from udora.methods.seeding import numpy_rng
+from udora.methods.trees import library_seeds, resample_rows, target_scaler, validation_split
 
 
 class CatBoostPSConfig(MethodConfig):

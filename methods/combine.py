@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from methods.base import Prediction
-from methods.scaling import Scaler
+from udora.methods.base import Prediction
+from udora.methods.scaling import Scaler
 
 
 def combine_members(means: np.ndarray, variances: np.ndarray) -> Prediction:

@@ -22,13 +22,13 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from methods.base import Prediction, check_x
-from methods.nn.config import NNConfig
-from methods.nn.method import NNMethod
-from methods.nn.network import predict_members
-from methods.nn.trainer import train_members
-from methods.registry import register
-from methods.seeding import jax_keys
+from udora.methods.base import Prediction, check_x
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.method import NNMethod
+from udora.methods.nn.network import predict_members
+from udora.methods.nn.trainer import train_members
+from udora.methods.registry import register
+from udora.methods.seeding import jax_keys
 
 EXCESS_EPS = 1e-4
 LOG_EXCESS_RANGE = (np.log(EXCESS_EPS), 5.0)

@@ -39,11 +39,11 @@ import optax
 from gpjax.parameters import val
 from pydantic import Field
 
-from methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
-from methods.nn.backbone import ResidualMLP
-from methods.registry import register
-from methods.scaling import Scaler
-from methods.seeding import jax_keys
+from udora.methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.nn.backbone import ResidualMLP
+from udora.methods.registry import register
+from udora.methods.scaling import Scaler
+from udora.methods.seeding import jax_keys
 
 
 def _log(lo: float, hi: float) -> dict[str, Any]:

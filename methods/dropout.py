@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 from pydantic import Field
 
-from methods.nn.config import NNConfig
-from methods.nn.method import NNMethod
-from methods.nn.network import predict_members
-from methods.registry import register
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.method import NNMethod
+from udora.methods.nn.network import predict_members
+from udora.methods.registry import register
 
 
 class DropoutConfig(NNConfig):

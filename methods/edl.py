@@ -24,10 +24,10 @@ import numpy as np
 from jax.scipy.special import gammaln
 from pydantic import Field
 
-from methods.base import Prediction, check_x
-from methods.nn.config import NNConfig
-from methods.nn.method import NNMethod
-from methods.registry import register
+from udora.methods.base import Prediction, check_x
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.method import NNMethod
+from udora.methods.registry import register
 
 NIG_EPS = 1e-6
 

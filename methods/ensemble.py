@@ -8,8 +8,8 @@ the member means (paper, Appendix D.4, "Deep ensemble BNN"; n_members = 10).
 
 from __future__ import annotations
 
-from methods.nn.method import NNMethod
-from methods.registry import register
+from udora.methods.nn.method import NNMethod
+from udora.methods.registry import register
 
 
 @register("nn_ensemble")

@@ -34,17 +34,17 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from methods.nn.config import NNConfig
-from methods.nn.heads import mean_variance
-from methods.nn.last_layer import (
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.heads import mean_variance
+from udora.methods.nn.last_layer import (
     SampledHeadsMethod,
     design,
     gaussian_nll,
     grid_argmin,
     head_weights,
 )
-from methods.registry import register
-from methods.seeding import jax_keys
+from udora.methods.registry import register
+from udora.methods.seeding import jax_keys
 
 
 def matern32_linear(

@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
-from methods.registry import register
+from udora.methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.registry import register
 
 
 class GPPriorLike(Protocol):
@@ -74,7 +74,7 @@ class OracleGP(UQMethod):
                 "gp_oracle needs the task's GP prior: call set_prior(task.gp_prior()) before fit"
             )
         X, y = check_xy(X, y)
-        from oracle.kernels import build_kernel
+        from udora.oracle.kernels import build_kernel
 
         with jax.enable_x64(True):
             Xs = jnp.asarray(self._x(X))

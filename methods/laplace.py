@@ -33,16 +33,16 @@ from laplax.eval.calibrate import optimize_prior_prec
 from loguru import logger
 from pydantic import Field
 
-from methods.nn.config import NNConfig
-from methods.nn.last_layer import (
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.last_layer import (
     SampledHeadsMethod,
     design,
     gaussian_nll,
     grid_argmin,
     head_weights,
 )
-from methods.registry import register
-from methods.seeding import jax_keys
+from udora.methods.registry import register
+from udora.methods.seeding import jax_keys
 
 
 class LaplaceConfig(NNConfig):

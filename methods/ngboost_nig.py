@@ -31,10 +31,10 @@ from pydantic import Field
 from scipy.special import digamma, gammaln, polygamma
 from sklearn.tree import DecisionTreeRegressor
 
-from methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
-from methods.registry import register
-from methods.seeding import numpy_rng
-from methods.trees import library_seeds, target_scaler
+from udora.methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.registry import register
+from udora.methods.seeding import numpy_rng
+from udora.methods.trees import library_seeds, target_scaler
 
 
 def nig_from_theta(theta: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -25,15 +25,15 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from methods.base import Prediction, check_x
-from methods.combine import combine_members, combine_standardised
-from methods.nn.config import NNConfig
-from methods.nn.heads import mean_variance
-from methods.nn.method import NNMethod
-from methods.nn.network import predict_members
-from methods.nn.trainer import collect_moments
-from methods.registry import register
-from methods.seeding import jax_keys
+from udora.methods.base import Prediction, check_x
+from udora.methods.combine import combine_members, combine_standardised
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.heads import mean_variance
+from udora.methods.nn.method import NNMethod
+from udora.methods.nn.network import predict_members
+from udora.methods.nn.trainer import collect_moments
+from udora.methods.registry import register
+from udora.methods.seeding import jax_keys
 
 
 class SWAGConfig(NNConfig):

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from methods.scaling import Scaler
+from udora.methods.scaling import Scaler
 
 # Library seeds are drawn below 2^31 - 1: the largest value every backend accepts.
 _SEED_HIGH = 2**31 - 1

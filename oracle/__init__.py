@@ -1,8 +1,8 @@
 """The ground truth: presets, GP tasks and the exact per-point targets."""
 
-from oracle.preset import Preset, list_presets, load_preset
-from oracle.targets import Targets, posterior_targets
-from oracle.task import GPPrior, OracleTask, build_task
+from udora.oracle.preset import Preset, list_presets, load_preset
+from udora.oracle.targets import Targets, posterior_targets
+from udora.oracle.task import GPPrior, OracleTask, build_task
 
 __all__ = [
     "GPPrior",

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from oracle.preset import Preset
+from udora.oracle.preset import Preset
 
 
 class DataNotFoundError(FileNotFoundError):

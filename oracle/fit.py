@@ -41,10 +41,10 @@ import jax
 import numpy as np
 from gpjax.parameters import val
 
-from oracle.data import load_table
-from oracle.fit_box import NONFINITE_LOSS, bounded_problem, gp_model, minimise
-from oracle.preset import Preset
-from oracle.task import stream
+from udora.oracle.data import load_table
+from udora.oracle.fit_box import NONFINITE_LOSS, bounded_problem, gp_model, minimise
+from udora.oracle.preset import Preset
+from udora.oracle.task import stream
 
 POLISH_TOL = 1e-9  # a restart of L-BFGS-B that gains less per point than this ends the fit
 RESTART_INITS = (  # (noise variance, lengthscale multiplier of sqrt(d))
@@ -233,8 +233,8 @@ def noise_for_median_std(
     pool's target sd). With ``sigma_eps = std_min (1 + (ratio - 1) r)`` monotone in r,
     the median is ``std_min (1 + (ratio - 1) median(r))``.
     """
-    from oracle.noise import NoiseModel
-    from oracle.task import select_pool
+    from udora.oracle.noise import NoiseModel
+    from udora.oracle.task import select_pool
 
     X, y = load_table(preset, data_dir)
     pool = select_pool(preset, X.shape[0])

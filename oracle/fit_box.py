@@ -27,8 +27,8 @@ import scipy.optimize
 from gpjax.parameters import NonNegativeReal, Real
 from jax.flatten_util import ravel_pytree
 
-from oracle.kernels import build_kernel
-from oracle.preset import Mean
+from udora.oracle.kernels import build_kernel
+from udora.oracle.preset import Mean
 
 NOISE_FLOOR = 1e-4  # lower bound of the noise variance, standardised units
 # Box for the constrained values (standardised units), keyed by parameter name.

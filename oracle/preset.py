@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from oracle.kernels import KernelSpecError, parse_kernel
+from udora.oracle.kernels import KernelSpecError, parse_kernel
 
 SUITES = ("dev", "heldout")
 
@@ -169,7 +169,7 @@ def _validate(data: Any, origin: str) -> Preset:
 
 def preset_dir() -> Path:
     """The folder of YAML presets installed with the package."""
-    return Path(str(importlib.resources.files("presets")))
+    return Path(str(importlib.resources.files("udora.presets")))
 
 
 def list_presets(suite: str | None = None) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from oracle.task import OracleTask
+from udora.oracle.task import OracleTask
 
 ARRAYS = ("X", "train_idx", "y_train", "f", "y", "noise_var", "post_mean", "post_var")
 

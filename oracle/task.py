@@ -21,12 +21,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from oracle.data import load_table
-from oracle.gp import Conditioner, sample_conditional_marginals, sample_joint
-from oracle.kernels import build_kernel
-from oracle.noise import NoiseModel
-from oracle.preset import Preset, load_preset
-from oracle.shift import mahalanobis_distance, sample_training_indices
+from udora.oracle.data import load_table
+from udora.oracle.gp import Conditioner, sample_conditional_marginals, sample_joint
+from udora.oracle.kernels import build_kernel
+from udora.oracle.noise import NoiseModel
+from udora.oracle.preset import Preset, load_preset
+from udora.oracle.shift import mahalanobis_distance, sample_training_indices
 
 JOINT_LIMIT = 10_000
 

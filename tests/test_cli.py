@@ -8,8 +8,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from experiments.cli import app
-from oracle.preset import list_presets
+from udora.experiments.cli import app
+from udora.oracle.preset import list_presets
 
 runner = CliRunner()
 
@@ -45,7 +45,7 @@ def test_console_script_reports_bad_suite_in_one_line():
 
 def test_compilation_cache_writes_entries(tmp_path):
     code = (
-        "from experiments.jax_cache import configure_compilation_cache as c; c();"
+        "from udora.experiments.jax_cache import configure_compilation_cache as c; c();"
         "import jax, jax.numpy as jnp;"
         # this tiny program compiles faster than the 0.1 s threshold
         "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0);"

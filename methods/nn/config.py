@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from methods.base import MethodConfig
+from udora.methods.base import MethodConfig
 
 Activation = Literal["tanh", "relu", "gelu"]
 Normalisation = Literal["none", "layer", "batch"]

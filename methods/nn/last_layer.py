@@ -19,12 +19,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from methods.base import Prediction, check_x
-from methods.combine import combine_standardised
-from methods.nn.config import NNConfig
-from methods.nn.heads import mean_variance
-from methods.nn.method import NNMethod
-from methods.nn.network import Variables, make_network
+from udora.methods.base import Prediction, check_x
+from udora.methods.combine import combine_standardised
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.heads import mean_variance
+from udora.methods.nn.method import NNMethod
+from udora.methods.nn.network import Variables, make_network
 
 
 def head_name(cfg: NNConfig) -> str:

@@ -16,14 +16,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from methods.base import Prediction, UQMethod, check_x, check_xy
-from methods.combine import combine_standardised
-from methods.nn.config import NNConfig
-from methods.nn.heads import mean_variance
-from methods.nn.network import predict_members
-from methods.nn.trainer import train_members
-from methods.scaling import Scaler
-from methods.seeding import jax_keys, numpy_rng
+from udora.methods.base import Prediction, UQMethod, check_x, check_xy
+from udora.methods.combine import combine_standardised
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.heads import mean_variance
+from udora.methods.nn.network import predict_members
+from udora.methods.nn.trainer import train_members
+from udora.methods.scaling import Scaler
+from udora.methods.seeding import jax_keys, numpy_rng
 
 
 def validation_split(

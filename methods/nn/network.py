@@ -15,8 +15,8 @@ from typing import Any
 
 import jax
 
-from methods.nn.backbone import ResidualMLP
-from methods.nn.config import NNConfig
+from udora.methods.nn.backbone import ResidualMLP
+from udora.methods.nn.config import NNConfig
 
 Variables = dict[str, Any]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import optax
 import optax.contrib
 
-from methods.nn.config import NNConfig
-from methods.nn.soap import soap
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.soap import soap
 
 OPTIMIZERS = ("adam", "sgd", "muon", "soap")
 

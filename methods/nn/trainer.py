@@ -30,10 +30,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from methods.nn.config import NNConfig
-from methods.nn.heads import nll
-from methods.nn.network import Variables, make_network, program_key
-from methods.nn.optim import make_optimizer
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.heads import nll
+from udora.methods.nn.network import Variables, make_network, program_key
+from udora.methods.nn.optim import make_optimizer
 
 
 @dataclass(frozen=True)

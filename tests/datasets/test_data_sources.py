@@ -7,8 +7,8 @@ import openml
 import pandas as pd
 import pytest
 
-from oracle.data import DataNotFoundError, load_table, openml_cache_dir
-from oracle.preset import load_preset
+from udora.oracle.data import DataNotFoundError, load_table, openml_cache_dir
+from udora.oracle.preset import load_preset
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from experiments.cli import app
-from oracle.fit import fit_preset, mll_and_grad, standardised_subset
-from oracle.fit_box import BOUNDS
-from oracle.preset import load_preset
+from udora.experiments.cli import app
+from udora.oracle.fit import fit_preset, mll_and_grad, standardised_subset
+from udora.oracle.fit_box import BOUNDS
+from udora.oracle.preset import load_preset
 
 
 def matern32_mll(Z, t, variance, lengthscale, noise):

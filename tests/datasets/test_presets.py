@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from oracle.fit import mll_and_grad, refit_from_written
-from oracle.preset import PresetError, list_presets, load_preset
-from oracle.task import build_task
+from udora.oracle.fit import mll_and_grad, refit_from_written
+from udora.oracle.preset import PresetError, list_presets, load_preset
+from udora.oracle.task import build_task
 
 BAL = (0.2,) * 5
 # DESIGN §3: suite, d, kernel family, mean, shift, pool, paper sigma_eps (original units)
@@ -84,7 +84,7 @@ def test_written_fit_is_a_local_optimum(shared_data):
 
 
 def test_every_preset_is_fitted_inside_the_box():
-    from oracle.fit_box import BOUNDS
+    from udora.oracle.fit_box import BOUNDS
 
     for name in SPEC:
         p = load_preset(name)
@@ -106,7 +106,7 @@ def test_every_written_fit_is_a_local_optimum(shared_data, name):
 
 def test_exact_duplicate_records_are_dropped_before_the_fit_subset(tmp_path, shared_data):
     """Rows repeating covariates AND target go; rows repeating only covariates stay."""
-    from oracle.fit import standardised_subset
+    from udora.oracle.fit import standardised_subset
 
     frame = pd.read_csv(shared_data / "airfoil.csv.gz").iloc[:50]
     copies = frame.iloc[:10]
@@ -144,7 +144,7 @@ def test_bad_yaml_gives_one_clear_error_naming_file_and_field(tmp_path, edit, fr
 
 
 def test_feature_not_in_data_is_an_error(tmp_path, shared_data):
-    from oracle.data import load_table
+    from udora.oracle.data import load_table
 
     path = _write(tmp_path, lambda d: d["features"].__setitem__(0, "wingspan"))
     with pytest.raises(ValueError, match="wingspan"):

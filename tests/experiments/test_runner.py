@@ -12,15 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.bench import make_grid, run_grid
-from experiments.report import write_report
-from experiments.run import parse_set, run_one
-from methods import register
-from methods.base import MethodConfig, Prediction, UQMethod
-from methods.registry import unregister
-from oracle.preset import PresetError, load_preset
-from oracle.scoring import score
-from oracle.task import build_task
+from udora.experiments.bench import make_grid, run_grid
+from udora.experiments.report import write_report
+from udora.experiments.run import parse_set, run_one
+from udora.methods import register
+from udora.methods.base import MethodConfig, Prediction, UQMethod
+from udora.methods.registry import unregister
+from udora.oracle.preset import PresetError, load_preset
+from udora.oracle.task import build_task
+from udora.scoring import score
 
 
 class _Config(MethodConfig):

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from experiments.run import run_one
-from experiments.wandb_log import log_run, wandb_mode
+from udora.experiments.run import run_one
+from udora.experiments.wandb_log import log_run, wandb_mode
 
 
 @pytest.fixture

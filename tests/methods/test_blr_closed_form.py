@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import methods
+from udora import methods
 
 
 def _function_space(Phi, y, Phi_test, alpha, sigma):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from methods import Prediction, combine_members
-from methods.scaling import Scaler
+from udora.methods import Prediction, combine_members
+from udora.methods.scaling import Scaler
 
 
 def test_combination_formulas_against_loops():

@@ -14,8 +14,8 @@ import sweeps
 import yaml
 from method_tasks import Task
 
-import methods
-from methods.base import ConfigError, Prediction, UQMethod
+from udora import methods
+from udora.methods.base import ConfigError, Prediction, UQMethod
 
 QUICK_EPOCHS = 60
 SEED = 3

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from method_tasks import make_task
 
-import methods
+from udora import methods
 
 
 def rbf(A, B, variance, lengthscale):

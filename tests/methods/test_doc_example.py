@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from test_contract import CHECKS_CONFIG, CHECKS_WITH_TASK
 
-import methods
-from methods.registry import unregister
+from udora import methods
+from udora.methods.registry import unregister
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "adding_a_method.md"
 NAME = "knn_doc_example"  # not "knn": a real methods/knn.py may exist one day

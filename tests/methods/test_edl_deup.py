@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import methods
-from methods.edl import EvidentialLoss, nig_nll, nig_parameters
-from methods.nn.method import validation_split
-from methods.seeding import numpy_rng
+from udora import methods
+from udora.methods.edl import EvidentialLoss, nig_nll, nig_parameters
+from udora.methods.nn.method import validation_split
+from udora.methods.seeding import numpy_rng
 
 
 def _nig_draws(n=50, seed=0):

@@ -9,8 +9,8 @@ import pytest
 from method_tasks import make_task
 from test_laplace import numpy_design
 
-import methods
-from methods.fsp_laplace import FunctionSpacePrior
+from udora import methods
+from udora.methods.fsp_laplace import FunctionSpacePrior
 
 
 def numpy_kernel(A, B, variance, lengthscale, linear):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from method_tasks import HandPrior, dense_gp_posterior, make_task
 
-import methods
+from udora import methods
 
 
 def test_gp_oracle_equals_dense_numpy_posterior():
@@ -36,8 +36,8 @@ def test_gp_oracle_without_a_prior_says_how_to_give_one(task):
 
 
 def test_gp_oracle_reproduces_the_oracle_posterior_on_a_task(tmp_path):
-    from oracle.preset import Preset
-    from oracle.task import build_task
+    from udora.oracle.preset import Preset
+    from udora.oracle.task import build_task
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3)) * [1.0, 3.0, 0.5] + [5.0, -2.0, 0.0]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from method_tasks import make_task
 
-import methods
+from udora import methods
 
 
 def numpy_design(variables: dict, blocks: int, X: np.ndarray):

@@ -6,9 +6,9 @@ import pytest
 import sweeps
 import yaml
 
-import methods
-from methods.base import ConfigError
-from methods.nn.config import NNConfig
+from udora import methods
+from udora.methods.base import ConfigError
+from udora.methods.nn.config import NNConfig
 
 
 def test_every_issue_method_is_registered():

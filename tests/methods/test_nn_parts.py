@@ -9,11 +9,11 @@ import optax
 import pytest
 from scipy import stats
 
-from methods.nn.backbone import ResidualMLP
-from methods.nn.config import NNConfig
-from methods.nn.heads import mean_variance, nll
-from methods.nn.optim import make_optimizer
-from methods.nn.soap import scale_by_soap
+from udora.methods.nn.backbone import ResidualMLP
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.heads import mean_variance, nll
+from udora.methods.nn.optim import make_optimizer
+from udora.methods.nn.soap import scale_by_soap
 
 
 def _softplus(x):

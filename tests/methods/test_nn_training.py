@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from method_tasks import make_task
 
-import methods
-from methods.nn.config import NNConfig
-from methods.nn.heads import nll
-from methods.nn.network import make_network
-from methods.nn.trainer import train_members
+from udora import methods
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.heads import nll
+from udora.methods.nn.network import make_network
+from udora.methods.nn.trainer import train_members
 
 
 def _data(n=64, d=2, seed=0):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from method_tasks import make_task
 
-import methods
-from methods.nn.config import NNConfig
-from methods.nn.trainer import collect_moments, train_members
+from udora import methods
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.trainer import collect_moments, train_members
 
 
 def _data(n=48, seed=0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import methods
+from udora import methods
 
 PS_FAST = {"n_regressors": 3, "iterations": 80, "learning_rate": 0.2}
 KGB_FAST = {"n_regressors": 4, "posterior_iterations": 60, "prior_iterations": 20}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import methods
+from udora import methods
 
 FAST = {
     "ngboost_nig": {"n_estimators": 30, "minibatch_frac": 0.7},

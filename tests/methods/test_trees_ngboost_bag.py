@@ -9,8 +9,8 @@ from ngboost.distns import Normal as NGBoostNormal
 from scipy import stats
 from sklearn.tree import DecisionTreeRegressor
 
-import methods
-from methods.ngboost_bag import Normal, NormalLogScore
+from udora import methods
+from udora.methods.ngboost_bag import Normal, NormalLogScore
 
 FAST = {"n_regressors": 3, "n_estimators": 15}
 

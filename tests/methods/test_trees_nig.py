@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import methods
-from methods.ngboost_nig import NIG, nig_fisher, nig_from_theta, nig_nll, nig_nll_grad
+from udora import methods
+from udora.methods.ngboost_nig import NIG, nig_fisher, nig_from_theta, nig_nll, nig_nll_grad
 
 # (gamma, log nu, log(alpha - 1), log beta) columns: ordinary, alpha near 1, large alpha.
 THETAS = np.array(

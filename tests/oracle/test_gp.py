@@ -3,11 +3,11 @@
 import jax
 import numpy as np
 import pytest
-from conftest import numpy_sum_kernel
+from numpy_kernels import numpy_sum_kernel
 from test_kernels import SPECS
 
-from oracle.gp import JITTERS, Conditioner, cholesky_with_jitter, gram, sample_joint
-from oracle.kernels import build_kernel
+from udora.oracle.gp import JITTERS, Conditioner, cholesky_with_jitter, gram, sample_joint
+from udora.oracle.kernels import build_kernel
 
 D = 3
 

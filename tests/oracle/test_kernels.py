@@ -3,10 +3,10 @@
 import jax
 import numpy as np
 import pytest
-from conftest import numpy_kernel
+from numpy_kernels import numpy_kernel
 
-from oracle.gp import gram
-from oracle.kernels import KERNEL_TYPES, KernelSpecError, build_kernel, parse_kernel
+from udora.oracle.gp import gram
+from udora.oracle.kernels import KERNEL_TYPES, KernelSpecError, build_kernel, parse_kernel
 
 D = 3
 SPECS = [

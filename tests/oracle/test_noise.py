@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 
-from oracle.noise import NoiseModel
+from udora.oracle.noise import NoiseModel
 
 
 def test_rank_score_matches_scipy_average_ranks_with_ties():

@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import mahalanobis
 
-from oracle.shift import bin_quotas, mahalanobis_distance, quintile_bins, sample_training_indices
+from udora.oracle.shift import (
+    bin_quotas,
+    mahalanobis_distance,
+    quintile_bins,
+    sample_training_indices,
+)
 
 
 def test_distance_matches_scipy():

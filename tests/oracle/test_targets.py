@@ -3,12 +3,12 @@
 import jax
 import numpy as np
 import pytest
-from conftest import numpy_sum_kernel
+from numpy_kernels import numpy_sum_kernel
 from scipy.stats import norm
 
-from oracle.gp import Conditioner
-from oracle.kernels import build_kernel
-from oracle.targets import posterior_targets
+from udora.oracle.gp import Conditioner
+from udora.oracle.kernels import build_kernel
+from udora.oracle.targets import posterior_targets
 
 COMPS = [{"type": "matern52", "variance": 1.2, "lengthscale": [0.9, 1.6]}]
 

@@ -7,10 +7,10 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from experiments.cli import app
-from oracle.preset import PresetError
-from oracle.store import ARRAYS
-from oracle.task import build_task
+from udora.experiments.cli import app
+from udora.oracle.preset import PresetError
+from udora.oracle.store import ARRAYS
+from udora.oracle.task import build_task
 
 
 def test_posterior_is_calibrated_over_seeds(synthetic_preset):

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import stats
 
-from oracle.scoring import pearson, scale_ratio, spearman
-from oracle.scoring.agreement import agreement, mse
+from udora.scoring import pearson, scale_ratio, spearman
+from udora.scoring.agreement import agreement, mse
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracle.scoring import calibration_curve, calibration_log_ratios
+from udora.scoring import calibration_curve, calibration_log_ratios
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import stats
 
-from oracle.scoring import (
+from udora.scoring import (
     error_spread_spearman,
     fair_crps_ensemble,
     gaussian_crps,

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from oracle.scoring import (
+from udora.scoring import (
     gaussian_crps,
     gaussian_nll,
     interval_coverage,

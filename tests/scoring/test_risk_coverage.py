@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracle.scoring import aurc, normalised_aurc, risk_coverage_curve
+from udora.scoring import aurc, normalised_aurc, risk_coverage_curve
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

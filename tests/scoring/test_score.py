@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from oracle.scoring import curves, gaussian_crps, score, score_arrays
+from udora.scoring import curves, gaussian_crps, score, score_arrays
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize
 
-from oracle.scoring import selective_utility, topk_utility
-from oracle.scoring.utilities import topk_weights
+from udora.scoring import selective_utility, topk_utility
+from udora.scoring.utilities import topk_weights
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

@@ -13,16 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from oracle.scoring._checks import members, vectors
-from oracle.scoring.agreement import agreement, mse
-from oracle.scoring.calibration import calibration_curve, calibration_log_ratios
-from oracle.scoring.ensemble import (
+from udora.oracle.targets import Targets, posterior_targets
+from udora.scoring._checks import members, vectors
+from udora.scoring.agreement import agreement, mse
+from udora.scoring.calibration import calibration_curve, calibration_log_ratios
+from udora.scoring.ensemble import (
     error_spread_spearman,
     fair_crps_ensemble,
     spread_skill_ratio,
     top_decile_error_ratio,
 )
-from oracle.scoring.proper import (
+from udora.scoring.proper import (
     COVERAGE_LEVELS,
     gaussian_crps,
     gaussian_nll,
@@ -32,9 +33,8 @@ from oracle.scoring.proper import (
     pit_histogram,
     reliability_curve,
 )
-from oracle.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
-from oracle.scoring.utilities import selective_utility, topk_utility
-from oracle.targets import Targets, posterior_targets
+from udora.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
+from udora.scoring.utilities import selective_utility, topk_utility
 
 _CALIBRATED = ("au", "eu", "total")
 _OTHER_LOSSES = ("crps", "nll")

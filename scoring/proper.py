@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from oracle.scoring._checks import vectors
+from udora.scoring._checks import vectors
 
 COVERAGE_LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
 

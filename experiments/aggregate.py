@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 from scipy.stats import kendalltau, rankdata
 
-from oracle.scoring._checks import all_finite, vectors
+from udora.scoring._checks import all_finite, vectors
 
 
 def kendall_w(scores: np.ndarray) -> float:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from oracle.scoring._checks import all_finite, vectors
+from udora.scoring._checks import all_finite, vectors
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:

@@ -4,16 +4,15 @@
 formulas in docs/metrics.md); the array-level functions below are the building blocks.
 """
 
-from oracle.scoring.across import kendall_tau, kendall_w, ols_slope
-from oracle.scoring.agreement import pearson, scale_ratio, spearman
-from oracle.scoring.calibration import calibration_curve, calibration_log_ratios
-from oracle.scoring.ensemble import (
+from udora.scoring.agreement import pearson, scale_ratio, spearman
+from udora.scoring.calibration import calibration_curve, calibration_log_ratios
+from udora.scoring.ensemble import (
     error_spread_spearman,
     fair_crps_ensemble,
     spread_skill_ratio,
     top_decile_error_ratio,
 )
-from oracle.scoring.proper import (
+from udora.scoring.proper import (
     gaussian_crps,
     gaussian_nll,
     interval_coverage,
@@ -22,9 +21,9 @@ from oracle.scoring.proper import (
     pit_histogram,
     reliability_curve,
 )
-from oracle.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
-from oracle.scoring.score import curves, curves_arrays, score, score_arrays
-from oracle.scoring.utilities import selective_utility, topk_utility
+from udora.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
+from udora.scoring.score import curves, curves_arrays, score, score_arrays
+from udora.scoring.utilities import selective_utility, topk_utility
 
 __all__ = [
     "aurc",
@@ -37,11 +36,8 @@ __all__ = [
     "gaussian_crps",
     "gaussian_nll",
     "interval_coverage",
-    "kendall_tau",
-    "kendall_w",
     "miscalibration_area",
     "normalised_aurc",
-    "ols_slope",
     "pearson",
     "pit",
     "pit_histogram",

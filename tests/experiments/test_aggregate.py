@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from oracle.scoring import kendall_tau, kendall_w, ols_slope
+from udora.experiments.aggregate import kendall_tau, kendall_w, ols_slope
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracle.scoring._checks import all_finite, vectors
+from udora.scoring._checks import all_finite, vectors
 
 
 def risk_coverage_curve(estimate: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

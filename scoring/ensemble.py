@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracle.scoring._checks import members, vector
-from oracle.scoring.agreement import spearman
+from udora.scoring._checks import members, vector
+from udora.scoring.agreement import spearman
 
 
 def _member_stats(fn: str, member_means: object, truth: object) -> tuple[np.ndarray, np.ndarray]:

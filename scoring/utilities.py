@@ -25,7 +25,7 @@ from numpy.polynomial.legendre import leggauss
 from scipy.special import betainc
 from scipy.stats import beta as beta_dist
 
-from oracle.scoring._checks import all_finite, vectors
+from udora.scoring._checks import all_finite, vectors
 
 SELECTIVE_PRIOR: tuple[float, float] = (2.0, 10.0)
 TOPK_FRACTION_PRIOR: tuple[float, float] = (1.2, 20.8)

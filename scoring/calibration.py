@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracle.scoring._checks import all_finite, vectors
+from udora.scoring._checks import all_finite, vectors
 
 
 def calibration_curve(
