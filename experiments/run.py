@@ -170,10 +170,9 @@ def run_one(
     task = _cached_task(preset_obj.model_dump_json(), spec.seed, dd)
     timings["oracle"] = time.perf_counter() - t0
     try:
-        if hasattr(model, "set_prior"):  # reference methods only (e.g. gp_oracle)
-            model.set_prior(task.gp_prior())
+        knowledge = task.knowledge(with_prior=type(model).uses_task_prior)
         t0 = time.perf_counter()
-        model.fit(task.X_train, task.y_train, seed=spec.seed)
+        model.fit(task.X_train, task.y_train, seed=spec.seed, knowledge=knowledge)
         timings["fit"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         prediction = model.predict(task.X)

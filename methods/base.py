@@ -1,9 +1,12 @@
 """The method contract: a validated :class:`Prediction`, a frozen config, :class:`UQMethod`.
 
-A method is one class with a ``Config`` (typed fields with defaults and a declared search
-space in W&B sweep-parameter form) and two calls: ``fit(X, y, *, seed)`` on original-unit
-training data and ``predict(X) -> Prediction``. The constructor only stores the config;
-``fit`` learns; learned state lives in attributes that end in ``_``.
+A method is one class with a ``Config`` (typed fields with defaults, a declared search
+space in W&B sweep-parameter form and a declared quick budget) and two calls:
+``fit(X, y, *, seed, knowledge)`` on original-unit training data and
+``predict(X) -> Prediction``. The constructor only stores the config; ``fit`` learns;
+learned state lives in attributes that end in ``_``. ``knowledge`` is the frozen
+:class:`~udora.oracle.prior.TaskKnowledge` of the task (feature names, d, n; the GP prior
+only for classes that declare ``uses_task_prior``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,20 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from udora.oracle.prior import TaskKnowledge
+
+__all__ = [
+    "ConfigError",
+    "MethodConfig",
+    "NotFittedError",
+    "Prediction",
+    "TaskKnowledge",
+    "UQMethod",
+    "check_x",
+    "check_xy",
+    "make_config",
+]
 
 
 class ConfigError(ValueError):
@@ -77,11 +94,16 @@ class MethodConfig(BaseModel):
     ``SEARCH_SPACE`` maps field names to W&B sweep-parameter specs, e.g.
     ``{"lr": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-2}}`` or
     ``{"width": {"values": [16, 32, 64]}}``. Every key must be a field of the config.
+
+    ``QUICK`` is the method's quick budget: the field overrides ``udora bench --quick``
+    applies (fewer epochs, trees or steps), declared beside the search space. Field names
+    follow one vocabulary across methods (docs/adding_a_method.md, "Field names").
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {}
+    QUICK: ClassVar[dict[str, Any]] = {}
 
     def search_space(self) -> dict[str, dict[str, Any]]:
         """The sweep parameters for this config (a fresh copy; subclasses may add to it)."""
@@ -124,11 +146,14 @@ class UQMethod(abc.ABC):
     """A regression method that reports aleatoric and epistemic variance per point.
 
     Subclasses set ``Config`` and implement :meth:`fit` and :meth:`predict`; the
-    ``@register("name")`` decorator sets ``name``.
+    ``@register("name")`` decorator sets ``name``. A reference method that needs the
+    task's generating prior sets ``uses_task_prior = True``; the runner then puts the prior
+    into the ``knowledge`` it hands to ``fit`` (every other method gets ``prior=None``).
     """
 
     Config: ClassVar[type[MethodConfig]] = MethodConfig
     name: ClassVar[str] = "unregistered"
+    uses_task_prior: ClassVar[bool] = False
 
     def __init__(self, config: MethodConfig | None = None, **overrides: Any) -> None:
         if config is not None:
@@ -141,8 +166,19 @@ class UQMethod(abc.ABC):
         return f"{type(self).__name__}({self.config!r})"
 
     @abc.abstractmethod
-    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int) -> Self:
-        """Learn from ``X`` ``(n, d)`` and ``y`` ``(n,)`` in original units; returns self."""
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        seed: int,
+        knowledge: TaskKnowledge | None = None,
+    ) -> Self:
+        """Learn from ``X`` ``(n, d)`` and ``y`` ``(n,)`` in original units; returns self.
+
+        ``seed`` is the run seed (all randomness derives from it); ``knowledge`` is what
+        the method may know about the task (None when called outside a run).
+        """
 
     @abc.abstractmethod
     def predict(self, X: np.ndarray) -> Prediction:

@@ -18,9 +18,9 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from pydantic import Field
 
-from udora.methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
 from udora.methods.registry import register
-from udora.methods.scaling import Scaler
+from udora.oracle.standardise import Standardiser
 
 
 class BLRConfig(MethodConfig):
@@ -53,11 +53,18 @@ class BayesianLinearRegression(UQMethod):
             return np.concatenate([Xs, np.ones((Xs.shape[0], 1))], axis=1)
         return Xs
 
-    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int) -> Self:
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        seed: int,
+        knowledge: TaskKnowledge | None = None,
+    ) -> Self:
         """Posterior ``N(m_N, S_N)`` from ``X`` ``(n, d)``, ``y`` ``(n,)``; ``seed`` is unused."""
         del seed  # closed form: nothing random
         X, y = check_xy(X, y)
-        self.scaler_ = Scaler.fit(X, y)
+        self.scaler_ = Standardiser.fit(X, y)
         phi = self._features(self.scaler_.x(X))
         beta = self.config.sigma**-2
         precision = self.config.alpha * np.eye(phi.shape[1]) + beta * phi.T @ phi

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from udora.methods.base import Prediction
-from udora.methods.scaling import Scaler
+from udora.oracle.standardise import Standardiser
 
 
 def combine_members(means: np.ndarray, variances: np.ndarray) -> Prediction:
@@ -36,6 +36,8 @@ def combine_members(means: np.ndarray, variances: np.ndarray) -> Prediction:
     )
 
 
-def combine_standardised(means: np.ndarray, variances: np.ndarray, scaler: Scaler) -> Prediction:
+def combine_standardised(
+    means: np.ndarray, variances: np.ndarray, scaler: Standardiser
+) -> Prediction:
     """:func:`combine_members` of ``(K, n)`` standardised-unit members, in original units."""
     return combine_members(scaler.mean_back(means), scaler.var_back(variances))

@@ -39,11 +39,11 @@ import optax
 from gpjax.parameters import val
 from pydantic import Field
 
-from udora.methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
 from udora.methods.nn.backbone import ResidualMLP
 from udora.methods.registry import register
-from udora.methods.scaling import Scaler
 from udora.methods.seeding import jax_keys
+from udora.oracle.standardise import Standardiser
 
 
 def _log(lo: float, hi: float) -> dict[str, Any]:
@@ -174,11 +174,18 @@ class DKL(UQMethod):
         params = run(params, keys, data.X, data.y)
         return eqx.combine(params, static)
 
-    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int) -> Self:
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        seed: int,
+        knowledge: TaskKnowledge | None = None,
+    ) -> Self:
         """Train on ``X`` ``(n, d)``, ``y`` ``(n,)`` (original units) with run seed ``seed``."""
         X, y = check_xy(X, y)
         cfg = self.config
-        self.scaler_ = Scaler.fit(X, y)
+        self.scaler_ = Standardiser.fit(X, y)
         keys = jax_keys(seed, "dkl_init", "dkl_batches")
         with jax.enable_x64(True):
             Xs = jnp.asarray(self.scaler_.x(X))

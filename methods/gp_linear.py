@@ -19,9 +19,9 @@ import numpy as np
 from gpjax.parameters import val
 from pydantic import Field
 
-from udora.methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
 from udora.methods.registry import register
-from udora.methods.scaling import Scaler
+from udora.oracle.standardise import Standardiser
 
 
 class LinearGPConfig(MethodConfig):
@@ -50,11 +50,18 @@ class LinearGP(UQMethod):
     Config = LinearGPConfig
     config: LinearGPConfig
 
-    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int) -> Self:
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        seed: int,
+        knowledge: TaskKnowledge | None = None,
+    ) -> Self:
         """Fit hyperparameters and condition on ``X`` ``(n, d)``, ``y`` ``(n,)``; no randomness."""
         del seed  # deterministic optimiser from a fixed start
         X, y = check_xy(X, y)
-        self.scaler_ = Scaler.fit(X, y)
+        self.scaler_ = Standardiser.fit(X, y)
         cfg = self.config
         with jax.enable_x64(True):
             data = gpx.Dataset(

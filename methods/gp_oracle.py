@@ -1,8 +1,9 @@
 """The exact GP with the task's own prior: the reference whose EU should match the oracle.
 
-The runner hands the method the task's GP prior through :meth:`OracleGP.set_prior`
+The class declares ``uses_task_prior``, so the runner hands ``fit`` a
+:class:`~udora.oracle.prior.TaskKnowledge` whose ``prior`` holds the task's GP prior
 (kernel components, constant mean, standardisation and the heteroscedastic noise model;
-never the oracle's targets) before ``fit``. The posterior is GPJax's own conjugate one:
+never the oracle's targets). The posterior is GPJax's own conjugate one:
 a ``gpx.gps.Prior`` (the kernel of ``oracle.kernels.build_kernel``, a constant mean)
 times a Gaussian likelihood whose per-point std is ``sigma_eps(x_i) / y_sd`` at the
 training points. In standardised units, with ``A = K_SS + diag(sigma_eps(x_S)^2)``:
@@ -16,7 +17,7 @@ of test points so memory stays bounded.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Self
+from typing import Self
 
 import gpjax as gpx
 import jax
@@ -24,26 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from udora.methods.base import MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
 from udora.methods.registry import register
-
-
-class GPPriorLike(Protocol):
-    """What :meth:`OracleGP.set_prior` reads (``oracle.task.GPPrior`` provides it).
-
-    ``kernel``: component dicts (standardised input units); ``mean_value``: the constant
-    mean in standardised target units; ``x_mean``/``x_sd`` ``(d,)``; ``y_mu``/``y_sd``;
-    ``noise_std(X)``: ``(m, d)`` original-unit inputs -> ``(m,)`` noise std, original units.
-    """
-
-    kernel: tuple[dict[str, Any], ...]
-    mean_value: float
-    x_mean: np.ndarray
-    x_sd: np.ndarray
-    y_mu: float
-    y_sd: float
-
-    def noise_std(self, X: np.ndarray) -> np.ndarray: ...
 
 
 class OracleGPConfig(MethodConfig):
@@ -55,31 +38,36 @@ class OracleGPConfig(MethodConfig):
 
 @register("gp_oracle")
 class OracleGP(UQMethod):
-    """Exact GP with the task's own kernel, mean and noise model (via ``set_prior``)."""
+    """Exact GP with the task's own kernel, mean and noise model (``knowledge.prior``)."""
 
     Config = OracleGPConfig
     config: OracleGPConfig
+    uses_task_prior = True
 
-    def set_prior(self, prior: GPPriorLike) -> Self:
-        """Use ``prior`` (the task's ``GPPrior``) for the next ``fit``; returns self."""
-        self.prior_ = prior
-        return self
-
-    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int) -> Self:
-        """Condition the prior on ``X`` ``(n, d)``, ``y`` ``(n,)``; ``seed`` is unused."""
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        seed: int,
+        knowledge: TaskKnowledge | None = None,
+    ) -> Self:
+        """Condition ``knowledge.prior`` on ``X`` ``(n, d)``, ``y`` ``(n,)``; no randomness."""
         del seed  # exact conditioning: nothing random
-        prior = getattr(self, "prior_", None)
-        if prior is None:
-            raise RuntimeError(
-                "gp_oracle needs the task's GP prior: call set_prior(task.gp_prior()) before fit"
+        if knowledge is None or knowledge.prior is None:
+            raise ValueError(
+                "gp_oracle needs the task's GP prior: "
+                "pass knowledge=task.knowledge(with_prior=True)"
             )
+        prior = knowledge.prior
         X, y = check_xy(X, y)
         from udora.oracle.kernels import build_kernel
 
+        std = prior.standardiser
         with jax.enable_x64(True):
-            Xs = jnp.asarray(self._x(X))
-            ys = jnp.asarray((y - prior.y_mu) / prior.y_sd)[:, None]
-            obs_std = jnp.asarray(np.asarray(prior.noise_std(X), dtype=np.float64) / prior.y_sd)
+            Xs = jnp.asarray(std.x(X))
+            ys = jnp.asarray(std.y(y))[:, None]
+            obs_std = jnp.asarray(np.asarray(prior.noise_std(X), dtype=np.float64) / std.y_sd)
             gp_prior = gpx.gps.Prior(
                 kernel=build_kernel(list(prior.kernel), X.shape[1]),
                 mean_function=gpx.mean_functions.Constant(float(prior.mean_value)),
@@ -87,28 +75,26 @@ class OracleGP(UQMethod):
             )
             model = gp_prior * gpx.likelihoods.Gaussian(obs_stddev=obs_std)
             self.posterior_ = model.condition(gpx.Dataset(X=Xs, y=ys))
+        self.prior_ = prior
         self.d_ = X.shape[1]
         self.fitted_ = True
         return self
-
-    def _x(self, X: np.ndarray) -> np.ndarray:
-        return (X - np.asarray(self.prior_.x_mean)[None, :]) / np.asarray(self.prior_.x_sd)[None, :]
 
     def predict(self, X: np.ndarray) -> Prediction:
         """Posterior at ``X`` ``(m, d)``: mean ``m_S``, EU ``s2_f``, AU ``sigma_eps^2``."""
         self._check_fitted()
         X = check_x(X, self.d_)
+        prior = self.prior_
         means, variances = [], []
         with jax.enable_x64(True):
             for start in range(0, X.shape[0], self.config.chunk_size):
-                chunk = jnp.asarray(self._x(X[start : start + self.config.chunk_size]))
+                chunk = jnp.asarray(prior.standardiser.x(X[start : start + self.config.chunk_size]))
                 latent = self.posterior_(chunk, covariance="diagonal")
                 means.append(np.asarray(latent.mean).reshape(-1))
                 variances.append(np.asarray(latent.variance).reshape(-1))
-        prior = self.prior_
         noise = np.asarray(prior.noise_std(X), dtype=np.float64)
         return Prediction(
-            mean=prior.y_mu + prior.y_sd * np.concatenate(means),
+            mean=prior.standardiser.mean_back(np.concatenate(means)),
             aleatoric=noise**2,
-            epistemic=np.maximum(np.concatenate(variances), 0.0) * prior.y_sd**2,
+            epistemic=np.maximum(np.concatenate(variances), 0.0) * prior.standardiser.y_sd**2,
         )

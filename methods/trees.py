@@ -14,21 +14,21 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from udora.methods.scaling import Scaler
+from udora.oracle.standardise import Standardiser
 
 # Library seeds are drawn below 2^31 - 1: the largest value every backend accepts.
 _SEED_HIGH = 2**31 - 1
 
 
-def target_scaler(X: np.ndarray, y: np.ndarray, standardize_y: bool) -> Scaler:
-    """A :class:`Scaler` for ``y`` ``(n,)``; the identity on y when ``standardize_y`` is off.
+def target_scaler(X: np.ndarray, y: np.ndarray, standardize_y: bool) -> Standardiser:
+    """A :class:`Standardiser` for ``y`` ``(n,)``; the identity on y when ``standardize_y`` is off.
 
     Only its target half is used by the tree methods (``X`` ``(n, d)`` fixes the shapes).
     """
-    scaler = Scaler.fit(X, y)
+    scaler = Standardiser.fit(X, y)
     if standardize_y:
         return scaler
-    return Scaler(x_mean=scaler.x_mean, x_sd=scaler.x_sd, y_mu=0.0, y_sd=1.0)
+    return Standardiser(x_mean=scaler.x_mean, x_sd=scaler.x_sd, y_mean=0.0, y_sd=1.0)
 
 
 def library_seeds(rng: np.random.Generator, k: int) -> list[int]:

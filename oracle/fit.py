@@ -1,6 +1,7 @@
 """Fit a preset's kernel family to its real data by exact marginal likelihood (GPJax).
 
-Model on standardised data (features and target z-scored over the whole table):
+Model on standardised data (features and target z-scored over the whole table, by the
+same :class:`~udora.oracle.standardise.Standardiser` the oracle uses):
 ``y = m + f(x) + eps``, ``f ~ GP(0, k)``, ``eps ~ N(0, s2)`` homoscedastic, with ``k`` the
 preset's kernel family and ``m`` a constant where the preset has one. The objective is
 the negative log marginal likelihood ``-log N(y | m, K + s2 I)`` per data point (GPJax's
@@ -44,6 +45,7 @@ from gpjax.parameters import val
 from udora.oracle.data import load_table
 from udora.oracle.fit_box import NONFINITE_LOSS, bounded_problem, gp_model, minimise
 from udora.oracle.preset import Preset
+from udora.oracle.standardise import Standardiser
 from udora.oracle.task import stream
 
 POLISH_TOL = 1e-9  # a restart of L-BFGS-B that gains less per point than this ends the fit
@@ -90,12 +92,12 @@ def standardised_subset(
     first: in an exact GP likelihood they read as repeated noise-free observations and drive
     the noise variance to its floor (white_wine has 937 such rows; with them its fit
     interpolates at noise 1e-4 with lengthscales ~0.5). Rows that share covariates but not
-    the target stay: they are information about the noise. Z-scoring uses the whole table.
+    the target stay: they are information about the noise. Z-scoring uses the whole table
+    (every row, duplicates included): the :class:`Standardiser` the oracle uses too.
     """
     X, y = load_table(preset, data_dir)
-    sd = X.std(axis=0)
-    Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-    t = (y - y.mean()) / y.std()
+    std = Standardiser.fit(X, y)
+    Z, t = std.x(X), std.y(y)
     _, first = np.unique(np.column_stack([X, y]), axis=0, return_index=True)
     unique = np.sort(first)
     rows = min(subset, unique.size)
@@ -230,19 +232,17 @@ def noise_for_median_std(
     """``{std_min, std_max = ratio * std_min}`` giving a pool median sigma_eps of ``median_std``.
 
     ``median_std`` is in original target units; the result is in standardised units (the
-    pool's target sd). With ``sigma_eps = std_min (1 + (ratio - 1) r)`` monotone in r,
-    the median is ``std_min (1 + (ratio - 1) median(r))``.
+    whole table's target sd, as in the oracle). With ``sigma_eps = std_min (1 + (ratio - 1) r)``
+    monotone in r, the median is ``std_min (1 + (ratio - 1) median(r))``.
     """
     from udora.oracle.noise import NoiseModel
     from udora.oracle.task import select_pool
 
     X, y = load_table(preset, data_dir)
-    pool = select_pool(preset, X.shape[0])
-    Xp = X[pool]
-    sd = Xp.std(axis=0)
-    Z = (Xp - Xp.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    std = Standardiser.fit(X, y)
+    Z = std.x(X[select_pool(preset, X.shape[0])])
     r = NoiseModel.from_pool(Z, 1.0, 2.0).rank_score(Z)
-    std_min = median_std / y[pool].std() / (1.0 + (ratio - 1.0) * float(np.median(r)))
+    std_min = median_std / std.y_sd / (1.0 + (ratio - 1.0) * float(np.median(r)))
     return {"std_min": float(std_min), "std_max": float(ratio * std_min)}
 
 

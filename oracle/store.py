@@ -2,7 +2,7 @@
 
 ``oracle.npz``: ``X`` (N, d), ``train_idx`` (n,), ``y_train`` (n,), ``f``, ``y``,
 ``noise_var``, ``post_mean``, ``post_var`` (N,), all original units.
-``oracle.json``: ``preset``, ``seed``, ``x_mean`` (d), ``x_sd`` (d), ``y_mu``, ``y_sd``,
+``oracle.json``: ``preset``, ``seed``, ``x_mean`` (d), ``x_sd`` (d), ``y_mean``, ``y_sd``,
 ``kernel`` (standardised component list), ``mean``, ``noise``, ``bin_counts`` (5),
 ``n_unique_train``, ``jitter``, ``joint_sampling`` and further diagnostics.
 """

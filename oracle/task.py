@@ -1,6 +1,7 @@
 """``build_task(preset, seed)``: one semi-synthetic regression task and its exact oracle.
 
-Pipeline (DESIGN §2): take the preset's pool of real covariates, standardise, draw the
+Pipeline (docs/design.md, "The oracle"): take the preset's pool of real covariates,
+standardise them with the whole table's statistics (the units the kernel was fitted in), draw the
 training sample with the preset's shift profile, draw a latent function from the GP prior
 on the pool, add heteroscedastic noise (training sample and, freshly, the whole pool),
 and condition the same prior on the training sample with the known noise.
@@ -26,7 +27,9 @@ from udora.oracle.gp import Conditioner, sample_conditional_marginals, sample_jo
 from udora.oracle.kernels import build_kernel
 from udora.oracle.noise import NoiseModel
 from udora.oracle.preset import Preset, load_preset
+from udora.oracle.prior import GPPrior, TaskKnowledge
 from udora.oracle.shift import mahalanobis_distance, sample_training_indices
+from udora.oracle.standardise import Standardiser
 
 JOINT_LIMIT = 10_000
 
@@ -35,31 +38,6 @@ def stream(seed: int, name: str) -> np.random.Generator:
     """The numpy Generator of the named sub-stream ``name`` of run seed ``seed``."""
     key = zlib.crc32(name.encode())
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(key,)))
-
-
-@dataclass(frozen=True)
-class GPPrior:
-    """The task's own GP prior, handed to reference methods (e.g. ``gp_oracle``).
-
-    ``kernel`` (component dicts) and ``mean_value`` are in standardised units; inputs are
-    standardised with ``x_mean``/``x_sd`` (d,), targets with ``y_mu``/``y_sd``.
-    """
-
-    kernel: tuple[dict[str, Any], ...]
-    mean_value: float
-    x_mean: np.ndarray
-    x_sd: np.ndarray
-    y_mu: float
-    y_sd: float
-    noise: NoiseModel
-
-    def standardise(self, X: np.ndarray) -> np.ndarray:
-        """Original-unit inputs (m, d) -> standardised (m, d)."""
-        return (np.asarray(X, dtype=np.float64) - self.x_mean) / self.x_sd
-
-    def noise_std(self, X: np.ndarray) -> np.ndarray:
-        """sigma_eps at original-unit inputs ``X`` (m, d), original target units; (m,)."""
-        return self.y_sd * self.noise.std(self.standardise(X))
 
 
 @dataclass(frozen=True)
@@ -92,11 +70,14 @@ class OracleTask:
         """The generating prior (kernel, mean, noise model, standardisation)."""
         return self.prior
 
-
-def _standardise(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mean = a.mean(axis=0)
-    sd = a.std(axis=0)
-    return mean, np.where(sd > 0, sd, 1.0)  # a constant feature stays 0 after centring
+    def knowledge(self, *, with_prior: bool = False) -> TaskKnowledge:
+        """The :class:`TaskKnowledge` of this task; the prior only when ``with_prior``."""
+        return TaskKnowledge(
+            feature_names=tuple(self.preset.features),
+            d=self.X.shape[1],
+            n=int(self.train_idx.shape[0]),
+            prior=self.prior if with_prior else None,
+        )
 
 
 def select_pool(preset: Preset, n_rows: int) -> np.ndarray:
@@ -130,13 +111,12 @@ def build_task(
     seed = int(seed)
     t0 = time.perf_counter()
     X_all, y_all = load_table(preset, data_dir)
+    if not float(y_all.std()) > 0:
+        raise ValueError(f"preset {preset.name!r}: the target is constant in the data")
+    std = Standardiser.fit(X_all, y_all)  # the kernel fit's units (oracle/fit.py)
     pool = select_pool(preset, X_all.shape[0])
-    X, y_real = X_all[pool], y_all[pool]
-    x_mean, x_sd = _standardise(X)
-    y_mu, y_sd = float(y_real.mean()), float(y_real.std())
-    if y_sd <= 0:
-        raise ValueError(f"preset {preset.name!r}: the target is constant on the pool")
-    Z = (X - x_mean) / x_sd
+    X = X_all[pool]
+    Z = std.x(X)
     N = Z.shape[0]
     mean = preset.mean.value
 
@@ -169,10 +149,7 @@ def build_task(
     t2 = time.perf_counter()
 
     meta = {
-        "x_mean": x_mean.tolist(),
-        "x_sd": x_sd.tolist(),
-        "y_mu": y_mu,
-        "y_sd": y_sd,
+        **std.to_dict(),
         "kernel": [dict(c) for c in preset.kernel],
         "mean": preset.mean.model_dump(),
         "noise": preset.noise.model_dump(),
@@ -185,18 +162,18 @@ def build_task(
         "seconds_sampling": t1 - t0,
         "seconds_posterior": t2 - t1,
     }
-    prior = GPPrior(preset.kernel, mean, x_mean, x_sd, y_mu, y_sd, noise)
+    prior = GPPrior(preset.kernel, mean, std, noise)
     return OracleTask(
         preset=preset,
         seed=seed,
         X=X,
         train_idx=idx,
-        y_train=y_mu + y_sd * y_train,
-        f=y_mu + y_sd * f,
-        y=y_mu + y_sd * y_pool,
-        noise_var=y_sd**2 * sigma**2,
-        post_mean=y_mu + y_sd * post_mean,
-        post_var=y_sd**2 * post_var,
+        y_train=std.mean_back(y_train),
+        f=std.mean_back(f),
+        y=std.mean_back(y_pool),
+        noise_var=std.var_back(sigma**2),
+        post_mean=std.mean_back(post_mean),
+        post_var=std.var_back(post_var),
         prior=prior,
         meta=meta,
     )

@@ -16,14 +16,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from udora.methods.base import Prediction, UQMethod, check_x, check_xy
+from udora.methods.base import Prediction, TaskKnowledge, UQMethod, check_x, check_xy
 from udora.methods.combine import combine_standardised
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
 from udora.methods.nn.network import predict_members
 from udora.methods.nn.trainer import train_members
-from udora.methods.scaling import Scaler
 from udora.methods.seeding import jax_keys, numpy_rng
+from udora.oracle.standardise import Standardiser
 
 
 def validation_split(
@@ -72,10 +72,17 @@ class NNMethod(UQMethod):
         """``(K, m)`` training-row indices per member; default: every member sees all n."""
         return np.tile(np.arange(n), (self.trained_members(), 1))
 
-    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int) -> Self:
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        seed: int,
+        knowledge: TaskKnowledge | None = None,
+    ) -> Self:
         """Train on ``X`` ``(n, d)``, ``y`` ``(n,)`` (original units) with run seed ``seed``."""
         X, y = check_xy(X, y)
-        scaler = Scaler.fit(X, y)
+        scaler = Standardiser.fit(X, y)
         Xs = scaler.x(X).astype(np.float32)
         ys = scaler.y(y).astype(np.float32)
         fit_idx, val_idx = validation_split(

@@ -32,7 +32,7 @@ class _Raising(UQMethod):
 
     Config = _Config
 
-    def fit(self, X, y, *, seed):
+    def fit(self, X, y, *, seed, knowledge=None):
         raise RuntimeError("deliberate failure")
 
     def predict(self, X):
@@ -44,7 +44,7 @@ class _NaN(UQMethod):
 
     Config = _Config
 
-    def fit(self, X, y, *, seed):
+    def fit(self, X, y, *, seed, knowledge=None):
         self.mu_ = float(np.mean(y))
         return self
 

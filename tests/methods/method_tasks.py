@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from udora.oracle.prior import TaskKnowledge
+from udora.oracle.standardise import Standardiser
+
 
 def smooth_f(X: np.ndarray) -> np.ndarray:
     """A smooth target on ``(m, 2)`` inputs with a strong linear part: ``(m,)``."""
@@ -14,20 +17,27 @@ def smooth_f(X: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class HandPrior:
-    """A GPPrior-like object (see ``methods.gp_oracle.GPPriorLike``) built by hand."""
+    """A prior with what ``gp_oracle`` reads of ``oracle.prior.GPPrior``, built by hand.
+
+    Its noise model is not the oracle's rank model but a logistic one, so the reference
+    method is checked against a noise function it did not come with.
+    """
 
     kernel: tuple[dict, ...]
     mean_value: float
-    x_mean: np.ndarray
-    x_sd: np.ndarray
-    y_mu: float
-    y_sd: float
+    standardiser: Standardiser
     noise_scale: float = 0.1
 
     def noise_std(self, X: np.ndarray) -> np.ndarray:
         """Heteroscedastic sigma_eps (original units): grows with the first input."""
-        z = (X[:, 0] - self.x_mean[0]) / self.x_sd[0]
-        return self.y_sd * self.noise_scale * (1.0 + 0.5 / (1.0 + np.exp(-z)))
+        s = self.standardiser
+        z = (X[:, 0] - s.x_mean[0]) / s.x_sd[0]
+        return s.y_sd * self.noise_scale * (1.0 + 0.5 / (1.0 + np.exp(-z)))
+
+    def knowledge(self, X: np.ndarray) -> TaskKnowledge:
+        """Task knowledge for training inputs ``X`` ``(n, d)`` with this prior."""
+        names = tuple(f"x{j}" for j in range(X.shape[1]))
+        return TaskKnowledge(feature_names=names, d=X.shape[1], n=X.shape[0], prior=self)
 
 
 @dataclass(frozen=True)
@@ -52,10 +62,7 @@ def make_task(n: int = 200, seed: int = 0) -> Task:
             {"type": "linear", "variance": 1.0},
         ),
         mean_value=0.0,
-        x_mean=np.zeros(2),
-        x_sd=np.full(2, 0.58),
-        y_mu=0.0,
-        y_sd=1.3,
+        standardiser=Standardiser(x_mean=np.zeros(2), x_sd=np.full(2, 0.58), y_mean=0.0, y_sd=1.3),
         noise_scale=0.07,
     )
     return Task(X, y, X_near, smooth_f(X_near), X_far, prior)
@@ -75,13 +82,15 @@ def dense_gp_posterior(prior: HandPrior, X: np.ndarray, y: np.ndarray, X_test: n
     ``A = K_SS + diag(s^2)``, ``m_S = m + K_xS A^-1 (y - m)``, ``s2_f = k(x,x) - K_xS A^-1 K_Sx``,
     in standardised units, then mapped to original units.
     """
-    Z = (X - prior.x_mean) / prior.x_sd
-    Zt = (X_test - prior.x_mean) / prior.x_sd
-    s = prior.noise_std(X) / prior.y_sd
+    x_mean, x_sd = prior.standardiser.x_mean, prior.standardiser.x_sd
+    y_mean, y_sd = prior.standardiser.y_mean, prior.standardiser.y_sd
+    Z = (X - x_mean) / x_sd
+    Zt = (X_test - x_mean) / x_sd
+    s = prior.noise_std(X) / y_sd
     A = rbf_linear_gram(prior, Z, Z) + np.diag(s**2)
     Kxs = rbf_linear_gram(prior, Zt, Z)
-    resid = (y - prior.y_mu) / prior.y_sd - prior.mean_value
+    resid = (y - y_mean) / y_sd - prior.mean_value
     mean = prior.mean_value + Kxs @ np.linalg.solve(A, resid)
     prior_var = np.diag(rbf_linear_gram(prior, Zt, Zt))
     var = prior_var - np.sum(Kxs * np.linalg.solve(A, Kxs.T).T, axis=1)
-    return prior.y_mu + prior.y_sd * mean, prior.y_sd**2 * var
+    return y_mean + y_sd * mean, y_sd**2 * var

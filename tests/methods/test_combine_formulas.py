@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from udora.methods import Prediction, combine_members
-from udora.methods.scaling import Scaler
+from udora.oracle.standardise import Standardiser
 
 
 def test_combination_formulas_against_loops():
@@ -45,7 +45,7 @@ def test_one_member_has_zero_epistemic():
 
 
 def test_standardised_members_map_back_to_original_units():
-    scaler = Scaler(x_mean=np.zeros(1), x_sd=np.ones(1), y_mu=10.0, y_sd=3.0)
+    scaler = Standardiser(x_mean=np.zeros(1), x_sd=np.ones(1), y_mean=10.0, y_sd=3.0)
     means = np.array([[0.0, 1.0], [2.0, -1.0]])
     pred = combine_members(scaler.mean_back(means), scaler.var_back(np.ones((2, 2))))
     np.testing.assert_allclose(pred.mean, [13.0, 10.0])

@@ -1,12 +1,14 @@
 """One contract over every registered method, present and future.
 
 Parametrised over ``list_methods()`` at collection time, so a method registered later is
-checked without touching this file. Methods that need the task's GP prior expose
-``set_prior`` (as ``gp_oracle`` does); methods with ``max_epochs`` are capped at 60 epochs,
-the runner's "quick" mechanism.
+checked without touching this file. Methods that declare ``uses_task_prior`` (as
+``gp_oracle`` does) get the hand-made prior in their ``knowledge``; methods with
+``max_epochs`` are capped at 60 epochs, the runner's "quick" mechanism.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -48,9 +50,10 @@ def quick_overrides(name: str) -> dict:
 
 def fit_method(name: str, task: Task, seed: int = SEED, **overrides) -> UQMethod:
     method = methods.get_method(name, **{**quick_overrides(name), **overrides})
-    if hasattr(method, "set_prior"):
-        method.set_prior(task.prior)
-    return method.fit(task.X, task.y, seed=seed)
+    knowledge = task.prior.knowledge(task.X)
+    if not type(method).uses_task_prior:
+        knowledge = dataclasses.replace(knowledge, prior=None)
+    return method.fit(task.X, task.y, seed=seed, knowledge=knowledge)
 
 
 _FITTED: dict[str, UQMethod] = {}

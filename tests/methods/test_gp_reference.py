@@ -8,6 +8,8 @@ import pytest
 from method_tasks import HandPrior, dense_gp_posterior, make_task
 
 from udora import methods
+from udora.oracle.prior import TaskKnowledge
+from udora.oracle.standardise import Standardiser
 
 
 def test_gp_oracle_equals_dense_numpy_posterior():
@@ -15,15 +17,14 @@ def test_gp_oracle_equals_dense_numpy_posterior():
     prior = HandPrior(
         kernel=task.prior.kernel,
         mean_value=0.3,
-        x_mean=np.array([0.1, -0.2]),
-        x_sd=np.array([0.5, 0.7]),
-        y_mu=1.5,
-        y_sd=2.0,
+        standardiser=Standardiser(
+            x_mean=np.array([0.1, -0.2]), x_sd=np.array([0.5, 0.7]), y_mean=1.5, y_sd=2.0
+        ),
         noise_scale=0.2,
     )
     X_test = np.vstack([task.X_near[:50], task.X_far[:50]])
-    gp = methods.get_method("gp_oracle", chunk_size=32).set_prior(prior)
-    pred = gp.fit(task.X, task.y, seed=0).predict(X_test)
+    gp = methods.get_method("gp_oracle", chunk_size=32)
+    pred = gp.fit(task.X, task.y, seed=0, knowledge=prior.knowledge(task.X)).predict(X_test)
     mean, var = dense_gp_posterior(prior, task.X, task.y, X_test)
     np.testing.assert_allclose(pred.mean, mean, rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(pred.epistemic, var, rtol=1e-6, atol=1e-9)
@@ -31,8 +32,11 @@ def test_gp_oracle_equals_dense_numpy_posterior():
 
 
 def test_gp_oracle_without_a_prior_says_how_to_give_one(task):
-    with pytest.raises(RuntimeError, match=r"set_prior\(task.gp_prior\(\)\)"):
+    with pytest.raises(ValueError, match=r"knowledge=task.knowledge\(with_prior=True\)"):
         methods.get_method("gp_oracle").fit(task.X, task.y, seed=0)
+    no_prior = TaskKnowledge(feature_names=("a", "b"), d=2, n=task.X.shape[0])
+    with pytest.raises(ValueError, match="needs the task's GP prior"):
+        methods.get_method("gp_oracle").fit(task.X, task.y, seed=0, knowledge=no_prior)
 
 
 def test_gp_oracle_reproduces_the_oracle_posterior_on_a_task(tmp_path):
@@ -62,8 +66,11 @@ def test_gp_oracle_reproduces_the_oracle_posterior_on_a_task(tmp_path):
         }
     )
     task = build_task(preset, 3, data_dir=tmp_path)
-    gp = methods.get_method("gp_oracle").set_prior(task.gp_prior())
-    pred = gp.fit(task.X_train, task.y_train, seed=0).predict(task.X)
+    gp = methods.get_method("gp_oracle")
+    knowledge = task.knowledge(with_prior=True)
+    assert knowledge.prior is task.prior and task.knowledge().prior is None
+    assert (knowledge.d, knowledge.n, knowledge.feature_names) == (3, 150, ("a", "b", "c"))
+    pred = gp.fit(task.X_train, task.y_train, seed=0, knowledge=knowledge).predict(task.X)
     scale = float(np.std(task.post_mean))
     np.testing.assert_allclose(pred.mean, task.post_mean, rtol=0, atol=1e-6 * scale)
     np.testing.assert_allclose(pred.epistemic, task.post_var, rtol=1e-5, atol=1e-9 * scale**2)

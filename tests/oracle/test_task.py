@@ -124,7 +124,7 @@ def test_real_preset_and_cli_files(tmp_path, monkeypatch):
         "seed",
         "x_mean",
         "x_sd",
-        "y_mu",
+        "y_mean",
         "y_sd",
         "kernel",
         "mean",
