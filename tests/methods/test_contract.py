@@ -2,8 +2,8 @@
 
 Parametrised over ``list_methods()`` at collection time, so a method registered later is
 checked without touching this file. Methods that declare ``uses_task_prior`` (as
-``gp_oracle`` does) get the hand-made prior in their ``knowledge``; methods with
-``max_epochs`` are capped at 60 epochs, the runner's "quick" mechanism.
+``gp_oracle`` does) get the hand-made prior in their ``knowledge``; methods trained for
+``n_epochs`` run 60 of them here.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ METHOD_OVERRIDES: dict[str, dict] = {
     # the data (median EU far/near ~0.5 with tanh, ~50 with relu on this task).
     "swag": {"activation": "relu"},
     # Speed: 150 full-batch marginal-likelihood steps instead of 500.
-    "dkl": {"max_iters": 150},
+    "dkl": {"n_steps": 150},
     # Speed: 5 members of 200 trees instead of 10 of 500.
-    "ngboost_bag": {"n_regressors": 5, "n_estimators": 200},
+    "ngboost_bag": {"n_members": 5, "n_estimators": 200},
 }
 
 # Trees predict a constant beyond the data: every far point ([3, 5]^2) falls in the leaves
@@ -44,7 +44,7 @@ CONSTANT_EXTRAPOLATION = {"ngboost_nig", "ngboost_bag", "catboost_ps"}
 
 def quick_overrides(name: str) -> dict:
     fields = methods.get_method_class(name).Config.model_fields
-    quick = {"max_epochs": QUICK_EPOCHS} if "max_epochs" in fields else {}
+    quick = {"n_epochs": QUICK_EPOCHS} if "n_epochs" in fields else {}
     return {**quick, **METHOD_OVERRIDES.get(name, {})}
 
 
