@@ -1,4 +1,6 @@
-"""GP prior sampling and the exact posterior with known heteroscedastic noise (DESIGN §2.5-6).
+"""GP prior sampling and the exact posterior with known heteroscedastic noise.
+
+docs/design.md, "Latent function and posterior".
 
 All functions take standardised inputs ``Z`` and work in float64 (they enter
 ``jax.enable_x64(True)`` themselves); the kernel is a GPJax kernel built by

@@ -1,4 +1,4 @@
-"""Heteroscedastic observation noise from the average feature rank (DESIGN §2.3).
+"""Heteroscedastic observation noise from the average feature rank (docs/design.md, "Noise").
 
 For a pool ``Z`` (N, d) of standardised covariates, ``q_j(x)`` is the 0-based rank of
 ``x_j`` among the pool's j-th column divided by ``N - 1`` (ties get their average rank),

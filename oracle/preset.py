@@ -52,7 +52,7 @@ class Mean(_Frozen):
 
 
 class Noise(_Frozen):
-    """Heteroscedastic noise std range in standardised target units (DESIGN §2.3)."""
+    """Heteroscedastic noise std range in standardised target units (docs/design.md, "Noise")."""
 
     std_min: float = Field(gt=0.0)
     std_max: float = Field(gt=0.0)

@@ -1,4 +1,4 @@
-"""Covariate shift: the Mahalanobis five-bin training sampler (DESIGN §2.4).
+"""Covariate shift: the Mahalanobis five-bin training sampler (docs/design.md, "Shift").
 
 Each standardised pool point gets its Mahalanobis distance to the pool mean under the
 pool covariance (pseudo-inverse when singular). Sorting by distance and cutting into five

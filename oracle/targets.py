@@ -1,4 +1,4 @@
-"""Per-point oracle targets for a method's Gaussian predictive (DESIGN §2.7).
+"""Per-point oracle targets for a method's Gaussian predictive (docs/design.md, "Targets").
 
 Given the exact posterior ``f(x) | S ~ N(m_S(x), s2_f(x))`` and the known noise variance
 ``sigma_eps^2(x)``, the posterior predictive of a new outcome is ``N(m_S, S2)`` with

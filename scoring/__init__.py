@@ -1,4 +1,4 @@
-"""Scoring of UQ predictions against the oracle and realised outcomes (DESIGN §5).
+"""Scoring of UQ predictions against the oracle and realised outcomes (docs/design.md, "Scoring").
 
 ``score``/``curves`` give every metric and curve of one prediction on one task (names and
 formulas in docs/metrics.md); the array-level functions below are the building blocks.

@@ -1,4 +1,4 @@
-"""Per-point agreement of an estimate with its oracle target (DESIGN §5, first bullet).
+"""Per-point agreement of an estimate with its oracle target (docs/design.md, "Scoring").
 
 An estimate ``e`` (N,) — a predictive mean, or an aleatoric, epistemic or total variance —
 is compared with its oracle target ``t`` (N,) over the pool: the latent function ``f`` or

@@ -1,4 +1,6 @@
-"""Uncertainty calibration curves: binned estimate against binned oracle target (DESIGN §5).
+"""Uncertainty calibration curves: binned estimate against binned oracle target.
+
+docs/design.md, "Scoring".
 
 Points are sorted by the estimate ``e`` and cut into ``B`` (default 10) quantile bins of
 equal size (sizes differ by at most one; tied estimates are split in index order). Per bin
@@ -9,7 +11,7 @@ lies on the diagonal. Two summaries over the bins, with ``r_b = log(mean_b e / m
     calibration bias   = (1/B) sum_b r_b       (< 0: the estimate is too small)
 
 Both need positive bin means, so they are for variance-valued estimates against
-variance-valued targets (the squared-error row of DESIGN §2.7).
+variance-valued targets (the squared-error row of docs/design.md, "Targets").
 """
 
 from __future__ import annotations

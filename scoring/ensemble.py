@@ -1,4 +1,4 @@
-"""Scores for predictions made of K members or samples (DESIGN §5, member-based methods).
+"""Scores for predictions made of K members or samples (docs/design.md, "Scoring").
 
 ``x_{k,i}`` is member ``k``'s mean at point ``i`` (K x N), ``xbar_i = (1/K) sum_k x_{k,i}``
 the ensemble mean, ``s2_i = (1/(K-1)) sum_k (x_{k,i} - xbar_i)^2`` the member variance and

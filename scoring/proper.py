@@ -1,4 +1,6 @@
-"""Proper scores and calibration of a Gaussian predictive on realised outcomes (DESIGN §5).
+"""Proper scores and calibration of a Gaussian predictive on realised outcomes.
+
+docs/design.md, "Scoring".
 
 The predictive at point ``i`` is ``N(mu_i, v_i)`` with ``v_i`` the method's total variance
 and ``y_i`` the realised outcome. ``Phi``/``phi`` are the standard normal cdf/pdf and

@@ -1,4 +1,4 @@
-"""Risk-coverage curves against oracle targets and the normalised AURC (DESIGN §5).
+"""Risk-coverage curves against oracle targets and the normalised AURC (docs/design.md, "Scoring").
 
 Order the N points by an estimate ``e``, most certain (smallest) first, and keep the first
 ``k``. The curve is the retained mean of the matching oracle target ``t`` at coverage k/N:
@@ -81,7 +81,7 @@ def normalised_aurc(estimate: np.ndarray, target: np.ndarray) -> float:
         is constant (every order is then the oracle's), N = 0, or an input is non-finite.
 
     Reference: Geifman et al., "Bias-reduced uncertainty estimation for deep neural
-    classifiers" (ICLR 2019) for AURC; the normalisation is udora's (DESIGN §5).
+    classifiers" (ICLR 2019) for AURC; the normalisation is udora's (docs/design.md, "Scoring").
     """
     e, t = vectors("normalised_aurc", estimate=estimate, target=target)
     if e.shape[0] == 0 or not all_finite(e, t) or np.ptp(t) == 0:

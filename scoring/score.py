@@ -1,4 +1,4 @@
-"""All scalar metrics and curves of one prediction on one oracle task (DESIGN §5).
+"""All scalar metrics and curves of one prediction on one oracle task (docs/design.md, "Scoring").
 
 ``score``/``curves`` take the runner's objects (duck-typed: a task with ``f``, ``y``,
 ``noise_var``, ``post_mean``, ``post_var``; a prediction with ``mean``, ``aleatoric``,

@@ -1,4 +1,4 @@
-"""The 14 shipped presets against DESIGN §3, their fits, bad YAML and derived variants."""
+"""The 14 shipped presets (docs/design.md, "Presets"): fits, bad YAML, derived variants."""
 
 import numpy as np
 import pandas as pd
@@ -10,7 +10,8 @@ from udora.oracle.preset import PresetError, list_presets, load_preset
 from udora.oracle.task import build_task
 
 BAL = (0.2,) * 5
-# DESIGN §3: suite, d, kernel family, mean, shift, pool, paper sigma_eps (original units)
+# From the paper's appendix: suite, d, kernel family, mean, shift, pool, paper sigma_eps
+# (original units)
 SPEC = {
     "abalone": ("dev", 7, ["arccosine"], "zero", BAL, 4177, 1.73),
     "airfoil": ("dev", 5, ["matern12", "linear"], "constant", BAL, 1503, 0.188),
