@@ -22,11 +22,11 @@ instead of failing.
 
 The likelihood has poor local optima (docs/presets.md): the noise variance starts at a
 sizeable fraction of the target variance and is bounded below by ``fit_box.NOISE_FLOOR``;
-lengthscales start near sqrt(d). Several restarts are screened on a smaller sub-subset and the best is refined
-on the full subset. ``alpha`` (rational quadratic) and ``power`` (powered exponential) are
-fixed at the preset's values, as are the arc-cosine weight and bias variances (the paper
-reports them at 1 for both arc-cosine presets): they are ``paramax.non_trainable`` leaves,
-pinned here by equal lower and upper bounds.
+lengthscales start near sqrt(d). Several restarts are screened on a smaller sub-subset and
+the best is refined on the full subset. ``alpha`` (rational quadratic) and ``power``
+(powered exponential) are fixed at the preset's values, as are the arc-cosine weight and
+bias variances (the paper reports them at 1 for both arc-cosine presets): they are
+``paramax.non_trainable`` leaves, pinned here by equal lower and upper bounds.
 """
 
 from __future__ import annotations
