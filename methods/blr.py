@@ -38,6 +38,7 @@ class BLRConfig(MethodConfig):
         "sigma": {"distribution": "log_uniform_values", "min": 1e-2, "max": 2.0},
         "fit_intercept": {"values": [True, False]},
     }
+    QUICK: ClassVar[dict[str, Any]] = {}  # closed form: already cheap
 
 
 @register("blr")

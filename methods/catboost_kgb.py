@@ -30,18 +30,22 @@ from udora.methods.trees import library_seeds, scratch_cwd, target_scaler
 
 
 class CatBoostKGBConfig(MethodConfig):
-    """Sampler settings (``n_regressors`` is the number of samples K) and target scaling.
+    """Sampler settings (``n_members`` is the number of samples K) and target scaling.
 
     The paper gives ranges only; our defaults are CatBoost's own where they lie inside
     them (900 posterior and 100 prior iterations, rate 0.1, depth 6, sigma 0.1,
     random_strength 0.1, eps 1e-4); CatBoost's default ``delta = 0`` lies outside the
-    paper's range, so we take 0.1. ``prediction_thread_count`` sets CatBoost's threads for
+    paper's range, so we take 0.1. ``n_estimators`` is CatBoost's ``posterior_iterations``
+    and ``n_prior_estimators`` its ``prior_iterations`` (the project's one name for a
+    boosting budget, docs/adding_a_method.md). The quick budget (``QUICK``, what
+    ``udora bench --quick`` applies) keeps 100 posterior trees and 5 samples and leaves the
+    100 prior trees as they are. ``prediction_thread_count`` sets CatBoost's threads for
     predicting only: the sampler does not expose its training threads (it uses all cores).
     """
 
-    n_regressors: int = Field(default=10, ge=1)
-    posterior_iterations: int = Field(default=900, ge=1)
-    prior_iterations: int = Field(default=100, ge=1)
+    n_members: int = Field(default=10, ge=1)
+    n_estimators: int = Field(default=900, ge=1)
+    n_prior_estimators: int = Field(default=100, ge=1)
     learning_rate: float = Field(default=0.1, gt=0.0, le=1.0)
     depth: int = Field(default=6, ge=1, le=16)
     sigma: float = Field(default=0.1, gt=0.0)
@@ -52,17 +56,18 @@ class CatBoostKGBConfig(MethodConfig):
     prediction_thread_count: int = Field(default=1, ge=1)
 
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
-        "posterior_iterations": {"distribution": "int_uniform", "min": 200, "max": 1000},
-        "prior_iterations": {"distribution": "int_uniform", "min": 50, "max": 300},
+        "n_estimators": {"distribution": "int_uniform", "min": 200, "max": 1000},
+        "n_prior_estimators": {"distribution": "int_uniform", "min": 50, "max": 300},
         "learning_rate": {"distribution": "log_uniform_values", "min": 0.03, "max": 0.3},
         "depth": {"distribution": "int_uniform", "min": 4, "max": 8},
         "sigma": {"distribution": "log_uniform_values", "min": 0.05, "max": 0.5},
         "delta": {"distribution": "log_uniform_values", "min": 0.01, "max": 0.5},
         "random_strength": {"distribution": "log_uniform_values", "min": 0.05, "max": 1.0},
         "eps": {"distribution": "log_uniform_values", "min": 1e-5, "max": 1e-3},
-        "n_regressors": {"distribution": "int_uniform", "min": 5, "max": 20},
+        "n_members": {"distribution": "int_uniform", "min": 5, "max": 20},
         "standardize_y": {"values": [True, False]},
     }
+    QUICK: ClassVar[dict[str, Any]] = {"n_estimators": 100, "n_members": 5}
 
 
 @register("catboost_kgb")
@@ -90,9 +95,9 @@ class CatBoostKGB(UQMethod):
                 X,
                 self.scaler_.y(y),
                 random_seed=random_seed,
-                samples=cfg.n_regressors,
-                posterior_iterations=cfg.posterior_iterations,
-                prior_iterations=cfg.prior_iterations,
+                samples=cfg.n_members,
+                posterior_iterations=cfg.n_estimators,
+                prior_iterations=cfg.n_prior_estimators,
                 learning_rate=cfg.learning_rate,
                 depth=cfg.depth,
                 sigma=cfg.sigma,

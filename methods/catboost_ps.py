@@ -33,13 +33,16 @@ class CatBoostPSConfig(MethodConfig):
 
     The paper gives ranges only; our defaults are CatBoost's own where they lie inside
     them (depth 6, l2_leaf_reg 3, random_strength 1, bagging_temperature 1 with the
-    Bayesian bootstrap), with 500 iterations at rate 0.05. ``val_fraction``,
-    ``early_stopping_rounds`` and ``thread_count`` are ours and not tuned;
-    ``val_fraction = 0`` disables early stopping.
+    Bayesian bootstrap), with 500 trees at rate 0.05. ``n_estimators`` is CatBoost's
+    ``iterations`` (each member's cap: early stopping may keep fewer) and ``patience``
+    its ``early_stopping_rounds``, named as in the other methods (docs/adding_a_method.md).
+    ``val_fraction``, ``patience`` and ``thread_count`` are ours and not tuned;
+    ``val_fraction = 0`` disables early stopping. ``QUICK`` (what ``udora bench --quick``
+    applies): 5 members of at most 100 trees.
     """
 
-    n_regressors: int = Field(default=10, ge=1)
-    iterations: int = Field(default=500, ge=1)
+    n_members: int = Field(default=10, ge=1)
+    n_estimators: int = Field(default=500, ge=1)
     learning_rate: float = Field(default=0.05, gt=0.0)
     depth: int = Field(default=6, ge=1, le=16)
     l2_leaf_reg: float = Field(default=3.0, ge=0.0)
@@ -47,21 +50,22 @@ class CatBoostPSConfig(MethodConfig):
     bagging_temperature: float = Field(default=1.0, ge=0.0)
     bagging_frac: float = Field(default=0.8, gt=0.0, le=1.0)
     val_fraction: float = Field(default=0.2, ge=0.0, lt=1.0)
-    early_stopping_rounds: int = Field(default=50, ge=1)
+    patience: int = Field(default=50, ge=1)
     standardize_y: bool = True
     thread_count: int = Field(default=1, ge=1)
 
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
-        "iterations": {"distribution": "int_uniform", "min": 100, "max": 600},
+        "n_estimators": {"distribution": "int_uniform", "min": 100, "max": 600},
         "learning_rate": {"distribution": "log_uniform_values", "min": 0.01, "max": 0.3},
         "depth": {"distribution": "int_uniform", "min": 3, "max": 8},
         "l2_leaf_reg": {"distribution": "log_uniform_values", "min": 0.5, "max": 10.0},
         "random_strength": {"distribution": "uniform", "min": 0.0, "max": 2.0},
         "bagging_temperature": {"distribution": "uniform", "min": 0.0, "max": 2.0},
-        "n_regressors": {"distribution": "int_uniform", "min": 5, "max": 20},
+        "n_members": {"distribution": "int_uniform", "min": 5, "max": 20},
         "bagging_frac": {"distribution": "uniform", "min": 0.6, "max": 1.0},
         "standardize_y": {"values": [True, False]},
     }
+    QUICK: ClassVar[dict[str, Any]] = {"n_estimators": 100, "n_members": 5}
 
 
 @register("catboost_ps")
@@ -76,7 +80,7 @@ class CatBoostPS(UQMethod):
         return CatBoostRegressor(
             loss_function="RMSEWithUncertainty",
             posterior_sampling=True,
-            iterations=cfg.iterations,
+            iterations=cfg.n_estimators,
             learning_rate=cfg.learning_rate,
             depth=cfg.depth,
             l2_leaf_reg=cfg.l2_leaf_reg,
@@ -106,7 +110,7 @@ class CatBoostPS(UQMethod):
         cfg = self.config
         self.scaler_ = target_scaler(X, y, cfg.standardize_y)
         ys = self.scaler_.y(y)
-        n, k = X.shape[0], cfg.n_regressors
+        n, k = X.shape[0], cfg.n_members
         if cfg.val_fraction > 0:
             fit_rows, self.val_rows_ = validation_split(
                 n, cfg.val_fraction, numpy_rng(seed, "validation")
@@ -128,7 +132,7 @@ class CatBoostPS(UQMethod):
                     X[rows],
                     ys[rows],
                     eval_set=eval_set,
-                    early_stopping_rounds=cfg.early_stopping_rounds,
+                    early_stopping_rounds=cfg.patience,
                     use_best_model=True,
                 )
             self.members_.append(member)

@@ -7,9 +7,9 @@ with a ``q``-wide linear output, ``q`` = ``feature_space_dim``) feeds an RBF ker
     eps ~ N(0, sigma^2),
 
 and ``theta``, ``s2``, ``l``, ``sigma`` maximise the exact log marginal likelihood
-(GPJax ``conjugate_mll``) by AdamW with linear warmup to ``peak_learning_rate`` and cosine
-decay to 0 over ``num_iters`` steps, global-norm gradient clipping and weight decay on
-``theta`` only (paper, Appendix D.2).
+(GPJax ``conjugate_mll``) by AdamW with linear warmup to ``learning_rate`` (the peak of the
+schedule) and cosine decay to 0 over ``n_steps`` steps, global-norm gradient clipping at
+``grad_clip_norm`` and weight decay on ``theta`` only (paper, Appendix D.2).
 
 Each step evaluates the exact marginal likelihood of a random subset of ``batch_size``
 training points drawn without replacement (scaled by ``n / batch_size``), the
@@ -55,7 +55,11 @@ class DKLConfig(MethodConfig):
 
     ``n_layers`` residual blocks of width ``hidden_dim`` map to ``feature_space_dim``
     features; ``feature_map = "identity"`` skips the network (a plain RBF GP, for tests).
-    ``max_iters`` (not tuned) lets a runner cap ``num_iters`` for a quick grid.
+    ``n_steps`` is the training budget: exactly that many AdamW steps, and the
+    warmup-cosine schedule runs over them; ``learning_rate`` is the schedule's peak (reached
+    after ``warmup_steps``). ``grad_clip_norm`` is the global-norm clip, as in the NN
+    methods (docs/adding_a_method.md). ``QUICK`` (what ``udora bench --quick`` applies):
+    150 steps, the schedule compressed onto them.
     ``batch_size`` (not in the paper) is the subset size of each marginal-likelihood step;
     ``None`` trains on the full batch.
     """
@@ -68,11 +72,10 @@ class DKLConfig(MethodConfig):
     noise_std: float = Field(default=0.3, gt=0.0)
     base_kernel_variance: float = Field(default=1.0, gt=0.0)
     base_kernel_lengthscale: float = Field(default=1.0, gt=0.0)
-    num_iters: int = Field(default=500, ge=1)
-    max_iters: int | None = Field(default=None, ge=1)
+    n_steps: int = Field(default=500, ge=1)
     warmup_steps: int = Field(default=50, ge=0)
-    peak_learning_rate: float = Field(default=1e-2, gt=0.0)
-    gradient_clip: float = Field(default=1.0, gt=0.0)
+    learning_rate: float = Field(default=1e-2, gt=0.0)
+    grad_clip_norm: float = Field(default=1.0, gt=0.0)
     weight_decay: float = Field(default=1e-4, ge=0.0)
     jitter: float = Field(default=1e-6, ge=0.0)
     batch_size: int | None = Field(default=512, ge=2)
@@ -85,17 +88,13 @@ class DKLConfig(MethodConfig):
         "noise_std": _log(0.05, 1.0),
         "base_kernel_variance": _log(0.1, 5.0),
         "base_kernel_lengthscale": _log(0.1, 5.0),
-        "num_iters": {"distribution": "int_uniform", "min": 200, "max": 1000},
+        "n_steps": {"distribution": "int_uniform", "min": 200, "max": 1000},
         "warmup_steps": {"distribution": "int_uniform", "min": 0, "max": 150},
-        "peak_learning_rate": _log(5e-4, 5e-2),
-        "gradient_clip": {"distribution": "uniform", "min": 0.5, "max": 2.0},
+        "learning_rate": _log(5e-4, 5e-2),
+        "grad_clip_norm": {"distribution": "uniform", "min": 0.5, "max": 2.0},
         "weight_decay": _log(1e-6, 1e-2),
     }
-
-    @property
-    def train_iters(self) -> int:
-        """Steps actually run: ``num_iters``, capped by ``max_iters`` when set."""
-        return self.num_iters if self.max_iters is None else min(self.num_iters, self.max_iters)
+    QUICK: ClassVar[dict[str, Any]] = {"n_steps": 150}
 
 
 class DeepKernelGP(eqx.Module):
@@ -130,9 +129,9 @@ class DKL(UQMethod):
 
     def _optimizer(self, model: DeepKernelGP) -> optax.GradientTransformation:
         cfg = self.config
-        iters = cfg.train_iters
+        steps = cfg.n_steps
         schedule = optax.warmup_cosine_decay_schedule(
-            0.0, cfg.peak_learning_rate, min(cfg.warmup_steps, iters - 1), iters, 0.0
+            0.0, cfg.learning_rate, min(cfg.warmup_steps, steps - 1), steps, 0.0
         )
 
         def decay_mask(params: DeepKernelGP) -> DeepKernelGP:
@@ -142,12 +141,12 @@ class DKL(UQMethod):
             )
 
         return optax.chain(
-            optax.clip_by_global_norm(cfg.gradient_clip),
+            optax.clip_by_global_norm(cfg.grad_clip_norm),
             optax.adamw(schedule, weight_decay=cfg.weight_decay, mask=decay_mask),
         )
 
     def _train(self, model: DeepKernelGP, data: gpx.Dataset, key: jax.Array) -> DeepKernelGP:
-        """``train_iters`` AdamW steps on the (subset) negative log marginal likelihood."""
+        """``n_steps`` AdamW steps on the (subset) negative log marginal likelihood."""
         n = data.n
         b = n if self.config.batch_size is None else min(self.config.batch_size, n)
         optim = self._optimizer(model)
@@ -170,7 +169,7 @@ class DKL(UQMethod):
             (p, _), _ = jax.lax.scan(step, (p, optim.init(p)), keys)
             return p
 
-        keys = jax.random.split(key, self.config.train_iters)
+        keys = jax.random.split(key, self.config.n_steps)
         params = run(params, keys, data.X, data.y)
         return eqx.combine(params, static)
 

@@ -25,10 +25,15 @@ from udora.oracle.standardise import Standardiser
 
 
 class LinearGPConfig(MethodConfig):
-    """Mean function, optimiser budget and the starting point of the fit."""
+    """Mean function, optimiser budget and the starting point of the fit.
+
+    ``max_steps`` caps the BFGS iterations (SciPy's ``maxiter``); BFGS stops earlier once
+    it converges, so this is a cap and not a fixed budget (hence ``max_``; see
+    docs/adding_a_method.md). ``QUICK`` is empty: the fit is already cheap.
+    """
 
     mean: Literal["zero", "constant"] = "constant"
-    max_iters: int = Field(default=500, ge=1)
+    max_steps: int = Field(default=500, ge=1)
     init_variance: float = Field(default=1.0, gt=0.0)
     init_noise_std: float = Field(default=0.5, gt=0.0)
     chunk_size: int = Field(default=2048, ge=1)
@@ -37,6 +42,7 @@ class LinearGPConfig(MethodConfig):
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
         "mean": {"values": ["zero", "constant"]},
     }
+    QUICK: ClassVar[dict[str, Any]] = {}  # already cheap
 
 
 @register("gp_linear")
@@ -79,7 +85,7 @@ class LinearGP(UQMethod):
                 model=model,
                 objective=lambda m, d: -gpx.objectives.conjugate_mll(m, d),
                 train_data=data,
-                max_iters=cfg.max_iters,
+                max_iters=cfg.max_steps,
                 verbose=False,
             )
             self.posterior_ = model.condition(data)

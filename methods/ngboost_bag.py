@@ -83,9 +83,10 @@ class NGBoostBagConfig(MethodConfig):
     The paper gives ranges only; our defaults (10 members, NGBoost's own 500 trees at rate
     0.01, depth 3, 80% of the rows with replacement) sit inside them. The paper calls the
     resample size both ``bagging_frac`` and ``sample_fraction``; we use the latter.
+    ``QUICK`` (what ``udora bench --quick`` applies): 5 members of 100 trees.
     """
 
-    n_regressors: int = Field(default=10, ge=1)
+    n_members: int = Field(default=10, ge=1)
     n_estimators: int = Field(default=500, ge=1)
     learning_rate: float = Field(default=0.01, gt=0.0)
     max_depth: int = Field(default=3, ge=1)
@@ -103,11 +104,12 @@ class NGBoostBagConfig(MethodConfig):
         "minibatch_frac": {"distribution": "uniform", "min": 0.5, "max": 1.0},
         "col_sample": {"distribution": "uniform", "min": 0.5, "max": 1.0},
         "natural_gradient": {"values": [True, False]},
-        "n_regressors": {"distribution": "int_uniform", "min": 5, "max": 25},
+        "n_members": {"distribution": "int_uniform", "min": 5, "max": 25},
         "sample_fraction": {"distribution": "uniform", "min": 0.6, "max": 0.95},
         "replace": {"values": [True, False]},
         "standardize_y": {"values": [True, False]},
     }
+    QUICK: ClassVar[dict[str, Any]] = {"n_estimators": 100, "n_members": 5}
 
 
 @register("ngboost_bag")
@@ -149,7 +151,7 @@ class NGBoostBag(UQMethod):
         cfg = self.config
         self.scaler_ = target_scaler(X, y, cfg.standardize_y)
         ys = self.scaler_.y(y)
-        k = cfg.n_regressors
+        k = cfg.n_members
         self.member_rows_ = resample_rows(
             X.shape[0], cfg.sample_fraction, cfg.replace, k, numpy_rng(seed, "bagging")
         )

@@ -157,6 +157,7 @@ class NGBoostNIGConfig(MethodConfig):
     search stalls with alpha near 1 on small synthetic tasks, while 1e-2 and 3e-2 train
     normally with similar held-out NLL. The paper's evidence/KL
     regulariser strengths and ``length_scale`` are not implemented (plain NIG log score).
+    ``QUICK`` (what ``udora bench --quick`` applies): 100 trees.
     """
 
     n_estimators: int = Field(default=500, ge=1)
@@ -174,6 +175,7 @@ class NGBoostNIGConfig(MethodConfig):
         "minibatch_frac": {"distribution": "uniform", "min": 0.5, "max": 1.0},
         "col_sample": {"distribution": "uniform", "min": 0.5, "max": 1.0},
     }
+    QUICK: ClassVar[dict[str, Any]] = {"n_estimators": 100}
 
 
 @register("ngboost_nig")

@@ -30,7 +30,7 @@ def dense_gp(Z, y, Zt, variance, lengthscale, noise):
 @pytest.fixture(scope="module")
 def fitted():
     task = make_task(n=120)
-    cfg = {"feature_map": "identity", "num_iters": 150, "warmup_steps": 10, "jitter": 0.0}
+    cfg = {"feature_map": "identity", "n_steps": 150, "warmup_steps": 10, "jitter": 0.0}
     x64_before = jax.config.jax_enable_x64
     method = methods.get_method("dkl", **cfg).fit(task.X, task.y, seed=0)
     assert jax.config.jax_enable_x64 == x64_before
@@ -70,7 +70,7 @@ def test_minibatch_training_still_conditions_on_every_point():
     """Subset-of-data steps (b = 60 of 200): the fit raises the full-data likelihood, is
     seeded, and the prediction is the exact GP on all 200 points."""
     task = make_task(n=200)
-    cfg = {"feature_map": "identity", "num_iters": 150, "warmup_steps": 10, "jitter": 0.0}
+    cfg = {"feature_map": "identity", "n_steps": 150, "warmup_steps": 10, "jitter": 0.0}
     method = methods.get_method("dkl", batch_size=60, **cfg).fit(task.X, task.y, seed=3)
     again = methods.get_method("dkl", batch_size=60, **cfg).fit(task.X, task.y, seed=3)
     other = methods.get_method("dkl", batch_size=60, **cfg).fit(task.X, task.y, seed=4)

@@ -7,14 +7,14 @@ import pytest
 
 from udora import methods
 
-PS_FAST = {"n_regressors": 3, "iterations": 80, "learning_rate": 0.2}
-KGB_FAST = {"n_regressors": 4, "posterior_iterations": 60, "prior_iterations": 20}
+PS_FAST = {"n_members": 3, "n_estimators": 80, "learning_rate": 0.2}
+KGB_FAST = {"n_members": 4, "n_estimators": 60, "n_prior_estimators": 20}
 
 
 def test_ps_rows_validation_split_and_early_stopping(task):
     n = task.X.shape[0]
     method = methods.get_method(
-        "catboost_ps", bagging_frac=0.7, val_fraction=0.25, iterations=1500, n_regressors=2
+        "catboost_ps", bagging_frac=0.7, val_fraction=0.25, n_estimators=1500, n_members=2
     ).fit(task.X, task.y, seed=5)
     val = method.val_rows_
     assert val.size == round(0.25 * n)

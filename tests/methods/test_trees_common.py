@@ -10,9 +10,9 @@ from udora import methods
 
 FAST = {
     "ngboost_nig": {"n_estimators": 30, "minibatch_frac": 0.7},
-    "ngboost_bag": {"n_regressors": 3, "n_estimators": 15},
-    "catboost_ps": {"n_regressors": 3, "iterations": 80, "learning_rate": 0.2},
-    "catboost_kgb": {"n_regressors": 4, "posterior_iterations": 60, "prior_iterations": 20},
+    "ngboost_bag": {"n_members": 3, "n_estimators": 15},
+    "catboost_ps": {"n_members": 3, "n_estimators": 80, "learning_rate": 0.2},
+    "catboost_kgb": {"n_members": 4, "n_estimators": 60, "n_prior_estimators": 20},
 }
 TREES = list(FAST)
 

@@ -12,7 +12,7 @@ from sklearn.tree import DecisionTreeRegressor
 from udora import methods
 from udora.methods.ngboost_bag import Normal, NormalLogScore
 
-FAST = {"n_regressors": 3, "n_estimators": 15}
+FAST = {"n_members": 3, "n_estimators": 15}
 
 
 @pytest.mark.parametrize(("fraction", "replace"), [(0.8, True), (0.6, False), (0.95, False)])
