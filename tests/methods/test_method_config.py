@@ -69,3 +69,45 @@ def test_search_space_is_a_copy():
     cfg = NNConfig()
     cfg.search_space()["width"]["values"].append(4096)
     assert cfg.search_space()["width"] == {"values": [16, 32, 64]}
+
+
+# Names retired by the one vocabulary (docs/adding_a_method.md): members are ``n_members``,
+# the learning rate ``learning_rate``, budgets ``n_epochs`` / ``n_steps`` / ``n_estimators``
+# (``max_steps`` only for an optimiser's cap), patience ``patience`` and the gradient clip
+# ``grad_clip_norm``.
+RETIRED_NAMES = {
+    "n_regressors",
+    "lr",
+    "epochs",
+    "max_epochs",
+    "max_iters",
+    "num_iters",
+    "iterations",
+    "peak_learning_rate",
+    "early_stopping_rounds",
+    "gradient_clip",
+    "swag_lr",
+    "lr_excess",
+}
+
+
+@pytest.mark.parametrize("name", methods.list_methods())
+def test_quick_budget_is_valid(name):
+    config_cls = methods.get_method_class(name).Config
+    quick = config_cls.QUICK
+    assert isinstance(quick, dict)
+    assert set(quick) <= set(config_cls.model_fields), sorted(
+        set(quick) - set(config_cls.model_fields)
+    )
+    cfg = config_cls(**quick)
+    assert {k: getattr(cfg, k) for k in quick} == quick
+    assert methods.get_method(name, **quick).config == cfg
+
+
+@pytest.mark.parametrize("name", methods.list_methods())
+def test_field_vocabulary(name):
+    config_cls = methods.get_method_class(name).Config
+    fields = set(config_cls.model_fields)
+    assert not fields & RETIRED_NAMES, f"{name} still uses {sorted(fields & RETIRED_NAMES)}"
+    assert not set(config_cls.SEARCH_SPACE) & RETIRED_NAMES
+    assert not set(config_cls.QUICK) & RETIRED_NAMES
