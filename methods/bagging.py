@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import Field
 
 from udora.methods.nn.config import NNConfig
-from udora.methods.nn.method import NNMethod
+from udora.methods.nn.method import NNMethod, Recipe
 from udora.methods.registry import register
 
 
@@ -31,17 +31,18 @@ class BaggingConfig(NNConfig):
     }
 
 
+def resampled_rows(
+    cfg: BaggingConfig, n_trained: int, n: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``(K, m)`` resampled row indices, ``m = max(1, round(sample_fraction * n))``."""
+    m = max(1, round(cfg.sample_fraction * n))
+    return np.stack([rng.choice(n, size=m, replace=cfg.replace) for _ in range(n_trained)])
+
+
 @register("nn_bagging")
 class NNBagging(NNMethod):
     """Bagging: K=10 residual MLPs, each fitted to a resample of the training data."""
 
     Config = BaggingConfig
     config: BaggingConfig
-
-    def member_rows(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``(K, m)`` resampled row indices, ``m = max(1, round(sample_fraction * n))``."""
-        m = max(1, round(self.config.sample_fraction * n))
-        draws = [
-            rng.choice(n, size=m, replace=self.config.replace) for _ in range(self.config.n_members)
-        ]
-        return np.stack(draws)
+    recipe = Recipe(rows=resampled_rows)

@@ -14,18 +14,17 @@ Prediction: mean ``m(x)``, aleatoric ``sigma2_ale`` (one constant), epistemic
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from udora.methods.base import Prediction, check_x
+from udora.methods.base import Prediction, TaskKnowledge, check_x
 from udora.methods.nn.config import NNConfig
-from udora.methods.nn.method import NNMethod
+from udora.methods.nn.method import NNMethod, Recipe
 from udora.methods.nn.network import predict_members
+from udora.methods.nn.step import SquaredError
 from udora.methods.nn.trainer import train_members
 from udora.methods.registry import register
 from udora.methods.seeding import jax_keys
@@ -34,38 +33,30 @@ EXCESS_EPS = 1e-4
 LOG_EXCESS_RANGE = (np.log(EXCESS_EPS), 5.0)
 
 
-@dataclass(frozen=True)
-class SquaredError:
-    """Per-point ``(y - out)^2`` of raw outputs ``(B, 1)``."""
-
-    n_out: ClassVar[int] = 1
-
-    def __call__(self, raw: jax.Array, y: jax.Array) -> jax.Array:
-        return (y - raw[..., 0]) ** 2
-
-
 class DEUPConfig(NNConfig):
     """:class:`NNConfig` for the mean regressor plus the excess-error network's schedule.
 
-    The excess network shares the architecture; ``lr_excess``, ``weight_decay_excess``,
-    ``n_epochs_excess`` (capped by ``max_epochs``) and ``batch_size_excess`` are its own.
+    The excess network shares the architecture; ``learning_rate_excess``,
+    ``weight_decay_excess``, ``n_epochs_excess`` (its budget) and ``batch_size_excess`` are
+    its own.
     ``val_fraction`` must be positive: V estimates the noise and trains the second stage.
     """
 
     n_members: int = Field(default=1, ge=1, le=1)
     val_fraction: float = Field(default=0.2, gt=0.0, lt=1.0)
-    lr_excess: float = Field(default=1e-3, gt=0.0)
+    learning_rate_excess: float = Field(default=1e-3, gt=0.0)
     weight_decay_excess: float = Field(default=1e-4, ge=0.0)
     n_epochs_excess: int = Field(default=100, ge=1)
     batch_size_excess: int = Field(default=64, ge=1)
 
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
         **NNConfig.SEARCH_SPACE,
-        "lr_excess": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-1},
+        "learning_rate_excess": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-1},
         "weight_decay_excess": {"distribution": "log_uniform_values", "min": 1e-6, "max": 1e-2},
         "n_epochs_excess": {"distribution": "int_uniform", "min": 30, "max": 200},
         "batch_size_excess": {"values": [32, 64, 128, 256]},
     }
+    QUICK: ClassVar[dict[str, Any]] = {"n_epochs": 30, "n_epochs_excess": 30}
 
 
 @register("deup")
@@ -74,23 +65,29 @@ class DEUP(NNMethod):
 
     Config = DEUPConfig
     config: DEUPConfig
-
-    def objective(self) -> SquaredError:
-        return SquaredError()
+    recipe = Recipe(loss=lambda cfg: SquaredError())
 
     def _excess_config(self) -> NNConfig:
         cfg = self.config
         return cfg.model_copy(
             update={
-                "lr": cfg.lr_excess,
+                "learning_rate": cfg.learning_rate_excess,
                 "weight_decay": cfg.weight_decay_excess,
-                "epochs": cfg.n_epochs_excess,
+                "n_epochs": cfg.n_epochs_excess,
                 "batch_size": cfg.batch_size_excess,
             }
         )
 
-    def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
-        """Global noise from V's residuals, then the excess network on V."""
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        seed: int,
+        knowledge: TaskKnowledge | None = None,
+    ) -> Self:
+        """The mean network, the global noise from V's residuals, the excess network on V."""
+        Xs, ys = self.train_networks(X, y, seed=seed)
         X_val = jnp.asarray(Xs[self.val_idx_])
         resid = ys[self.val_idx_] - np.asarray(self.raw_outputs(X_val)[0, :, 0], np.float64)
         self.sigma2_ale_ = float(np.mean(resid**2))
@@ -108,6 +105,8 @@ class DEUP(NNMethod):
             key[None],
             loss=SquaredError(),
         )
+        self.fitted_ = True
+        return self
 
     def predict(self, X: np.ndarray) -> Prediction:
         """Mean ``m(x)``, AU ``sigma2_ale``, EU ``exp(g(x))`` at ``X`` ``(m, d)``."""

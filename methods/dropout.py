@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import jax
-import jax.numpy as jnp
 from pydantic import Field
 
 from udora.methods.nn.config import NNConfig
-from udora.methods.nn.method import NNMethod
-from udora.methods.nn.network import predict_members
+from udora.methods.nn.method import NNMethod, Recipe
 from udora.methods.registry import register
 
 
@@ -38,13 +35,4 @@ class NNDropout(NNMethod):
 
     Config = DropoutConfig
     config: DropoutConfig
-
-    def trained_members(self) -> int:
-        return 1
-
-    def raw_outputs(self, Xs: jax.Array) -> jax.Array:
-        """Head outputs ``(K, m, 2)`` of K dropout passes at standardised ``Xs`` ``(m, d)``."""
-        k = self.config.n_members
-        passes = jax.tree.map(lambda a: jnp.broadcast_to(a, (k, *a.shape[1:])), self.variables_)
-        keys = jax.random.split(self.predict_key_, k)
-        return predict_members(self.config, passes, keys, Xs, sample=True)
+    recipe = Recipe(one_network=True, mc_dropout=True)

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from udora.methods.base import Prediction, check_x
 from udora.methods.nn.config import NNConfig
-from udora.methods.nn.method import NNMethod
+from udora.methods.nn.method import NNMethod, Recipe
 from udora.methods.registry import register
 
 NIG_EPS = 1e-6
@@ -80,15 +80,18 @@ class EDLConfig(NNConfig):
     }
 
 
+def evidential_loss(cfg: EDLConfig) -> EvidentialLoss:
+    """The evidential loss with the config's ``evi_reg``."""
+    return EvidentialLoss(cfg.evi_reg)
+
+
 @register("edl")
 class EDL(NNMethod):
     """Evidential regression: one residual MLP with a Normal-Inverse-Gamma head."""
 
     Config = EDLConfig
     config: EDLConfig
-
-    def objective(self) -> EvidentialLoss:
-        return EvidentialLoss(self.config.evi_reg)
+    recipe = Recipe(loss=evidential_loss)
 
     def predict(self, X: np.ndarray) -> Prediction:
         """Mean ``gamma``, AU ``beta/(alpha-1)``, EU ``beta/(nu(alpha-1))`` at ``X`` ``(m, d)``."""

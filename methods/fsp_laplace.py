@@ -27,13 +27,14 @@ the sampled means (paper, Appendix D.4, "Function-space prior Laplace BNN").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
+from udora.methods.base import TaskKnowledge
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
 from udora.methods.nn.last_layer import (
@@ -43,6 +44,7 @@ from udora.methods.nn.last_layer import (
     grid_argmin,
     head_weights,
 )
+from udora.methods.nn.method import Recipe
 from udora.methods.registry import register
 from udora.methods.seeding import jax_keys
 
@@ -113,6 +115,27 @@ class FSPLaplaceConfig(NNConfig):
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = dict(NNConfig.SEARCH_SPACE)
 
 
+def function_space_prior(
+    cfg: FSPLaplaceConfig, Xs_fit: np.ndarray
+) -> tuple[FunctionSpacePrior, dict[str, jax.Array]]:
+    """The prior term and its arrays: the context box (the fit inputs' range ``(d,)``
+    widened by ``context_margin``) and the weight ``1/n``, from ``Xs_fit`` ``(n, d)``."""
+    prior = FunctionSpacePrior(
+        n_context=cfg.n_context,
+        variance=cfg.prior_variance,
+        lengthscale=cfg.prior_lengthscale,
+        linear=cfg.prior_linear,
+        jitter=cfg.prior_jitter,
+        head=cfg.head,
+    )
+    args = {
+        "lo": jnp.asarray(Xs_fit.min(axis=0) - cfg.context_margin, jnp.float32),
+        "hi": jnp.asarray(Xs_fit.max(axis=0) + cfg.context_margin, jnp.float32),
+        "weight": jnp.asarray(1.0 / Xs_fit.shape[0], jnp.float32),
+    }
+    return prior, args
+
+
 @jax.jit
 def _val_nll(SGS, A, mean_v, var_v, y_v, temperature) -> jax.Array:
     """Validation NLL with ``eu = rows of A (I + S^T G S / T)^-1 A^T``, ``A = Phi_V S``."""
@@ -127,34 +150,22 @@ class FSPLaplace(SampledHeadsMethod):
 
     Config = FSPLaplaceConfig
     config: FSPLaplaceConfig
+    recipe = Recipe(one_network=True, terms=(function_space_prior,))
 
-    def regulariser(self) -> FunctionSpacePrior:
-        cfg = self.config
-        return FunctionSpacePrior(
-            n_context=cfg.n_context,
-            variance=cfg.prior_variance,
-            lengthscale=cfg.prior_lengthscale,
-            linear=cfg.prior_linear,
-            jitter=cfg.prior_jitter,
-            head=cfg.head,
-        )
-
-    def regulariser_args(self, Xs_fit: np.ndarray) -> dict[str, jax.Array]:
-        """Context box (fit inputs' range widened by ``context_margin``) and ``1/n``."""
-        margin = self.config.context_margin
-        return {
-            "lo": jnp.asarray(Xs_fit.min(axis=0) - margin, jnp.float32),
-            "hi": jnp.asarray(Xs_fit.max(axis=0) + margin, jnp.float32),
-            "weight": jnp.asarray(1.0 / Xs_fit.shape[0], jnp.float32),
-        }
-
-    def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
-        """Low-rank prior factor ``S``, GGN, temperature on V, then K sampled heads."""
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        seed: int,
+        knowledge: TaskKnowledge | None = None,
+    ) -> Self:
+        """MAP network with the prior term; low-rank factor ``S``, GGN, T on V; K heads."""
+        Xs, ys = self.train_networks(X, y, seed=seed)
         cfg = self.config
         keys = jax_keys(seed, "fsp_context", "fsp_samples")
         variables = self.map_variables()
-        prior = self.regulariser()
-        box = self.regulariser_args(Xs[self.fit_idx_])
+        prior, box = function_space_prior(cfg, Xs[self.fit_idx_])
         context = prior.context(keys["fsp_context"], box["lo"], box["hi"])
         phi_c, _, _ = design(cfg, variables, context)
         phi_s, _, var_s = design(cfg, variables, jnp.asarray(Xs[self.fit_idx_]))
@@ -194,3 +205,5 @@ class FSPLaplace(SampledHeadsMethod):
             self.context_ = np.asarray(context)
         self.temperature_ = temperature
         self.head_samples_ = draws  # (K, P)
+        self.fitted_ = True
+        return self

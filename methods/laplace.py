@@ -21,7 +21,7 @@ means. The small P x P algebra runs in float64 inside a scoped ``jax.enable_x64`
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +33,7 @@ from laplax.eval.calibrate import optimize_prior_prec
 from loguru import logger
 from pydantic import Field
 
+from udora.methods.base import TaskKnowledge
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.last_layer import (
     SampledHeadsMethod,
@@ -111,8 +112,16 @@ class LastLayerLaplace(SampledHeadsMethod):
     Config = LaplaceConfig
     config: LaplaceConfig
 
-    def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
-        """Curvature on the fit split, ``lambda`` and ``T`` on V, then K sampled heads."""
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        seed: int,
+        knowledge: TaskKnowledge | None = None,
+    ) -> Self:
+        """MAP network; curvature on the fit split, ``lambda`` and ``T`` on V; K heads."""
+        Xs, ys = self.train_networks(X, y, seed=seed)
         cfg = self.config
         variables = self.map_variables()
         phi_s, _, var_s = design(cfg, variables, jnp.asarray(Xs[self.fit_idx_]))
@@ -157,3 +166,5 @@ class LastLayerLaplace(SampledHeadsMethod):
         self.prior_prec_ = prior_prec
         self.temperature_ = temperature
         self.head_samples_ = draws  # (K, P)
+        self.fitted_ = True
+        return self

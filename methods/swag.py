@@ -1,9 +1,9 @@
 """Diagonal SWAG (Maddox et al. 2019) after pretraining the Gaussian-head backbone.
 
 After the usual (early-stopped) training, SGD continues from the solution with constant
-learning rate ``swag_lr``, momentum ``swag_momentum`` and global-norm gradient clipping.
-Every ``epoch_per_checkpoint`` epochs the iterate ``theta_c`` enters running moments; after
-C = ``n_checkpoints`` checkpoints (paper, Appendix D.4, "SWAG BNN")
+learning rate ``swag_learning_rate``, momentum ``swag_momentum`` and global-norm gradient
+clipping. Every ``epochs_per_checkpoint`` epochs the iterate ``theta_c`` enters running
+moments; after C = ``n_checkpoints`` checkpoints (paper, Appendix D.4, "SWAG BNN")
 
     mu = E[theta] = (1/C) sum_c theta_c,    sigma^2 = E[theta^2] - E[theta]^2  (clipped >= 0),
     theta_k ~ N(mu, s^2 diag(sigma^2)),     k = 1..K (``n_members``, s = ``sample_scale``).
@@ -18,18 +18,18 @@ multiplies both the aleatoric and the epistemic variance. V also early-stops pre
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from udora.methods.base import Prediction, check_x
+from udora.methods.base import Prediction, TaskKnowledge, check_x
 from udora.methods.combine import combine_members, combine_standardised
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
-from udora.methods.nn.method import NNMethod
+from udora.methods.nn.method import NNMethod, Recipe
 from udora.methods.nn.network import predict_members
 from udora.methods.nn.trainer import collect_moments
 from udora.methods.registry import register
@@ -45,8 +45,8 @@ class SWAGConfig(NNConfig):
 
     n_members: int = Field(default=30, ge=1)
     n_checkpoints: int = Field(default=20, ge=2)
-    epoch_per_checkpoint: int = Field(default=4, ge=1)
-    swag_lr: float = Field(default=1e-2, gt=0.0)
+    epochs_per_checkpoint: int = Field(default=4, ge=1)
+    swag_learning_rate: float = Field(default=1e-2, gt=0.0)
     swag_momentum: float = Field(default=0.9, ge=0.0, lt=1.0)
     grad_clip_norm: float = Field(default=1.0, gt=0.0)
     sample_scale: float = Field(default=1.0, gt=0.0)
@@ -55,12 +55,13 @@ class SWAGConfig(NNConfig):
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
         **NNConfig.SEARCH_SPACE,
         "n_checkpoints": {"distribution": "int_uniform", "min": 10, "max": 40},
-        "epoch_per_checkpoint": {"distribution": "int_uniform", "min": 2, "max": 12},
-        "swag_lr": {"distribution": "log_uniform_values", "min": 1e-3, "max": 1e-1},
+        "epochs_per_checkpoint": {"distribution": "int_uniform", "min": 2, "max": 12},
+        "swag_learning_rate": {"distribution": "log_uniform_values", "min": 1e-3, "max": 1e-1},
         "swag_momentum": {"values": [0.0, 0.9, 0.95]},
         "val_fraction": {"distribution": "uniform", "min": 0.05, "max": 0.25},
         "grad_clip_norm": {"distribution": "uniform", "min": 0.5, "max": 2.0},
     }
+    QUICK: ClassVar[dict[str, Any]] = {"n_epochs": 30, "n_checkpoints": 5}
 
 
 @register("swag")
@@ -69,24 +70,30 @@ class SWAG(NNMethod):
 
     Config = SWAGConfig
     config: SWAGConfig
-
-    def trained_members(self) -> int:
-        return 1
+    recipe = Recipe(one_network=True)
 
     def collection_config(self) -> NNConfig:
-        """The SGD phase: constant ``swag_lr``, ``swag_momentum``, no Nesterov."""
+        """The SGD phase: constant ``swag_learning_rate``, ``swag_momentum``, no Nesterov."""
         cfg = self.config
         return cfg.model_copy(
             update={
                 "optimizer": "sgd",
-                "lr": cfg.swag_lr,
+                "learning_rate": cfg.swag_learning_rate,
                 "momentum": cfg.swag_momentum,
                 "sgd_nesterov": False,
             }
         )
 
-    def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
-        """Collect the moments, draw the K networks, fit the variance factor on V."""
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        *,
+        seed: int,
+        knowledge: TaskKnowledge | None = None,
+    ) -> Self:
+        """Pretrain; collect the moments, draw the K networks, fit the variance factor on V."""
+        Xs, ys = self.train_networks(X, y, seed=seed)
         cfg = self.config
         keys = jax_keys(seed, "swag", "swag_samples")
         m = self.fit_idx_.shape[0]
@@ -97,7 +104,7 @@ class SWAG(NNMethod):
             jnp.arange(m, dtype=jnp.int32)[None, :],
             keys["swag"][None],
             self.variables_,
-            every=cfg.epoch_per_checkpoint,
+            every=cfg.epochs_per_checkpoint,
             n_checkpoints=cfg.n_checkpoints,
             grad_clip=cfg.grad_clip_norm,
         )
@@ -122,6 +129,8 @@ class SWAG(NNMethod):
             pred = combine_members(mean, var)
             resid2 = (ys[self.val_idx_].astype(np.float64) - pred.mean) ** 2
             self.scale_ = float(np.mean(resid2) / np.mean(pred.total))
+        self.fitted_ = True
+        return self
 
     def _standardised(self, Xs: jax.Array) -> tuple[np.ndarray, np.ndarray]:
         """Sampled networks' means and variances ``(K, m)`` at standardised ``Xs``."""

@@ -48,8 +48,8 @@ _OPTIMIZER_SPACES: dict[str, dict[str, dict[str, Any]]] = {
 class NNConfig(MethodConfig):
     """Backbone, head, optimiser and training schedule of a neural-network method.
 
-    ``n_members`` is K (members, or MC passes for dropout). ``epochs`` is the schedule;
-    ``max_epochs`` (not tuned) lets a runner cap it for a quick grid. ``momentum`` is
+    ``n_members`` is K (members, or MC passes for dropout). ``n_epochs`` is the training
+    budget (``QUICK`` lowers it for a quick grid). ``momentum`` is
     Adam's/SOAP's b1, SGD's momentum and Muon's beta. Early stopping keeps, per member, the
     parameters of the epoch with the lowest NLL on a ``val_fraction`` split of the training
     data and stops after ``patience`` epochs without improvement (no split: last epoch).
@@ -63,7 +63,7 @@ class NNConfig(MethodConfig):
     dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
     head: Parameterisation = "standard"
     optimizer: OptimizerName = "adam"
-    lr: float = Field(default=1e-3, gt=0.0)
+    learning_rate: float = Field(default=1e-3, gt=0.0)
     weight_decay: float = Field(default=1e-4, ge=0.0)
     momentum: float = Field(default=0.9, ge=0.0, lt=1.0)
     adam_b2: float = Field(default=0.999, gt=0.0, lt=1.0)
@@ -76,8 +76,7 @@ class NNConfig(MethodConfig):
     soap_b2: float = Field(default=0.95, gt=0.0, lt=1.0)
     soap_precondition_frequency: int = Field(default=10, ge=1)
     soap_precondition_1d: bool = False
-    epochs: int = Field(default=100, ge=1)
-    max_epochs: int | None = Field(default=None, ge=1)
+    n_epochs: int = Field(default=100, ge=1)
     batch_size: int = Field(default=128, ge=1)
     val_fraction: float = Field(default=0.1, ge=0.0, lt=1.0)
     patience: int = Field(default=20, ge=1)
@@ -85,17 +84,13 @@ class NNConfig(MethodConfig):
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
         "width": {"values": [16, 32, 64]},
         "blocks": {"values": [1, 2, 3, 4]},
-        "epochs": {"distribution": "int_uniform", "min": 50, "max": 200},
+        "n_epochs": {"distribution": "int_uniform", "min": 50, "max": 200},
         "batch_size": {"values": [64, 128, 256, 512]},
-        "lr": _log(1e-4, 5e-3),
+        "learning_rate": _log(1e-4, 5e-3),
         "weight_decay": _log(1e-6, 1e-2),
         "momentum": _uniform(0.7, 0.95),
     }
-
-    @property
-    def train_epochs(self) -> int:
-        """Epochs actually run: ``epochs``, capped by ``max_epochs`` when set."""
-        return self.epochs if self.max_epochs is None else min(self.epochs, self.max_epochs)
+    QUICK: ClassVar[dict[str, Any]] = {"n_epochs": 30}
 
     def search_space(self) -> dict[str, dict[str, Any]]:
         space = super().search_space()

@@ -23,8 +23,8 @@ from udora.methods.base import Prediction, check_x
 from udora.methods.combine import combine_standardised
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
-from udora.methods.nn.method import NNMethod
-from udora.methods.nn.network import Variables, make_network
+from udora.methods.nn.method import NNMethod, Recipe
+from udora.methods.nn.network import Variables, make_network, program_key
 
 
 def head_name(cfg: NNConfig) -> str:
@@ -61,8 +61,7 @@ def design(
 
     ``variables`` belong to one network (no member axis); ``Phi @ head_weights = mean``.
     """
-    key_cfg = cfg.model_copy(update={"n_members": 1, "epochs": 1, "max_epochs": None})
-    return _design_program(key_cfg)(variables, X)
+    return _design_program(program_key(cfg))(variables, X)
 
 
 def gaussian_nll(y: jax.Array, mean: jax.Array, var: jax.Array) -> jax.Array:
@@ -82,12 +81,12 @@ def grid_argmin(
 class SampledHeadsMethod(NNMethod):
     """One MAP network whose mean head is replaced, at prediction, by K sampled weights.
 
-    Subclasses fit ``head_samples_`` ``(K, P)`` in ``post_fit``; the variance head and the
-    backbone stay at their MAP values, so member k predicts ``N(Phi w_k, v)``.
+    Subclasses fit ``head_samples_`` ``(K, P)`` in their ``fit`` after
+    :meth:`NNMethod.train_networks`; the variance head and the backbone stay at their MAP
+    values, so member k predicts ``N(Phi w_k, v)``.
     """
 
-    def trained_members(self) -> int:
-        return 1
+    recipe = Recipe(one_network=True)
 
     def map_variables(self) -> Variables:
         """The MAP network's variables (the member axis dropped)."""

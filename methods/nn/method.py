@@ -1,15 +1,20 @@
-"""The fit/predict plumbing shared by the neural-network methods.
+"""The fit/predict plumbing shared by the neural-network methods, driven by a recipe.
 
-``fit`` standardises inputs and targets, holds out a validation split (for early
-stopping), asks the subclass for each member's training rows, trains all members in one
-vmapped program (:mod:`methods.nn.trainer`) and keeps the stacked variables. ``predict``
-runs every member (or MC pass), turns the head outputs into means and variances and
-combines them (:func:`methods.combine.combine_members`) in original units.
+A method declares its parts in a :class:`Recipe` (its per-point loss, loss terms, how
+each member's training rows are drawn, one network or K) instead of overriding hooks.
+``fit`` standardises inputs and targets, holds out a validation split (early stopping),
+draws the members' rows, trains all members in one vmapped program
+(:mod:`methods.nn.trainer`) and keeps the stacked variables. ``predict`` runs every
+member (or MC dropout pass), turns the head outputs into means and variances and
+combines them (:func:`methods.combine.combine_members`) in original units. Post-hoc
+steps (Laplace, SWAG, DEUP) are explicit code in the method's own ``fit`` after
+:meth:`NNMethod.train_networks`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import jax
@@ -21,6 +26,7 @@ from udora.methods.combine import combine_standardised
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
 from udora.methods.nn.network import predict_members
+from udora.methods.nn.step import GaussianNLL, LossTerm, PointLoss
 from udora.methods.nn.trainer import train_members
 from udora.methods.seeding import jax_keys, numpy_rng
 from udora.oracle.standardise import Standardiser
@@ -40,37 +46,49 @@ def validation_split(
     return np.sort(perm[v:]), np.sort(perm[:v])
 
 
+def all_rows(cfg: NNConfig, n_trained: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n_trained, n)``: every trained network sees all ``n`` fit rows."""
+    del cfg, rng
+    return np.tile(np.arange(n), (n_trained, 1))
+
+
+def gaussian_nll(cfg: NNConfig) -> PointLoss:
+    """The Gaussian NLL of the configured head."""
+    return GaussianNLL(cfg.head)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The parts a neural-network method trains with.
+
+    Attributes:
+        loss: ``cfg -> `` hashable per-point loss with ``n_out`` (:mod:`methods.nn.step`).
+        terms: functions ``(cfg, Xs_fit (n, d)) -> (term, args)``: a hashable loss term
+            ``R(f, key, args)`` added to each step's loss and its data-dependent arrays.
+        rows: ``(cfg, n_trained, n, rng) -> (n_trained, m)`` each network's fit rows.
+        one_network: train one network (MC dropout, last-layer posteriors, SWAG) rather
+            than ``n_members``.
+        mc_dropout: predict with ``n_members`` dropout passes of the trained network.
+    """
+
+    loss: Callable[[NNConfig], PointLoss] = gaussian_nll
+    terms: tuple[Callable[[NNConfig, np.ndarray], tuple[LossTerm, Any]], ...] = ()
+    rows: Callable[[NNConfig, int, int, np.random.Generator], np.ndarray] = all_rows
+    one_network: bool = False
+    mc_dropout: bool = False
+
+
 class NNMethod(UQMethod):
-    """Base of the neural-network methods; subclasses choose the members' training rows."""
+    """Base of the neural-network methods; a subclass declares its ``recipe``."""
 
     Config: ClassVar[type[NNConfig]] = NNConfig
     config: NNConfig
+    recipe: ClassVar[Recipe] = Recipe()
 
-    def trained_members(self) -> int:
-        """How many networks are trained (K for ensembles, 1 for MC dropout)."""
-        return self.config.n_members
-
-    def objective(self) -> Callable | None:
-        """The per-point training loss (with ``n_out``); None: the head's Gaussian NLL."""
-        return None
-
-    def regulariser(self) -> Callable | None:
-        """A hashable ``R(f, key, args)`` added to each step's loss; default None."""
-        return None
-
-    def regulariser_args(self, Xs_fit: np.ndarray) -> Any:
-        """The data-dependent arrays ``args`` of the regulariser, from the fit split."""
-        del Xs_fit
-        return None
-
-    def n_out(self) -> int:
-        """Width of the network's linear head."""
-        objective = self.objective()
-        return 2 if objective is None else objective.n_out
-
-    def member_rows(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``(K, m)`` training-row indices per member; default: every member sees all n."""
-        return np.tile(np.arange(n), (self.trained_members(), 1))
+    @property
+    def n_trained(self) -> int:
+        """How many networks are trained (K for ensembles, 1 for ``one_network``)."""
+        return 1 if self.recipe.one_network else self.config.n_members
 
     def fit(
         self,
@@ -81,27 +99,41 @@ class NNMethod(UQMethod):
         knowledge: TaskKnowledge | None = None,
     ) -> Self:
         """Train on ``X`` ``(n, d)``, ``y`` ``(n,)`` (original units) with run seed ``seed``."""
+        self.train_networks(X, y, seed=seed)
+        self.fitted_ = True
+        return self
+
+    def train_networks(
+        self, X: np.ndarray, y: np.ndarray, *, seed: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Standardise, split, train the recipe's networks; the standardised data back.
+
+        Returns ``Xs`` ``(n, d)`` and ``ys`` ``(n,)`` (float32, standardised);
+        ``self.fit_idx_`` and ``self.val_idx_`` index the fit and validation splits.
+        """
         X, y = check_xy(X, y)
+        cfg, recipe = self.config, self.recipe
         scaler = Standardiser.fit(X, y)
         Xs = scaler.x(X).astype(np.float32)
         ys = scaler.y(y).astype(np.float32)
         fit_idx, val_idx = validation_split(
-            X.shape[0], self.config.val_fraction, numpy_rng(seed, "validation")
+            X.shape[0], cfg.val_fraction, numpy_rng(seed, "validation")
         )
-        rows = self.member_rows(fit_idx.shape[0], numpy_rng(seed, "members"))
+        rows = recipe.rows(cfg, self.n_trained, fit_idx.shape[0], numpy_rng(seed, "members"))
         keys = jax_keys(seed, "members", "predict")
         member_keys = jax.random.split(keys["members"], rows.shape[0])
+        bound = [make(cfg, Xs[fit_idx]) for make in recipe.terms]
         variables, best_val, epochs_run = train_members(
-            self.config,
+            cfg,
             jnp.asarray(Xs[fit_idx]),
             jnp.asarray(ys[fit_idx]),
             jnp.asarray(Xs[val_idx]),
             jnp.asarray(ys[val_idx]),
             jnp.asarray(rows, dtype=jnp.int32),
             member_keys,
-            loss=self.objective(),
-            regulariser=self.regulariser(),
-            regulariser_args=self.regulariser_args(Xs[fit_idx]),
+            loss=recipe.loss(cfg),
+            terms=tuple(term for term, _ in bound),
+            term_args=tuple(args for _, args in bound),
         )
         self.fit_idx_, self.val_idx_ = fit_idx, val_idx
         self.variables_: dict[str, Any] = variables
@@ -110,21 +142,18 @@ class NNMethod(UQMethod):
         self.epochs_run_ = np.asarray(epochs_run)
         self.predict_key_ = keys["predict"]
         self.d_ = X.shape[1]
-        self.post_fit(Xs, ys, seed=seed)
-        self.fitted_ = True
-        return self
-
-    def post_fit(self, Xs: np.ndarray, ys: np.ndarray, *, seed: int) -> None:
-        """Post-hoc step after training (Laplace, SWAG, DEUP); default: nothing.
-
-        ``Xs`` ``(n, d)`` and ``ys`` ``(n,)`` are the standardised float32 training data;
-        ``self.fit_idx_`` and ``self.val_idx_`` index the fit and validation splits.
-        """
+        return Xs, ys
 
     def raw_outputs(self, Xs: jax.Array) -> jax.Array:
-        """Head outputs ``(K, m, n_out)`` of the trained members at standardised ``Xs`` (m, d)."""
-        keys = jax.random.split(self.predict_key_, self.trained_members())
-        return predict_members(self.config, self.variables_, keys, Xs, n_out=self.n_out())
+        """Head outputs ``(K, m, n_out)`` of the members (or dropout passes) at ``Xs`` (m, d)."""
+        n_out = self.recipe.loss(self.config).n_out
+        if not self.recipe.mc_dropout:
+            keys = jax.random.split(self.predict_key_, self.n_trained)
+            return predict_members(self.config, self.variables_, keys, Xs, n_out=n_out)
+        k = self.config.n_members
+        passes = jax.tree.map(lambda a: jnp.broadcast_to(a, (k, *a.shape[1:])), self.variables_)
+        keys = jax.random.split(self.predict_key_, k)
+        return predict_members(self.config, passes, keys, Xs, sample=True, n_out=n_out)
 
     def predict(self, X: np.ndarray) -> Prediction:
         """Combined predictive at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``."""

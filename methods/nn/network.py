@@ -29,7 +29,7 @@ def make_network(cfg: NNConfig, n_out: int = 2) -> ResidualMLP:
 def program_key(cfg: NNConfig) -> NNConfig:
     """``cfg`` with the fields that need no new program (K, epochs) set to constants."""
     # Fields that only change array sizes or loop bounds do not need a new program.
-    return cfg.model_copy(update={"n_members": 1, "epochs": 1, "max_epochs": None})
+    return cfg.model_copy(update={"n_members": 1, "n_epochs": 1})
 
 
 @functools.lru_cache(maxsize=64)

@@ -25,16 +25,20 @@ def make_optimizer(cfg: NNConfig) -> optax.GradientTransformation:
     """The optax transformation named by ``cfg.optimizer`` with ``cfg``'s settings."""
     if cfg.optimizer == "adam":
         return optax.adamw(
-            cfg.lr, b1=cfg.momentum, b2=cfg.adam_b2, eps=cfg.adam_eps, weight_decay=cfg.weight_decay
+            cfg.learning_rate,
+            b1=cfg.momentum,
+            b2=cfg.adam_b2,
+            eps=cfg.adam_eps,
+            weight_decay=cfg.weight_decay,
         )
     if cfg.optimizer == "sgd":
         return optax.chain(
             optax.add_decayed_weights(cfg.weight_decay),
-            optax.sgd(cfg.lr, momentum=cfg.momentum, nesterov=cfg.sgd_nesterov),
+            optax.sgd(cfg.learning_rate, momentum=cfg.momentum, nesterov=cfg.sgd_nesterov),
         )
     if cfg.optimizer == "muon":
         return optax.contrib.muon(
-            cfg.lr,
+            cfg.learning_rate,
             ns_steps=cfg.muon_ns_steps,
             beta=cfg.momentum,
             weight_decay=cfg.weight_decay,
@@ -46,7 +50,7 @@ def make_optimizer(cfg: NNConfig) -> optax.GradientTransformation:
         )
     if cfg.optimizer == "soap":
         return soap(
-            cfg.lr,
+            cfg.learning_rate,
             b1=cfg.momentum,
             b2=cfg.soap_b2,
             weight_decay=cfg.weight_decay,

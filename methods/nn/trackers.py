@@ -1,0 +1,118 @@
+"""Trackers: what the epoch loop keeps besides the iterate, as pure functions.
+
+A tracker is a tuple of pure functions (in the style of an ``optax`` transformation):
+
+    init(params, state) -> s
+    update(s, epoch, params, state, val_loss) -> s     after each epoch (0-based ``epoch``)
+    done(s) -> bool                                    stop training (any tracker stops it)
+    result(s) -> r                                     what the trainer returns (default s)
+
+``val_loss`` is the scalar validation loss in eval mode, or None without a validation split.
+The factories are cached, so the same settings give the same (hashable) tracker and the
+compiled programs that use it are reused (:mod:`methods.nn.trainer`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+
+def never(s: Any) -> bool:
+    """``done`` of a tracker that never stops training."""
+    del s
+    return False
+
+
+def identity(s: Any) -> Any:
+    """``result`` of a tracker whose state is its result."""
+    return s
+
+
+class Tracker(NamedTuple):
+    """``init``, ``update``, ``done`` and ``result`` of one tracker (see the module doc).
+
+    ``result`` runs inside the compiled program, so its arithmetic is compiled with the
+    loop (an eager division can round differently).
+    """
+
+    init: Callable[[Any, Any], Any]
+    update: Callable[[Any, jax.Array, Any, Any, jax.Array | None], Any]
+    done: Callable[[Any], jax.Array | bool] = never
+    result: Callable[[Any], Any] = identity
+
+
+class BestEpoch(NamedTuple):
+    """Best-epoch state: ``(params, state)`` of the best epoch, its loss, epochs since."""
+
+    best: tuple[Any, Any]
+    best_val: jax.Array
+    bad: jax.Array
+
+
+@functools.cache
+def best_epoch(patience: int) -> Tracker:
+    """Early stopping: keep the variables of the epoch with the lowest ``val_loss``.
+
+    Stops after ``patience`` epochs without improvement. Without a validation split every
+    epoch counts as an improvement (the last epoch is kept, ``best_val`` = 0).
+    """
+
+    def init(params, state) -> BestEpoch:
+        inf = jnp.asarray(jnp.inf, jnp.float32)
+        return BestEpoch((params, state), inf, jnp.zeros((), jnp.int32))
+
+    def update(s: BestEpoch, epoch, params, state, val_loss) -> BestEpoch:
+        del epoch
+        if val_loss is None:
+            current, better = jnp.zeros((), jnp.float32), True
+        else:
+            current, better = val_loss, val_loss < s.best_val
+        best = jax.tree.map(lambda new, old: jnp.where(better, new, old), (params, state), s.best)
+        best_val = jnp.where(better, current, s.best_val)
+        return BestEpoch(best, best_val, jnp.where(better, 0, s.bad + 1))
+
+    def done(s: BestEpoch) -> jax.Array:
+        return s.bad >= patience
+
+    return Tracker(init, update, done)
+
+
+class Moments(NamedTuple):
+    """Running sums of ``theta`` and ``theta^2`` (params trees) and their count ``C``."""
+
+    first: Any
+    second: Any
+    count: jax.Array
+
+
+@functools.cache
+def swag_moments(every: int) -> Tracker:
+    """SWAG's moments: after every ``every``-th epoch add ``theta_c`` and ``theta_c^2``.
+
+    Its result is ``(E[theta], E[theta^2])`` (:func:`moment_means`). Never stops.
+    """
+
+    def init(params, state) -> Moments:
+        del state
+        zeros = jax.tree.map(jnp.zeros_like, params)
+        return Moments(zeros, zeros, jnp.zeros((), jnp.float32))
+
+    def update(s: Moments, epoch, params, state, val_loss) -> Moments:
+        del state, val_loss
+        take = (epoch + 1) % every == 0
+        first = jax.tree.map(lambda a, p: a + jnp.where(take, p, 0.0), s.first, params)
+        second = jax.tree.map(lambda a, p: a + jnp.where(take, p * p, 0.0), s.second, params)
+        return Moments(first, second, s.count + take.astype(jnp.float32))
+
+    return Tracker(init, update, result=moment_means)
+
+
+def moment_means(s: Moments) -> tuple[Any, Any]:
+    """``E[theta] = (1/C) sum_c theta_c`` and ``E[theta^2]`` (C clipped to >= 1)."""
+    count = jnp.maximum(s.count, 1.0)
+    return tuple(jax.tree.map(lambda a: a / count, t) for t in (s.first, s.second))
