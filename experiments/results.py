@@ -3,24 +3,35 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from udora.experiments.aggregate import kendall_w
+from udora.experiments.legacy import RESULT_GLOB, is_current, legacy_note
 
 HEADLINE = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total")
+
+
+class LegacyRunsWarning(UserWarning):
+    """Run folders of udora 0.1.0 were found and left out (:mod:`udora.experiments.legacy`)."""
 
 
 def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]:
     """(table, curves): one row per run with spec, status, timings and metrics.
 
     ``curves`` maps (preset, method, config_hash, seed) to the run's curve summaries.
+    Runs written by udora 0.1.0 (no ``"schema": 2``) are left out with a
+    :class:`LegacyRunsWarning` that says how many.
     """
-    rows, curves = [], {}
-    for path in sorted(Path(results_dir).glob("*/*/*/seed-*/result.json")):
+    rows, curves, legacy = [], {}, 0
+    for path in sorted(Path(results_dir).glob(RESULT_GLOB)):
         rec = json.loads(path.read_text())
+        if not is_current(rec):
+            legacy += 1
+            continue
         row = {
             "preset": rec["preset"],
             "method": rec["method"],
@@ -34,8 +45,13 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
         row.update({k: (np.nan if v is None else v) for k, v in rec["metrics"].items()})
         rows.append(row)
         curves[(rec["preset"], rec["method"], rec["config_hash"], rec["seed"])] = rec["curves"]
+    if legacy:
+        warnings.warn(
+            f"report excludes {legacy_note(results_dir, legacy)}", LegacyRunsWarning, stacklevel=2
+        )
     if not rows:
-        raise FileNotFoundError(f"{results_dir}: no run folders (*/*/*/seed-*/result.json)")
+        old = f"; {legacy} of udora 0.1.0 excluded" if legacy else ""
+        raise FileNotFoundError(f"{results_dir}: no run folders ({RESULT_GLOB}){old}")
     return pd.DataFrame(rows), curves
 
 

@@ -1,17 +1,18 @@
 """One run: build the oracle task, fit a method on the training sample, predict, score.
 
 A run writes ``<out>/<preset>/<method>/<config-hash>/seed-<s>/`` atomically (built under a
-temporary name, then renamed): ``result.json`` (spec, resolved config, metrics, curve
-summaries, timings, versions, status, error) and, when the method produced a valid
-prediction, ``predictions.npz`` (``mean``, ``aleatoric``, ``epistemic`` (N,) and
-``member_means`` (K, N) when present). A method that raises or returns NaN or negative
-variances is recorded as ``failed`` with its reason; nothing else is affected.
+temporary name, then renamed): ``result.json`` (``schema`` 2, spec, the hashed
+``identity``, resolved config, derived preset, metrics, curve summaries, timings,
+versions, status, error) and, when the method produced a valid prediction,
+``predictions.npz`` (``mean``, ``aleatoric``, ``epistemic`` (N,) and ``member_means``
+(K, N) when present). A method that raises or returns NaN or negative variances is
+recorded as ``failed`` with its reason; nothing else is affected. The hash and folder
+come from :func:`udora.experiments.spec.resolve` (docs/running.md).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -24,75 +25,30 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from udora import methods
-from udora.oracle.preset import Preset, load_preset
+from udora.experiments.legacy import SCHEMA, is_current
+from udora.experiments.spec import (
+    PRESET_PREFIX,
+    ResolvedRun,
+    RunSpec,
+    parse_set,
+    resolve,
+    split_overrides,
+)
+from udora.oracle.preset import Preset
 from udora.oracle.task import OracleTask, build_task
 from udora.scoring import curves, score
 
-PRESET_PREFIX = "preset."
+__all__ = ["PRESET_PREFIX", "ResolvedRun", "RunResult", "RunSpec", "is_current", "load_result",
+           "parse_set", "resolve", "run_one", "run_resolved", "split_overrides"]  # fmt: skip
 _LIBRARIES = {"ngboost": "ngboost", "catboost": "catboost", "gp": "gpjax", "laplace": "laplax"}
-
-
-def parse_set(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    """``["width=64", "preset.n_train=300"]`` -> dict; values parsed as YAML scalars/lists."""
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set: expected key=value, got {pair!r}")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
-
-
-def split_overrides(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(method overrides, preset overrides): keys ``preset.X`` go to the preset."""
-    method = {k: v for k, v in overrides.items() if not k.startswith(PRESET_PREFIX)}
-    preset = {
-        k[len(PRESET_PREFIX) :]: v for k, v in overrides.items() if k.startswith(PRESET_PREFIX)
-    }
-    return method, preset
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What a run is: preset, method, seed and validated overrides."""
-
-    preset: str
-    method: str
-    seed: int
-    overrides: dict[str, Any] = field(default_factory=dict)
-
-    def resolve(self) -> tuple[Preset, Any]:
-        """The (derived) preset and an unfitted method instance; validates every override."""
-        method_over, preset_over = split_overrides(self.overrides)
-        preset = load_preset(self.preset)
-        if preset_over:
-            preset = preset.with_overrides(preset_over, origin="--set preset")
-        return preset, methods.get_method(self.method, **method_over)
-
-    def config_hash(self, preset: Preset, method: Any) -> str:
-        """10 hex digits of the resolved method config and the derived preset."""
-        blob = json.dumps(
-            {"config": method.config.to_dict(), "preset": preset.model_dump(mode="json")},
-            sort_keys=True,
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()[:10]
-
-    def run_dir(self, out_dir: str | Path) -> Path:
-        preset, method = self.resolve()
-        return (
-            Path(out_dir) / preset.name / self.method / self.config_hash(preset, method)
-            / f"seed-{self.seed}"
-        )  # fmt: skip
 
 
 @dataclass
 class RunResult:
     """The outcome of :func:`run_one`; ``path`` is the run's folder."""
 
-    spec: RunSpec
+    run: ResolvedRun
     status: str
     path: Path
     metrics: dict[str, float]
@@ -145,18 +101,29 @@ def run_one(
     Bad presets, methods or overrides raise before anything runs; failures of the method
     itself are recorded in the result (status ``failed``) and returned.
     """
-    spec = RunSpec(str(preset), method, int(seed), dict(overrides or {}))
-    preset_obj, model = spec.resolve()
-    final = spec.run_dir(out_dir)
+    run = resolve(RunSpec(str(preset), method, int(seed), dict(overrides or {})))
+    return run_resolved(run, out_dir, data_dir=data_dir)
+
+
+def run_resolved(
+    run: ResolvedRun, out_dir: str | Path, *, data_dir: str | Path | None = None
+) -> RunResult:
+    """Run an already resolved run and write its folder under ``out_dir``."""
+    final = run.run_dir(out_dir)
+    model = run.make_method()
     record: dict[str, Any] = {
-        "preset": preset_obj.name,
-        "method": method,
-        "seed": spec.seed,
-        "overrides": spec.overrides,
-        "config": model.config.to_dict(),
-        "config_hash": final.parent.name,
-        "preset_config": preset_obj.model_dump(mode="json", exclude={"paper"}),
-        "versions": _versions(method),
+        "schema": SCHEMA,
+        "preset": run.preset.name,
+        "preset_arg": run.preset_arg,
+        "method": run.method,
+        "seed": run.seed,
+        "overrides": run.overrides,
+        "label": run.label,
+        "config": run.config.to_dict(),
+        "config_hash": run.config_hash,
+        "identity": run.identity,
+        "preset_config": run.preset.model_dump(mode="json", exclude={"paper"}),
+        "versions": _versions(run.method),
         "status": "failed",
         "error": None,
         "metrics": {},
@@ -167,12 +134,12 @@ def run_one(
     prediction = None
     t0 = time.perf_counter()
     dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
-    task = _cached_task(preset_obj.model_dump_json(), spec.seed, dd)
+    task = _cached_task(run.preset.model_dump_json(), run.seed, dd)
     timings["oracle"] = time.perf_counter() - t0
     try:
         knowledge = task.knowledge(with_prior=type(model).uses_task_prior)
         t0 = time.perf_counter()
-        model.fit(task.X_train, task.y_train, seed=spec.seed, knowledge=knowledge)
+        model.fit(task.X_train, task.y_train, seed=run.seed, knowledge=knowledge)
         timings["fit"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         prediction = model.predict(task.X)
@@ -187,7 +154,7 @@ def run_one(
         record["traceback"] = traceback.format_exc(limit=8)
     _write_atomically(final, record, prediction)
     metrics = {k: (np.nan if v is None else v) for k, v in record["metrics"].items()}
-    return RunResult(spec, record["status"], final, metrics, record["error"], timings)
+    return RunResult(run, record["status"], final, metrics, record["error"], timings)
 
 
 def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> None:
@@ -205,6 +172,9 @@ def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> N
             np.savez(tmp / "predictions.npz", **arrays)
         (tmp / "result.json").write_text(json.dumps(record, indent=1, allow_nan=False))
         if final.exists():  # a failed earlier attempt: replace it
+            previous = load_result(final)
+            if previous is not None and not is_current(previous):
+                raise FileExistsError(f"{final}: holds a run of an older udora; not replaced")
             shutil.rmtree(final)
         os.replace(tmp, final)
     except BaseException:

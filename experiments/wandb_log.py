@@ -11,6 +11,10 @@ import netrc
 import os
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from udora.experiments.spec import ResolvedRun
 
 
 def wandb_mode() -> str:
@@ -49,19 +53,33 @@ def _figure(curves: dict):
     return fig
 
 
-def log_run(run_dir: str | Path, project: str = "udora") -> bool:
-    """Log one run folder's config, metrics and a figure; returns True when logged."""
+def _config(record: dict, run: ResolvedRun | None) -> dict:
+    """The W&B config of a run: from the resolved run when given, else from result.json."""
+    if run is not None:
+        return {"preset": run.preset.name, "method": run.method, "seed": run.seed,
+                **run.config.to_dict(), "overrides": run.overrides, "label": run.label,
+                "config_hash": run.config_hash}  # fmt: skip
+    return {"preset": record["preset"], "method": record["method"], "seed": record["seed"],
+            **record["config"], "overrides": record["overrides"],
+            "label": record.get("label"), "config_hash": record["config_hash"]}  # fmt: skip
+
+
+def log_run(run_dir: str | Path, run: ResolvedRun | None = None, project: str = "udora") -> bool:
+    """Log one run folder's config, metrics and a figure; returns True when logged.
+
+    ``run`` is the resolved run that wrote the folder (its config is logged); without it
+    the config is read from the folder's result.json.
+    """
     try:
         import wandb
 
         record = json.loads((Path(run_dir) / "result.json").read_text())
-        config = {"preset": record["preset"], "method": record["method"], "seed": record["seed"],
-                  **record["config"], "overrides": record["overrides"]}  # fmt: skip
-        run = wandb.init(
+        config = _config(record, run)
+        wb = wandb.init(
             project=project,
-            group=record["preset"],
-            job_type=record["method"],
-            name=f"{record['preset']}-{record['method']}-{record['config_hash']}-s{record['seed']}",
+            group=config["preset"],
+            job_type=config["method"],
+            name=f"{config['preset']}-{config['method']}-{config['config_hash']}-s{config['seed']}",
             config=config,
             dir=str(run_dir),
             mode=wandb_mode(),
@@ -72,8 +90,8 @@ def log_run(run_dir: str | Path, project: str = "udora") -> bool:
         if record["status"] == "ok":
             fig = _figure(record["curves"])
             metrics["curves"] = wandb.Image(fig)
-        run.log(metrics)
-        run.finish()
+        wb.log(metrics)
+        wb.finish()
         return True
     except Exception as err:  # logging is best effort: never take a run down
         warnings.warn(

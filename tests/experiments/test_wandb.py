@@ -30,3 +30,19 @@ def test_logging_problems_never_fail(tmp_path, no_credentials):
     (tmp_path / "result.json").write_text(json.dumps({"preset": "x"}))  # incomplete record
     with pytest.warns(UserWarning, match="W&B logging .* skipped"):
         assert log_run(tmp_path) is False
+
+
+def test_grid_logs_the_resolved_run(tiny_preset, tmp_path, no_credentials):
+    import io
+
+    from rich.console import Console
+
+    from udora.experiments.bench import make_grid, run_grid
+
+    path, data = tiny_preset
+    (run,) = make_grid([str(path)], ["blr"], [2], {"alpha": 3.0})
+    out = tmp_path / "out"
+    run_grid([run], out, data_dir=data, wandb=True, console=Console(file=io.StringIO()))
+    (logged,) = list((run.run_dir(out) / "wandb").glob("offline-run-*"))
+    stored = b"".join(f.read_bytes() for f in logged.rglob("*.wandb"))  # offline run record
+    assert run.config_hash.encode() in stored and b"alpha=3.0" in stored

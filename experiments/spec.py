@@ -1,0 +1,135 @@
+"""What a run is, resolved once: :class:`RunSpec` (as given) -> :class:`ResolvedRun` (frozen).
+
+A run's identity is what reaches the task and the method, nothing else (docs/running.md):
+the preset fields :func:`udora.oracle.task.build_task` reads (:data:`TASK_FIELDS`) and the
+method's class name with its full resolved config. The preset's ``name`` (already the top
+folder), ``suite``, ``paper`` and the ``fit`` record (wall seconds and backend of the
+kernel fit) are left out, so refitting a preset elsewhere to the same hyperparameters
+keeps its run folders. The seed is the ``seed-<s>`` folder, not part of the hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from udora import methods
+from udora.oracle.preset import Preset, load_preset
+
+PRESET_PREFIX = "preset."
+HASH_DIGITS = 10
+TASK_FIELDS = ("source", "features", "target", "pool_size", "pool_seed", "n_train", "kernel",
+               "mean", "noise", "shift")  # fmt: skip
+
+
+def parse_set(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``["width=64", "preset.n_train=300"]`` -> dict; values parsed as YAML scalars/lists."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set: expected key=value, got {pair!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def split_overrides(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(method overrides, preset overrides): keys ``preset.X`` go to the preset."""
+    method = {k: v for k, v in overrides.items() if not k.startswith(PRESET_PREFIX)}
+    preset = {
+        k[len(PRESET_PREFIX) :]: v for k, v in overrides.items() if k.startswith(PRESET_PREFIX)
+    }
+    return method, preset
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run as the user gave it: preset name or path, method name, seed, raw overrides."""
+
+    preset: str
+    method: str
+    seed: int
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """A run resolved once: derived preset, validated config, identity and folder.
+
+    Built by :func:`resolve`; every later step (skip check, worker, result.json, W&B)
+    reads it instead of re-reading the preset YAML. Picklable (spawned workers get it).
+    """
+
+    preset_arg: str  # the preset name or YAML path as given
+    preset: Preset  # the derived preset (``preset.X`` overrides applied)
+    method: str
+    config: Any  # the method's validated MethodConfig
+    seed: int
+    overrides: dict[str, Any]  # the user's overrides (method fields and ``preset.X``)
+    label: str  # "default" or the overrides as "k=v,k=v" (sorted)
+    identity: dict[str, Any]  # exactly what was hashed
+    config_hash: str
+    rel_dir: Path  # <preset>/<method>/<hash>/seed-<s>, relative to the results root
+
+    def run_dir(self, out_dir: str | Path) -> Path:
+        """The run's folder under the results root ``out_dir``."""
+        return Path(out_dir) / self.rel_dir
+
+    def make_method(self) -> Any:
+        """A fresh, unfitted method instance with the resolved config."""
+        return methods.get_method_class(self.method)(self.config)
+
+
+def task_identity(preset: Preset) -> dict[str, Any]:
+    """The preset fields that reach the task (:data:`TASK_FIELDS`), as JSON values."""
+    return preset.model_dump(mode="json", include=set(TASK_FIELDS))
+
+
+def run_identity(preset: Preset, method_cls: type, config: Any) -> dict[str, Any]:
+    """The dict a run's hash covers: task fields, method class name and full config."""
+    return {
+        "task": task_identity(preset),
+        "method": {"class": method_cls.__name__, "config": config.to_dict()},
+    }
+
+
+def identity_hash(identity: dict[str, Any]) -> str:
+    """:data:`HASH_DIGITS` hex digits of the SHA-256 of the canonical JSON of ``identity``."""
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:HASH_DIGITS]
+
+
+def config_label(overrides: dict[str, Any]) -> str:
+    """A short human label of a run's overrides: ``default`` or ``k=v,k=v`` sorted by key."""
+    if not overrides:
+        return "default"
+    return ",".join(f"{k}={json.dumps(v, default=str, separators=(',', ':'))}" for k, v in
+                    sorted(overrides.items()))  # fmt: skip
+
+
+def resolve(spec: RunSpec) -> ResolvedRun:
+    """Load and derive the preset, validate the method config, hash; raises on bad input."""
+    method_over, preset_over = split_overrides(spec.overrides)
+    preset = load_preset(spec.preset)
+    if preset_over:
+        preset = preset.with_overrides(preset_over, origin="--set preset")
+    model = methods.get_method(spec.method, **method_over)
+    identity = run_identity(preset, type(model), model.config)
+    digest = identity_hash(identity)
+    return ResolvedRun(
+        preset_arg=str(spec.preset),
+        preset=preset,
+        method=spec.method,
+        config=model.config,
+        seed=int(spec.seed),
+        overrides=dict(spec.overrides),
+        label=config_label(spec.overrides),
+        identity=identity,
+        config_hash=digest,
+        rel_dir=Path(preset.name) / spec.method / digest / f"seed-{int(spec.seed)}",
+    )

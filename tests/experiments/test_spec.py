@@ -1,0 +1,178 @@
+"""A run resolved once: what its hash covers, pickling, quick budgets, 0.1.0 results kept."""
+
+import hashlib
+import io
+import json
+import pickle
+
+import pandas as pd
+import pytest
+import yaml
+from rich.console import Console
+from typer.testing import CliRunner
+
+from udora import methods
+from udora.experiments import spec as spec_module
+from udora.experiments.bench import make_grid, run_grid
+from udora.experiments.cli import app
+from udora.experiments.report import write_report
+from udora.experiments.results import LegacyRunsWarning
+from udora.experiments.spec import TASK_FIELDS, RunSpec, identity_hash, resolve
+from udora.oracle import preset as preset_module
+
+
+def _variant(tiny_preset, tmp_path, stem, **changes):
+    """A copy of the tiny preset YAML with top-level fields replaced; returns its path."""
+    path, _ = tiny_preset
+    data = yaml.safe_load(path.read_text())
+    data.update(changes)
+    out = tmp_path / f"{stem}.yaml"
+    out.write_text(yaml.safe_dump(data))
+    return out
+
+
+def _hash(path, method="blr", overrides=None):
+    return resolve(RunSpec(str(path), method, 0, dict(overrides or {}))).config_hash
+
+
+def test_hash_ignores_fit_record_paper_suite_and_name(tiny_preset, tmp_path):
+    path, _ = tiny_preset
+    base = _hash(path)
+    refit = _variant(tiny_preset, tmp_path, "a", fit={"seconds": 12.5, "backend": "cpu"})
+    elsewhere = _variant(tiny_preset, tmp_path, "b", fit={"seconds": 3.0, "backend": "gpu"})
+    paper = _variant(tiny_preset, tmp_path, "c", paper={"noise": 0.1}, suite="dev")
+    renamed = _variant(tiny_preset, tmp_path, "d", name="tiny_copy")
+    assert _hash(refit) == _hash(elsewhere) == _hash(paper) == _hash(renamed) == base
+    # the name is the top folder, so the renamed preset still gets its own folder
+    run = resolve(RunSpec(str(renamed), "blr", 4, {}))
+    assert run.rel_dir.parts == ("tiny_copy", "blr", base, "seed-4")
+
+
+def test_hash_changes_with_what_reaches_the_task_or_the_method(tiny_preset, tmp_path):
+    path, _ = tiny_preset
+    base = _hash(path)
+    kernel = [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.6]}]
+    changed = {
+        "n_train": _hash(_variant(tiny_preset, tmp_path, "n", n_train=50)),
+        "lengthscale": _hash(_variant(tiny_preset, tmp_path, "k", kernel=kernel)),
+        "preset.n_train": _hash(path, overrides={"preset.n_train": 50}),
+        "alpha": _hash(path, overrides={"alpha": 2.0}),
+        "method": _hash(path, method="gp_oracle"),
+    }
+    assert base not in changed.values() and len(set(changed.values())) == 4
+    # the file edit and the --set override reach the same task: one hash
+    assert changed["n_train"] == changed["preset.n_train"]
+
+
+def test_identity_is_exactly_what_is_hashed(tiny_preset):
+    path, _ = tiny_preset
+    run = resolve(RunSpec(str(path), "blr", 2, {"alpha": 0.5}))
+    assert set(run.identity) == {"task", "method"}
+    assert tuple(sorted(run.identity["task"])) == tuple(sorted(TASK_FIELDS))
+    assert run.identity["task"]["n_train"] == 40
+    assert run.identity["task"]["kernel"][0]["lengthscale"] == [1.0, 1.5]
+    assert run.identity["method"] == {
+        "class": methods.get_method_class("blr").__name__,
+        "config": run.config.to_dict(),
+    }
+    assert run.config.to_dict()["alpha"] == 0.5
+    blob = json.dumps(run.identity, sort_keys=True, separators=(",", ":"))
+    assert run.config_hash == hashlib.sha256(blob.encode()).hexdigest()[:10]
+    assert run.label == "alpha=0.5" and run.overrides == {"alpha": 0.5}
+
+
+def test_result_json_records_schema_and_identity(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    (run,) = make_grid([str(path)], ["blr"], [1], {"preset.n_train": 30})
+    summary = run_grid([run], tmp_path, data_dir=data, console=Console(file=io.StringIO()))
+    assert (summary.done, summary.failed) == (1, 0)
+    rec = json.loads((tmp_path / run.rel_dir / "result.json").read_text())
+    assert rec["schema"] == 2 and rec["identity"] == run.identity
+    assert identity_hash(rec["identity"]) == rec["config_hash"] == run.rel_dir.parts[2]
+    assert rec["preset_config"]["n_train"] == 30 and rec["preset_arg"] == str(path)
+    assert rec["overrides"] == {"preset.n_train": 30} and rec["status"] == "ok"
+
+
+def test_resolved_once_and_picklable(tiny_preset, tmp_path, monkeypatch):
+    path, data = tiny_preset
+    calls = []
+
+    def counting(name):
+        calls.append(name)
+        return preset_module.load_preset(name)
+
+    monkeypatch.setattr(spec_module, "load_preset", counting)
+    monkeypatch.setattr("udora.oracle.task.load_preset", counting)
+    runs = make_grid([str(path)], ["blr", "gp_oracle"], [0, 1])
+    assert len(calls) == 4  # one read per run, in make_grid
+    summary = run_grid(runs, tmp_path, data_dir=data, console=Console(file=io.StringIO()))
+    again = run_grid(runs, tmp_path, data_dir=data, console=Console(file=io.StringIO()))
+    assert (summary.done, summary.failed, again.skipped) == (4, 0, 4)
+    assert len(calls) == 4  # skip check, worker and result.json read the resolved runs
+    clone = pickle.loads(pickle.dumps(runs[1]))
+    assert clone == runs[1] and clone.config_hash == runs[1].config_hash
+    assert clone.make_method().config == runs[1].config
+
+
+def test_quick_grid_uses_each_class_declaration(tiny_preset):
+    path, _ = tiny_preset
+    for name in methods.list_methods():
+        quick = methods.get_method_class(name).Config.QUICK
+        (run,) = make_grid([str(path)], [name], [0], quick=True)
+        assert run.overrides == quick, name
+        config = run.config.to_dict()
+        assert all(config[k] == v for k, v in quick.items()), name
+        for key, value in quick.items():  # the user's --set wins over the quick budget
+            default = methods.get_method_class(name).Config.model_fields[key].default
+            (mine,) = make_grid([str(path)], [name], [0], {key: default}, quick=True)
+            assert mine.overrides[key] == default and mine.config.to_dict()[key] == default
+            assert default != value or mine.config_hash == run.config_hash
+    (dkl,) = make_grid([str(path)], ["dkl"], [0], quick=True)
+    assert dkl.overrides and dkl.overrides == methods.get_method_class("dkl").Config.QUICK
+
+
+def _old_record(preset, method, config_hash, seed):
+    """A result.json as udora 0.1.0 wrote it: no schema, no identity."""
+    return {
+        "preset": preset, "method": method, "seed": seed, "overrides": {}, "config": {},
+        "config_hash": config_hash, "preset_config": {}, "versions": {"udora": "0.1.0"},
+        "status": "ok", "error": None, "metrics": {"spearman_eu": 0.5}, "curves": {},
+        "timings": {"fit": 1.0},
+    }  # fmt: skip
+
+
+def test_results_of_udora_010_are_kept_explained_and_not_reused(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    (run,) = make_grid([str(path)], ["blr"], [0])
+    elsewhere = tmp_path / "tiny" / "blr" / "0123456789" / "seed-0"
+    same_path = run.run_dir(tmp_path)  # an old run that happens to sit where the new one goes
+    old = {}
+    for folder in (elsewhere, same_path):
+        folder.mkdir(parents=True)
+        text = json.dumps(_old_record("tiny", "blr", folder.parent.name, 0))
+        (folder / "result.json").write_text(text)
+        old[folder] = text
+    buf = io.StringIO()
+    summary = run_grid([run], tmp_path, data_dir=data, console=Console(file=buf, width=300))
+    lines = [line for line in buf.getvalue().splitlines() if line.startswith("note:")]
+    assert lines == [
+        f"note: 2 runs in {tmp_path} were written by udora 0.1.0 (old config hashes and task "
+        "standardisation); they are kept but not reused — see CHANGELOG.md 0.2.0"
+    ]
+    # not reused (the old "ok" at the same path is no skip) and never overwritten
+    assert (summary.legacy, summary.skipped, summary.done, summary.failed) == (2, 0, 1, 1)
+    assert "older udora" in buf.getvalue()
+    assert all((f / "result.json").read_text() == text for f, text in old.items())
+
+    # a new run elsewhere; the report shows it alone and warns about the two old ones
+    (new,) = make_grid([str(path)], ["blr"], [5])
+    run_grid([new], tmp_path, data_dir=data, console=Console(file=io.StringIO()))
+    with pytest.warns(LegacyRunsWarning, match="report excludes 2 runs .* udora 0.1.0"):
+        report = write_report(tmp_path, tmp_path / "report")
+    table = pd.read_parquet(report.parent / "results.parquet")
+    assert table[["config_hash", "seed"]].values.tolist() == [[new.config_hash, 5]]
+    assert "Excluded: 2 runs" in report.read_text()
+    cli = CliRunner().invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "r2")])
+    assert cli.exit_code == 0, cli.output
+    assert "note: the report excludes 2 runs" in cli.output
+    assert all((f / "result.json").read_text() == text for f, text in old.items())
