@@ -1,4 +1,4 @@
-"""Statistics across datasets and methods: rank agreement and ablation slopes (DESIGN §5)."""
+"""Statistics across datasets and methods: rank agreement and ablation slopes (docs/design.md)."""
 
 from __future__ import annotations
 
