@@ -47,6 +47,19 @@ _ENSEMBLE_METRICS = (
 )
 
 
+_REQUIRED = ("f", "y", "noise_var", "post_mean", "post_var", "mean", "aleatoric", "epistemic")
+_OPTIONAL = ("total", "member_means")
+
+
+def _keywords(fn: str, arrays: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arrays of :func:`score_arrays`, optional ones defaulted to None."""
+    missing = [k for k in _REQUIRED if k not in arrays]
+    unknown = sorted(set(arrays) - set(_REQUIRED) - set(_OPTIONAL))
+    if missing or unknown:
+        raise TypeError(f"{fn}: missing arrays {missing}, unknown arrays {unknown}")
+    return {**dict.fromkeys(_OPTIONAL), **arrays}
+
+
 def _inputs(fn: str, **arrays: Any) -> dict[str, Any]:
     member_means = arrays.pop("member_means")
     if arrays["total"] is None:
@@ -162,19 +175,7 @@ def score_arrays(
     return out
 
 
-def curves_arrays(
-    *,
-    f: np.ndarray,
-    y: np.ndarray,
-    noise_var: np.ndarray,
-    post_mean: np.ndarray,
-    post_var: np.ndarray,
-    mean: np.ndarray,
-    aleatoric: np.ndarray,
-    epistemic: np.ndarray,
-    total: np.ndarray | None = None,
-    member_means: np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
+def curves_arrays(**arrays: np.ndarray | None) -> dict[str, np.ndarray]:
     """The curves behind the scalar metrics, as a flat ``{name: array}``.
 
     Arguments as :func:`score_arrays`. Returns, for each ``kind`` in au, eu, total:
@@ -184,7 +185,7 @@ def curves_arrays(
     and ``reliability_level``/``reliability_observed`` (21,), ``pit_edges`` (11,),
     ``pit_density`` (10,).
     """
-    a = _inputs("curves_arrays", **locals())
+    a = _inputs("curves_arrays", **_keywords("curves_arrays", arrays))
     pairs = _pairs(a, _targets(a, "squared"))
     out: dict[str, np.ndarray] = {}
     for kind in _CALIBRATED:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from udora.scoring import curves, gaussian_crps, score, score_arrays
+from udora.scoring import curves, curves_arrays, gaussian_crps, score, score_arrays
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
@@ -141,6 +141,12 @@ def test_bad_shapes_raise_one_clear_error():
         score(task, _prediction(ok.mean, ok.aleatoric, ok.epistemic, np.zeros((4, 49))))
     with pytest.raises(ValueError, match=r"curves_arrays: `f` must have shape \(N,\)"):
         curves(SimpleNamespace(**{**vars(task), "f": task.f[:, None]}), ok)
+    arrays = {"f": task.f, "y": task.y, "noise_var": task.noise_var, "post_mean": task.post_mean}
+    with pytest.raises(TypeError, match=r"curves_arrays: missing arrays \['post_var', 'mean'"):
+        curves_arrays(**arrays)
+    with pytest.raises(TypeError, match=r"unknown arrays \['mu'\]"):
+        curves_arrays(**arrays, post_var=task.post_var, mean=ok.mean, aleatoric=ok.aleatoric,
+                      epistemic=ok.epistemic, mu=ok.mean)  # fmt: skip
 
 
 def test_score_is_score_arrays_on_the_objects():
