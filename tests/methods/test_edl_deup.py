@@ -50,7 +50,7 @@ def test_evidential_loss_adds_the_weighted_regulariser():
 
 
 def test_edl_variances_follow_the_nig_formulas(task):
-    edl = methods.get_method("edl", width=16, blocks=1, epochs=20).fit(task.X, task.y, seed=0)
+    edl = methods.get_method("edl", width=16, blocks=1, n_epochs=20).fit(task.X, task.y, seed=0)
     pred = edl.predict(task.X_near)
     raw = edl.raw_outputs(jnp.asarray(edl.scaler_.x(task.X_near), jnp.float32))[0]
     softplus = np.log1p(np.exp(np.asarray(raw, np.float64)))
@@ -63,7 +63,7 @@ def test_edl_variances_follow_the_nig_formulas(task):
 
 @pytest.mark.parametrize("seed", [0, 5])
 def test_deup_aleatoric_is_the_validation_residual_variance(task, seed):
-    deup = methods.get_method("deup", width=16, blocks=1, epochs=30, n_epochs_excess=20)
+    deup = methods.get_method("deup", width=16, blocks=1, n_epochs=30, n_epochs_excess=20)
     deup.fit(task.X, task.y, seed=seed)
     _, val = validation_split(task.X.shape[0], 0.2, numpy_rng(seed, "validation"))
     assert val.size == 40

@@ -42,7 +42,7 @@ def test_regulariser_is_the_gp_prior_quadratic_form():
 @pytest.fixture(scope="module")
 def fitted():
     task = make_task()
-    cfg = {"width": 16, "blocks": 1, "epochs": 40, "n_members": 4000, "rank": 10}
+    cfg = {"width": 16, "blocks": 1, "n_epochs": 40, "n_members": 4000, "rank": 10}
     x64_before = jax.config.jax_enable_x64
     method = methods.get_method("fsp_laplace", **cfg).fit(task.X, task.y, seed=0)
     assert jax.config.jax_enable_x64 == x64_before

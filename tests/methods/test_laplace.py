@@ -49,7 +49,7 @@ def fitted():
     cfg = {
         "width": 16,
         "blocks": 1,
-        "epochs": 40,
+        "n_epochs": 40,
         "n_members": 4000,
         "prior_prec_grid": 60,
         "val_fraction": 0.5,

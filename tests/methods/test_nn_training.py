@@ -1,5 +1,6 @@
-"""The vmapped trainer and the NN methods: members are independent, early stopping keeps
-the best epoch, the epoch cap holds, bagging draws what it says, every option trains."""
+"""The vmapped trainer and the NN methods: members are independent, trackers compose
+(early stopping keeps the best epoch while SWAG moments accumulate), the epoch budget
+holds, programs are reused, bagging draws what it says, every option trains."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import pytest
 from method_tasks import make_task
 
 from udora import methods
+from udora.methods.bagging import resampled_rows
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import nll
-from udora.methods.nn.network import make_network
-from udora.methods.nn.trainer import train_members
+from udora.methods.nn.network import make_network, program_key
+from udora.methods.nn.step import GaussianNLL
+from udora.methods.nn.trackers import best_epoch, swag_moments
+from udora.methods.nn.trainer import _epoch_program, run_epochs, train_members
 
 
 def _data(n=64, d=2, seed=0):
@@ -24,7 +28,7 @@ def _data(n=64, d=2, seed=0):
 
 
 def test_vmapped_members_equal_members_trained_alone():
-    cfg = NNConfig(width=8, blocks=1, epochs=5, batch_size=16, val_fraction=0.0)
+    cfg = NNConfig(width=8, blocks=1, n_epochs=5, batch_size=16, val_fraction=0.0)
     X, y = _data()
     empty_x, empty_y = X[:0], y[:0]
     keys = jax.random.split(jax.random.key(0), 3)
@@ -40,7 +44,7 @@ def test_vmapped_members_equal_members_trained_alone():
 
 
 def test_early_stopping_keeps_the_best_epoch_and_stops():
-    cfg = NNConfig(width=64, blocks=2, lr=0.02, epochs=300, patience=3, batch_size=16)
+    cfg = NNConfig(width=64, blocks=2, learning_rate=0.02, n_epochs=300, patience=3, batch_size=16)
     X, y = _data(n=48, seed=2)
     X_val, y_val = _data(n=32, seed=3)
     keys = jax.random.split(jax.random.key(1), 2)
@@ -56,20 +60,78 @@ def test_early_stopping_keeps_the_best_epoch_and_stops():
         assert recomputed == pytest.approx(float(best_val[k]), rel=1e-5)
 
 
-def test_max_epochs_caps_training():
-    cfg = NNConfig(width=8, blocks=1, epochs=100, max_epochs=3, val_fraction=0.0)
-    assert cfg.train_epochs == 3
+def test_trackers_compose_best_epoch_and_swag_moments():
+    """One run with both trackers against the iterates of runs stopped after j epochs.
+
+    The loop is deterministic per epoch, so the same program run for a budget of j epochs
+    gives the iterate after epoch j of the long run; from these the stopping epoch, the
+    best epoch and the moments are recomputed in numpy.
+    """
+    patience, every = 3, 2
+    cfg = NNConfig(width=32, blocks=1, learning_rate=0.03, patience=patience, batch_size=16)
+    X, y = _data(n=48, seed=2)
+    X_val, y_val = _data(n=32, seed=3)
+    rows = jnp.arange(48, dtype=jnp.int32)[None, :]
+    keys = jax.random.key(5)[None]
+    trackers = (best_epoch(patience), swag_moments(every))
+    last, (best, (first, second)), n_run = run_epochs(
+        cfg, X, y, X_val, y_val, rows, keys, 200, trackers
+    )
+    n_run = int(n_run[0])
+    net = make_network(cfg)
+    iterates, losses = [], []
+    for j in range(1, n_run + 1):
+        variables, _, _ = run_epochs(cfg, X, y, X_val, y_val, rows, keys, j, trackers)
+        member = jax.tree.map(lambda a: a[0], variables)
+        iterates.append([np.asarray(a, np.float64) for a in jax.tree.leaves(member["params"])])
+        raw = np.asarray(net.apply(member, X_val, train=False), np.float64)
+        var = (np.logaddexp(0.0, raw[:, 1]) + 1e-6) ** 2
+        losses.append(np.mean(0.5 * (np.log(var) + (np.asarray(y_val) - raw[:, 0]) ** 2 / var)))
+    # Early stopping: stop once `patience` epochs in a row fail to beat the best so far.
+    run_best = np.minimum.accumulate(losses)
+    improved = np.r_[True, np.asarray(losses[1:]) < run_best[:-1]]
+    since = [j - max(i for i in range(j + 1) if improved[i]) for j in range(n_run)]
+    assert n_run < 200 and since[-1] == patience and max(since[:-1]) < patience
+    k_best = int(np.argmin(losses))
+    assert float(best.best_val[0]) == pytest.approx(losses[k_best], rel=1e-5)
+    for got, want in zip(jax.tree.leaves(best.best[0]), iterates[k_best], strict=True):
+        np.testing.assert_allclose(got[0], want, rtol=1e-6, atol=1e-7)
+    for got, want in zip(jax.tree.leaves(last["params"]), iterates[-1], strict=True):
+        np.testing.assert_allclose(got[0], want, rtol=1e-6, atol=1e-7)
+    # SWAG moments of the same run: the iterates after epochs every, 2 every, ...
+    taken = [iterates[j - 1] for j in range(every, n_run + 1, every)]
+    assert len(taken) >= 2
+    for i, (m1, m2) in enumerate(zip(jax.tree.leaves(first), jax.tree.leaves(second), strict=True)):
+        stack = np.stack([it[i] for it in taken])
+        np.testing.assert_allclose(m1[0], stack.mean(axis=0), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(m2[0], (stack**2).mean(axis=0), rtol=1e-4, atol=1e-6)
+
+
+def test_n_epochs_is_the_budget_and_programs_are_reused():
+    cfg = NNConfig(width=8, blocks=1, n_epochs=3, val_fraction=0.0)
     X, y = _data()
     rows = jnp.tile(jnp.arange(64, dtype=jnp.int32), (2, 1))
     keys = jax.random.split(jax.random.key(0), 2)
     _, _, epochs_run = train_members(cfg, X, y, X[:0], y[:0], rows, keys)
     np.testing.assert_array_equal(epochs_run, [3, 3])
+    # Another budget, other data of the same shapes, K and n_epochs in the config: no new
+    # program and no retrace.
+    misses = _epoch_program.cache_info().misses
+    X2, y2 = _data(seed=9)
+    other = cfg.model_copy(update={"n_epochs": 5, "n_members": 7})
+    _, _, epochs_run = train_members(other, X2, y2, X2[:0], y2[:0], rows, keys)
+    np.testing.assert_array_equal(epochs_run, [5, 5])
+    assert _epoch_program.cache_info().misses == misses
+    tracker = best_epoch(cfg.patience)
+    program = _epoch_program(program_key(cfg), GaussianNLL("standard"), (), (tracker,), None)
+    assert _epoch_program.cache_info().misses == misses
+    assert program._cache_size() == 1, "one trace serves both budgets and both data sets"
 
 
 @pytest.mark.parametrize("replace", [True, False])
 def test_bagging_rows_follow_fraction_and_replacement(replace):
     bag = methods.get_method("nn_bagging", sample_fraction=0.6, replace=replace, n_members=50)
-    rows = bag.member_rows(200, np.random.default_rng(0))
+    rows = resampled_rows(bag.config, bag.n_trained, 200, np.random.default_rng(0))
     assert rows.shape == (50, 120) and rows.min() >= 0 and rows.max() < 200
     unique = np.array([np.unique(r).size for r in rows])
     if replace:  # E[unique] = 200 (1 - (1 - 1/200)^120) ~ 90.3
@@ -81,8 +143,8 @@ def test_bagging_rows_follow_fraction_and_replacement(replace):
 
 def test_ensemble_members_disagree_and_seed_matters():
     task = make_task(n=120, seed=4)
-    a = methods.get_method("nn_ensemble", width=16, max_epochs=20).fit(task.X, task.y, seed=0)
-    b = methods.get_method("nn_ensemble", width=16, max_epochs=20).fit(task.X, task.y, seed=1)
+    a = methods.get_method("nn_ensemble", width=16, n_epochs=20).fit(task.X, task.y, seed=0)
+    b = methods.get_method("nn_ensemble", width=16, n_epochs=20).fit(task.X, task.y, seed=1)
     pa, pb = a.predict(task.X_near), b.predict(task.X_near)
     assert pa.member_means.shape == (10, 300)
     assert np.all(pa.epistemic > 0)
@@ -91,7 +153,7 @@ def test_ensemble_members_disagree_and_seed_matters():
 
 def test_predict_before_fit_and_wrong_width_are_errors():
     task = make_task(n=40, seed=5)
-    method = methods.get_method("nn_dropout", width=8, max_epochs=2)
+    method = methods.get_method("nn_dropout", width=8, n_epochs=2)
     with pytest.raises(methods.NotFittedError, match="call fit"):
         method.predict(task.X_near)
     method.fit(task.X, task.y, seed=0)
@@ -103,9 +165,9 @@ def test_predict_before_fit_and_wrong_width_are_errors():
 @pytest.mark.parametrize(
     "overrides",
     [
-        {"optimizer": "sgd", "lr": 0.01, "sgd_nesterov": True},
-        {"optimizer": "muon", "lr": 0.01},
-        {"optimizer": "soap", "lr": 0.003},
+        {"optimizer": "sgd", "learning_rate": 0.01, "sgd_nesterov": True},
+        {"optimizer": "muon", "learning_rate": 0.01},
+        {"optimizer": "soap", "learning_rate": 0.003},
         {"norm": "layer", "activation": "gelu"},
         {"norm": "batch", "activation": "relu", "batch_size": 32},
         {"head": "natural"},
@@ -114,7 +176,7 @@ def test_predict_before_fit_and_wrong_width_are_errors():
 )
 def test_every_option_trains_an_ensemble(overrides):
     task = make_task(n=200, seed=6)
-    cfg = {"width": 16, "blocks": 1, "n_members": 3, "max_epochs": 60, **overrides}
+    cfg = {"width": 16, "blocks": 1, "n_members": 3, "n_epochs": 60, **overrides}
     pred = methods.get_method("nn_ensemble", **cfg).fit(task.X, task.y, seed=0).predict(task.X_near)
     r2 = 1 - np.mean((pred.mean - task.f_near) ** 2) / np.var(task.f_near)
     assert r2 > 0.8, f"{overrides}: R^2 = {r2:.3f}"

@@ -23,19 +23,27 @@ def _data(n=48, seed=0):
 def test_moments_equal_numpy_moments_of_the_iterates():
     every, n_ckpt = 3, 5
     cfg = NNConfig(
-        width=8, blocks=1, optimizer="sgd", lr=0.05, momentum=0.9, batch_size=16, val_fraction=0.0
+        width=8,
+        blocks=1,
+        optimizer="sgd",
+        learning_rate=0.05,
+        momentum=0.9,
+        batch_size=16,
+        val_fraction=0.0,
     )
     X, y = _data()
     rows = jnp.arange(48, dtype=jnp.int32)[None, :]
     keys = jax.random.key(4)[None]
-    init, _, _ = train_members(cfg.model_copy(update={"epochs": 2}), X, y, X[:0], y[:0], rows, keys)
+    init, _, _ = train_members(
+        cfg.model_copy(update={"n_epochs": 2}), X, y, X[:0], y[:0], rows, keys
+    )
     _, first, second = collect_moments(
         cfg, X, y, rows, keys, init, every=every, n_checkpoints=n_ckpt, grad_clip=1.0
     )
     # The iterate after j * every epochs, by training from init for exactly that long.
     iterates = []
     for j in range(1, n_ckpt + 1):
-        run = cfg.model_copy(update={"epochs": j * every})
+        run = cfg.model_copy(update={"n_epochs": j * every})
         params, _, _ = train_members(run, X, y, X[:0], y[:0], rows, keys, init=init, grad_clip=1.0)
         iterates.append([np.asarray(a[0], np.float64) for a in jax.tree.leaves(params)])
     for i, (m1, m2) in enumerate(zip(jax.tree.leaves(first), jax.tree.leaves(second), strict=True)):
@@ -50,7 +58,7 @@ def test_moments_equal_numpy_moments_of_the_iterates():
 @pytest.fixture(scope="module")
 def swag():
     task = make_task()
-    cfg = {"width": 16, "blocks": 1, "epochs": 30, "n_checkpoints": 8, "epoch_per_checkpoint": 2}
+    cfg = {"width": 16, "blocks": 1, "n_epochs": 30, "n_checkpoints": 8, "epochs_per_checkpoint": 2}
     return methods.get_method("swag", **cfg).fit(task.X, task.y, seed=1), task
 
 
