@@ -41,7 +41,7 @@ def _measure(cache: str) -> dict:
         + 0.1 * X[:, 0] ** 2
         + 0.2 * rng.normal(size=N)
     )
-    cfg = methods.get_method("nn_ensemble", epochs=EPOCHS, patience=EPOCHS + 1).config
+    cfg = methods.get_method("nn_ensemble", n_epochs=EPOCHS, patience=EPOCHS + 1).config
     fit_idx, val_idx = validation_split(N, cfg.val_fraction, np.random.default_rng(1))
     Xs = (X - X.mean(0)) / X.std(0)
     ys = (y - y.mean()) / y.std()
@@ -58,23 +58,25 @@ def _measure(cache: str) -> dict:
         t1 = time.perf_counter()
         program = lowered.compile()
         t2 = time.perf_counter()
-        out = jax.block_until_ready(program(keys, rows, *args, n_epochs))
+        out = jax.block_until_ready(program(keys, rows, *args, n_epochs, None, ()))
         t3 = time.perf_counter()
         return program, {"trace_s": t1 - t0, "compile_s": t2 - t1, "first_run_s": t3 - t2}, out
 
     vmapped, v_times, out = compile_and_run(rows, keys)
     assert int(np.min(out[2])) == EPOCHS, "early stopping must be off for a fixed workload"
-    v_times["train_s"] = _best_of(lambda: vmapped(keys, rows, *args, n_epochs))
+    v_times["train_s"] = _best_of(lambda: vmapped(keys, rows, *args, n_epochs, None, ()))
 
     single, s_times, _ = compile_and_run(rows[:1], keys[:1])
 
     def ten_fits():
-        return [single(keys[k : k + 1], rows[k : k + 1], *args, n_epochs) for k in range(K)]
+        return [
+            single(keys[k : k + 1], rows[k : k + 1], *args, n_epochs, None, ()) for k in range(K)
+        ]
 
     s_times["train_s"] = _best_of(ten_fits)
 
     t0 = time.perf_counter()
-    methods.get_method("nn_ensemble", epochs=EPOCHS, patience=EPOCHS + 1).fit(X, y, seed=0)
+    methods.get_method("nn_ensemble", n_epochs=EPOCHS, patience=EPOCHS + 1).fit(X, y, seed=0)
     fit_s = time.perf_counter() - t0
     return {"vmapped_K10": v_times, "sequential_K1x10": s_times, "method_fit_s": fit_s}
 
