@@ -7,8 +7,8 @@ with rows from the epoch's start and takes ``ceil(m / B)`` pure training steps
 (:func:`methods.nn.step.make_train_step`: per-point loss plus loss terms). After each
 epoch the validation loss (eval mode, 0 rows: none) goes to the trackers
 (:mod:`methods.nn.trackers`); the loop ends after ``n_epochs`` or when a tracker is done.
-Under vmap it runs until every member is done; a member that is done keeps training in
-the loop but its trackers (e.g. its best-epoch variables) are what callers read.
+Under vmap the loop runs until every member is done; a member that is done no longer
+changes.
 
 Programs are cached on their static parts (config key, loss, terms, trackers, gradient
 clip); the data, the rows, the epoch budget, the initial variables and the terms'
@@ -41,6 +41,7 @@ def _epoch_program(
     trackers: tuple[Tracker, ...],
     grad_clip: float | None,
 ) -> Callable:
+    """The jitted, member-vmapped epoch loop for these static parts (see the module doc)."""
     net = make_network(key_cfg, loss.n_out)
     tx = make_optimizer(key_cfg)
     if grad_clip is not None:
