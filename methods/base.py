@@ -21,8 +21,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from udora.oracle.prior import TaskKnowledge
 
+Knowledge = TaskKnowledge | None  # what fit receives: None only when called outside a run
+
 __all__ = [
     "ConfigError",
+    "Knowledge",
     "MethodConfig",
     "NotFittedError",
     "Prediction",
@@ -166,14 +169,7 @@ class UQMethod(abc.ABC):
         return f"{type(self).__name__}({self.config!r})"
 
     @abc.abstractmethod
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Learn from ``X`` ``(n, d)`` and ``y`` ``(n,)`` in original units; returns self.
 
         ``seed`` is the run seed (all randomness derives from it); ``knowledge`` is what

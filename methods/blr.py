@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from pydantic import Field
 
-from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
+from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
 from udora.methods.registry import register
 from udora.oracle.standardise import Standardiser
 
@@ -54,14 +54,7 @@ class BayesianLinearRegression(UQMethod):
             return np.concatenate([Xs, np.ones((Xs.shape[0], 1))], axis=1)
         return Xs
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Posterior ``N(m_N, S_N)`` from ``X`` ``(n, d)``, ``y`` ``(n,)``; ``seed`` is unused."""
         del seed  # closed form: nothing random
         X, y = check_xy(X, y)

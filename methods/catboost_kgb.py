@@ -22,7 +22,7 @@ import numpy as np
 from catboost import sample_gaussian_process
 from pydantic import Field
 
-from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
+from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
 from udora.methods.combine import combine_standardised
 from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
@@ -77,14 +77,7 @@ class CatBoostKGB(UQMethod):
     Config = CatBoostKGBConfig
     config: CatBoostKGBConfig
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Draw K posterior function samples from ``X`` ``(n, d)``, ``y`` ``(n,)``."""
         X, y = check_xy(X, y)
         cfg = self.config

@@ -21,7 +21,7 @@ import numpy as np
 from catboost import CatBoostRegressor
 from pydantic import Field
 
-from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
+from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
 from udora.methods.combine import combine_standardised
 from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
@@ -93,14 +93,7 @@ class CatBoostPS(UQMethod):
             verbose=False,
         )
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Fit K members on ``X`` ``(n, d)``, ``y`` ``(n,)``.
 
         Sets ``val_rows_`` (the held-out rows, possibly empty) and ``member_rows_``

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from udora.methods.base import Prediction, TaskKnowledge, check_x
+from udora.methods.base import Knowledge, Prediction, check_x
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.method import NNMethod, Recipe
 from udora.methods.nn.network import predict_members
@@ -78,14 +78,7 @@ class DEUP(NNMethod):
             }
         )
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """The mean network, the global noise from V's residuals, the excess network on V."""
         Xs, ys = self.train_networks(X, y, seed=seed)
         X_val = jnp.asarray(Xs[self.val_idx_])

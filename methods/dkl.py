@@ -39,7 +39,7 @@ import optax
 from gpjax.parameters import val
 from pydantic import Field
 
-from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
+from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
 from udora.methods.nn.backbone import ResidualMLP
 from udora.methods.registry import register
 from udora.methods.seeding import jax_keys
@@ -173,14 +173,7 @@ class DKL(UQMethod):
         params = run(params, keys, data.X, data.y)
         return eqx.combine(params, static)
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Train on ``X`` ``(n, d)``, ``y`` ``(n,)`` (original units) with run seed ``seed``."""
         X, y = check_xy(X, y)
         cfg = self.config

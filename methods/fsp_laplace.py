@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from udora.methods.base import TaskKnowledge
+from udora.methods.base import Knowledge
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
 from udora.methods.nn.last_layer import (
@@ -152,14 +152,7 @@ class FSPLaplace(SampledHeadsMethod):
     config: FSPLaplaceConfig
     recipe = Recipe(one_network=True, terms=(function_space_prior,))
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """MAP network with the prior term; low-rank factor ``S``, GGN, T on V; K heads."""
         Xs, ys = self.train_networks(X, y, seed=seed)
         cfg = self.config

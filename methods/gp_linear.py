@@ -19,7 +19,7 @@ import numpy as np
 from gpjax.parameters import val
 from pydantic import Field
 
-from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
+from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
 from udora.methods.registry import register
 from udora.oracle.standardise import Standardiser
 
@@ -56,14 +56,7 @@ class LinearGP(UQMethod):
     Config = LinearGPConfig
     config: LinearGPConfig
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Fit hyperparameters and condition on ``X`` ``(n, d)``, ``y`` ``(n,)``; no randomness."""
         del seed  # deterministic optimiser from a fixed start
         X, y = check_xy(X, y)

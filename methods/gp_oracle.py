@@ -25,7 +25,14 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
+from udora.methods.base import (
+    Knowledge,
+    MethodConfig,
+    Prediction,
+    UQMethod,
+    check_x,
+    check_xy,
+)
 from udora.methods.registry import register
 
 
@@ -46,14 +53,7 @@ class OracleGP(UQMethod):
     config: OracleGPConfig
     uses_task_prior = True
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Condition ``knowledge.prior`` on ``X`` ``(n, d)``, ``y`` ``(n,)``; no randomness."""
         del seed  # exact conditioning: nothing random
         if knowledge is None or knowledge.prior is None:

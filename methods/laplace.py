@@ -33,7 +33,7 @@ from laplax.eval.calibrate import optimize_prior_prec
 from loguru import logger
 from pydantic import Field
 
-from udora.methods.base import TaskKnowledge
+from udora.methods.base import Knowledge
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.last_layer import (
     SampledHeadsMethod,
@@ -112,14 +112,7 @@ class LastLayerLaplace(SampledHeadsMethod):
     Config = LaplaceConfig
     config: LaplaceConfig
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """MAP network; curvature on the fit split, ``lambda`` and ``T`` on V; K heads."""
         Xs, ys = self.train_networks(X, y, seed=seed)
         cfg = self.config

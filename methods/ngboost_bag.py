@@ -18,7 +18,7 @@ from ngboost.scores import LogScore
 from pydantic import Field
 from sklearn.tree import DecisionTreeRegressor
 
-from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
+from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
 from udora.methods.combine import combine_standardised
 from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
@@ -135,14 +135,7 @@ class NGBoostBag(UQMethod):
             n_jobs=1,
         )
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Fit K members to resamples of ``X`` ``(n, d)``, ``y`` ``(n,)``.
 
         Sets ``member_rows_`` ``(K, m)``: the training rows each member saw.

@@ -31,7 +31,7 @@ from pydantic import Field
 from scipy.special import digamma, gammaln, polygamma
 from sklearn.tree import DecisionTreeRegressor
 
-from udora.methods.base import MethodConfig, Prediction, TaskKnowledge, UQMethod, check_x, check_xy
+from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
 from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
 from udora.methods.trees import library_seeds, target_scaler
@@ -185,14 +185,7 @@ class NGBoostNIG(UQMethod):
     Config = NGBoostNIGConfig
     config: NGBoostNIGConfig
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Boost the NIG parameters on ``X`` ``(n, d)``, ``y`` ``(n,)``."""
         X, y = check_xy(X, y)
         cfg = self.config

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from udora.methods.base import Prediction, TaskKnowledge, check_x
+from udora.methods.base import Knowledge, Prediction, check_x
 from udora.methods.combine import combine_members, combine_standardised
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
@@ -84,14 +84,7 @@ class SWAG(NNMethod):
             }
         )
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Pretrain; collect the moments, draw the K networks, fit the variance factor on V."""
         Xs, ys = self.train_networks(X, y, seed=seed)
         cfg = self.config

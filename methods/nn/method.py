@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from udora.methods.base import Prediction, TaskKnowledge, UQMethod, check_x, check_xy
+from udora.methods.base import Knowledge, Prediction, UQMethod, check_x, check_xy
 from udora.methods.combine import combine_standardised
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
@@ -90,14 +90,7 @@ class NNMethod(UQMethod):
         """How many networks are trained (K for ensembles, 1 for ``one_network``)."""
         return 1 if self.recipe.one_network else self.config.n_members
 
-    def fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        *,
-        seed: int,
-        knowledge: TaskKnowledge | None = None,
-    ) -> Self:
+    def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Train on ``X`` ``(n, d)``, ``y`` ``(n,)`` (original units) with run seed ``seed``."""
         self.train_networks(X, y, seed=seed)
         self.fitted_ = True
