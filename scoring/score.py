@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from udora.oracle.targets import Targets, posterior_targets
+from udora.scoring import proper
 from udora.scoring._checks import members, vectors
 from udora.scoring.agreement import agreement, mse
 from udora.scoring.calibration import calibration_curve, calibration_log_ratios
@@ -22,16 +23,6 @@ from udora.scoring.ensemble import (
     fair_crps_ensemble,
     spread_skill_ratio,
     top_decile_error_ratio,
-)
-from udora.scoring.proper import (
-    COVERAGE_LEVELS,
-    gaussian_crps,
-    gaussian_nll,
-    interval_coverage,
-    miscalibration_area,
-    pit,
-    pit_histogram,
-    reliability_curve,
 )
 from udora.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
 from udora.scoring.utilities import selective_utility, topk_utility
@@ -152,11 +143,11 @@ def score_arrays(
         for kind in ("eu", "total"):
             out[f"nAURC_{kind}_{loss}"] = normalised_aurc(*other[kind])
 
-    out["nll"] = float(np.mean(gaussian_nll(mu, v, yy)))
-    out["crps"] = float(np.mean(gaussian_crps(mu, v, yy)))
-    for level in COVERAGE_LEVELS:
-        out[f"coverage_{round(100 * level)}"] = interval_coverage(mu, v, yy, level)
-    out["miscal_area"] = miscalibration_area(pit(mu, v, yy))
+    out["nll"] = float(np.mean(proper.gaussian_nll(mu, v, yy)))
+    out["crps"] = float(np.mean(proper.gaussian_crps(mu, v, yy)))
+    for level in proper.COVERAGE_LEVELS:
+        out[f"coverage_{round(100 * level)}"] = proper.interval_coverage(mu, v, yy, level)
+    out["miscal_area"] = proper.miscalibration_area(proper.pit(mu, v, yy))
 
     out.update(dict.fromkeys(_ENSEMBLE_METRICS, float("nan")))
     x = a["member_means"]
@@ -193,9 +184,9 @@ def curves_arrays(**arrays: np.ndarray | None) -> dict[str, np.ndarray]:
         out[f"calib_{kind}_estimate"], out[f"calib_{kind}_target"] = calibration_curve(est, tgt)
         out["rc_coverage"], out[f"rc_{kind}"] = risk_coverage_curve(est, tgt)
         out[f"rc_{kind}_oracle"] = risk_coverage_curve(tgt, tgt)[1]
-    u = pit(a["mean"], a["total"], a["y"])
-    out["reliability_level"], out["reliability_observed"] = reliability_curve(u)
-    out["pit_edges"], out["pit_density"] = pit_histogram(u)
+    u = proper.pit(a["mean"], a["total"], a["y"])
+    out["reliability_level"], out["reliability_observed"] = proper.reliability_curve(u)
+    out["pit_edges"], out["pit_density"] = proper.pit_histogram(u)
     return out
 
 
