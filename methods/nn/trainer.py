@@ -149,18 +149,12 @@ def run_epochs(
 
 
 def train_members(
-    cfg: NNConfig,
-    X: jax.Array,
-    y: jax.Array,
-    X_val: jax.Array,
-    y_val: jax.Array,
-    rows: jax.Array,
-    keys: jax.Array,
-    **parts: Any,
+    cfg: NNConfig, *data: jax.Array, **parts: Any
 ) -> tuple[Variables, jax.Array, jax.Array]:
     """Train K members for ``cfg.n_epochs`` with early stopping (:func:`best_epoch`).
 
-    ``parts`` are :func:`run_epochs`'s keywords (loss, terms, term_args, init, grad_clip).
+    ``data`` are :func:`run_epochs`'s arrays ``X, y, X_val, y_val, rows, keys`` (same
+    shapes); ``parts`` its keywords (loss, terms, term_args, init, grad_clip).
 
     Returns:
         variables: each member's best-epoch variables (leading K axis; no split: the last).
@@ -168,9 +162,7 @@ def train_members(
         epochs_run: ``(K,)`` epochs each member ran.
     """
     tracker = best_epoch(cfg.patience)
-    _, (best,), n_run = run_epochs(
-        cfg, X, y, X_val, y_val, rows, keys, cfg.n_epochs, (tracker,), **parts
-    )
+    _, (best,), n_run = run_epochs(cfg, *data, cfg.n_epochs, (tracker,), **parts)
     params, state = best.best
     return {"params": params, **state}, best.best_val, n_run
 
@@ -209,21 +201,15 @@ def collect_moments(
     return last, first, second
 
 
-def lower_members(
-    cfg: NNConfig,
-    X: jax.Array,
-    y: jax.Array,
-    X_val: jax.Array,
-    y_val: jax.Array,
-    rows: jax.Array,
-    keys: jax.Array,
-) -> jax.stages.Lowered:
+def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:
     """The program :func:`train_members` runs for these arguments, lowered, not compiled.
 
+    ``data`` are ``X, y, X_val, y_val, rows, keys`` as in :func:`run_epochs`.
     ``.compile()`` on it times compilation alone (benchmarks); the compiled program takes
     ``(keys, rows, X, y, X_val, y_val, n_epochs, None, ())`` with ``n_epochs`` int32.
     """
     loss = GaussianNLL(cfg.head)
     program = _epoch_program(program_key(cfg), loss, (), (best_epoch(cfg.patience),), None)
+    X, y, X_val, y_val, rows, keys = data
     n_epochs = jnp.asarray(cfg.n_epochs, jnp.int32)
     return program.lower(keys, rows, X, y, X_val, y_val, n_epochs, None, ())
