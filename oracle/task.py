@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from udora.oracle.data import load_table
+from udora.oracle.data import load_table_with_source
 from udora.oracle.gp import Conditioner, sample_conditional_marginals, sample_joint
 from udora.oracle.kernels import build_kernel
 from udora.oracle.noise import NoiseModel
@@ -110,7 +110,7 @@ def build_task(
         raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
     seed = int(seed)
     t0 = time.perf_counter()
-    X_all, y_all = load_table(preset, data_dir)
+    X_all, y_all, source = load_table_with_source(preset, data_dir)
     if not float(y_all.std()) > 0:
         raise ValueError(f"preset {preset.name!r}: the target is constant in the data")
     std = Standardiser.fit(X_all, y_all)  # the kernel fit's units (oracle/fit.py)
@@ -150,6 +150,7 @@ def build_task(
 
     meta = {
         **std.to_dict(),
+        "data_source": source.to_dict(),  # kind, location, sha256 (oracle/data.py)
         "kernel": [dict(c) for c in preset.kernel],
         "mean": preset.mean.model_dump(),
         "noise": preset.noise.model_dump(),

