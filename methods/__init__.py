@@ -1,23 +1,26 @@
 """UQ methods behind one interface, found by name through the registry.
 
-Importing this package registers every method below; ``get_method(name, **overrides)``
-builds one with its config fields replaced.
+Importing this package is cheap: it imports no method module. ``get_method(name,
+**overrides)`` imports and builds one (built-in or plugin, methods/registry.py); the
+contract classes (``UQMethod``, ``MethodConfig``, ...) and the built-in modules
+(``methods.blr``, ...) are imported on first access.
 """
 
-from udora.methods import bagging, blr, dropout, ensemble, gp_linear, gp_oracle  # noqa: F401
-from udora.methods import catboost_kgb as catboost_kgb
-from udora.methods import catboost_ps as catboost_ps
-from udora.methods import deup as deup
-from udora.methods import dkl as dkl
-from udora.methods import edl as edl
-from udora.methods import fsp_laplace as fsp_laplace
-from udora.methods import laplace as laplace
-from udora.methods import ngboost_bag as ngboost_bag
-from udora.methods import ngboost_nig as ngboost_nig
-from udora.methods import swag as swag
-from udora.methods.base import ConfigError, MethodConfig, NotFittedError, Prediction, UQMethod
-from udora.methods.combine import combine_members
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from udora.methods.registry import get_method, get_method_class, list_methods, register
+
+_LAZY = {
+    "ConfigError": "udora.methods.base",
+    "MethodConfig": "udora.methods.base",
+    "NotFittedError": "udora.methods.base",
+    "Prediction": "udora.methods.base",
+    "UQMethod": "udora.methods.base",
+    "combine_members": "udora.methods.combine",
+}
 
 __all__ = [
     "ConfigError",
@@ -31,3 +34,15 @@ __all__ = [
     "list_methods",
     "register",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The contract classes and submodules (``methods.blr``), imported on first access."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as err:
+        if err.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -1,15 +1,69 @@
-"""The one registry from method names to method classes.
+"""The one registry from method names to method classes: built-ins and plugins.
 
-``@register("name")`` on a class is the only step besides writing it; presets, the CLI
-and sweeps refer to methods by name.
+Presets, the CLI and sweeps refer to methods by name (docs/design.md, "Methods").
+
+- **Built-ins** are listed in :data:`BUILTIN_METHODS` (``name -> "module:Class"``) and
+  imported on first use; each module's ``@register("name")`` must agree with the table
+  (``tests/methods/test_plugin.py`` checks it). Keeping them out of entry points means a
+  built-in never depends on installed metadata being fresh.
+- **Plugins**: any installed distribution declares
+  ``[project.entry-points."udora.methods"] knn = "my_pkg.knn:KNN"``
+  (docs/adding_a_method.md). Entry points are read once; a plugin is imported on first
+  use. One that fails to import gives a warning naming the entry point and is left out; a
+  plugin name that is also a built-in's (or declared twice) is an error naming both.
+- :func:`method_infos` lists names, origins and each class's one-line docstring read with
+  :mod:`ast`, importing no method module (``udora methods`` answers without JAX).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.metadata
+import importlib.util
+import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+ENTRY_POINT_GROUP = "udora.methods"
+BUILTIN_METHODS: dict[str, str] = {
+    "blr": "udora.methods.blr:BayesianLinearRegression",
+    "catboost_kgb": "udora.methods.catboost_kgb:CatBoostKGB",
+    "catboost_ps": "udora.methods.catboost_ps:CatBoostPS",
+    "deup": "udora.methods.deup:DEUP",
+    "dkl": "udora.methods.dkl:DKL",
+    "edl": "udora.methods.edl:EDL",
+    "fsp_laplace": "udora.methods.fsp_laplace:FSPLaplace",
+    "gp_linear": "udora.methods.gp_linear:LinearGP",
+    "gp_oracle": "udora.methods.gp_oracle:OracleGP",
+    "laplace": "udora.methods.laplace:LastLayerLaplace",
+    "ngboost_bag": "udora.methods.ngboost_bag:NGBoostBag",
+    "ngboost_nig": "udora.methods.ngboost_nig:NGBoostNIG",
+    "nn_bagging": "udora.methods.bagging:NNBagging",
+    "nn_dropout": "udora.methods.dropout:NNDropout",
+    "nn_ensemble": "udora.methods.ensemble:NNEnsemble",
+    "swag": "udora.methods.swag:SWAG",
+}
+
 _REGISTRY: dict[str, type] = {}
+_PLUGINS: dict[str, importlib.metadata.EntryPoint] | None = None  # read once
+_BROKEN: dict[str, str] = {}  # plugin name -> why it failed to load
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """One method as listed: name, ``module:Class``, where it comes from, docstring line."""
+
+    name: str
+    target: str
+    origin: str  # "built-in", "plugin <distribution> <version>" or "registered in code"
+    summary: str
+
+
+def _target(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def register(name: str) -> Callable[[type], type]:
@@ -18,6 +72,9 @@ def register(name: str) -> Callable[[type], type]:
     def deco(cls: type) -> type:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
             raise ValueError(f"method name {name!r} is already registered by {_REGISTRY[name]}")
+        builtin = BUILTIN_METHODS.get(name)
+        if builtin is not None and builtin != _target(cls):
+            raise ValueError(f"method name {name!r} is the built-in {builtin}, not {_target(cls)}")
         _REGISTRY[name] = cls
         cls.name = name
         return cls
@@ -31,18 +88,85 @@ def unregister(name: str) -> None:
     del _REGISTRY[name]
 
 
+def _describe(ep: importlib.metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    where = f" (distribution {dist.name} {dist.version})" if dist is not None else ""
+    return f"'{ep.name} = {ep.value}'{where}"
+
+
+def plugin_entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    """The ``udora.methods`` entry points of installed distributions, by name; read once.
+
+    Raises:
+        ValueError: a plugin uses a built-in's name, or two plugins declare one name.
+    """
+    global _PLUGINS
+    if _PLUGINS is None:
+        found: dict[str, importlib.metadata.EntryPoint] = {}
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in BUILTIN_METHODS:
+                raise ValueError(
+                    f"method name {ep.name!r}: plugin entry point {_describe(ep)} clashes "
+                    f"with the built-in {BUILTIN_METHODS[ep.name]}; rename the entry point"
+                )
+            if ep.name in found and found[ep.name].value != ep.value:
+                raise ValueError(
+                    f"method name {ep.name!r} is declared by two plugin entry points: "
+                    f"{_describe(found[ep.name])} and {_describe(ep)}"
+                )
+            found[ep.name] = ep
+        _PLUGINS = found
+    return _PLUGINS
+
+
+def _load_builtin(name: str) -> type:
+    module, _, qualname = BUILTIN_METHODS[name].partition(":")
+    cls = getattr(importlib.import_module(module), qualname)
+    return _REGISTRY.get(name) or register(name)(cls)  # the import ran @register
+
+
+def _load_plugin(name: str) -> type | None:
+    """The plugin's class, registered; None (after one warning) when it cannot load."""
+    if name in _BROKEN:
+        return None
+    ep = plugin_entry_points()[name]
+    try:
+        cls = ep.load()
+        from udora.methods.base import UQMethod
+
+        if not (isinstance(cls, type) and issubclass(cls, UQMethod)):
+            raise TypeError(f"{cls!r} is not a subclass of udora.methods.base.UQMethod")
+        return register(name)(cls)
+    except Exception as err:  # a broken plugin never takes the built-ins down
+        _BROKEN[name] = f"{type(err).__name__}: {err}"
+        warnings.warn(
+            f"udora.methods plugin {_describe(ep)} failed to load and is left out: {_BROKEN[name]}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+
+
 def list_methods() -> list[str]:
-    """Names of all registered methods, sorted."""
-    return sorted(_REGISTRY)
+    """Names of all methods (built-in, plugins that load, registered in code), sorted."""
+    names = set(BUILTIN_METHODS) | set(_REGISTRY)
+    names |= {name for name in plugin_entry_points() if name in _REGISTRY or _load_plugin(name)}
+    return sorted(names)
 
 
 def get_method_class(name: str) -> type:
     """The class registered under ``name``; an unknown name lists the valid ones."""
-    try:
+    plugins = plugin_entry_points()  # a clash with a built-in is an error, always
+    if name in _REGISTRY:
         return _REGISTRY[name]
-    except KeyError:
-        valid = ", ".join(list_methods()) or "(none registered)"
-        raise KeyError(f"unknown method {name!r}; valid methods: {valid}") from None
+    if name in BUILTIN_METHODS:
+        return _load_builtin(name)
+    if name in plugins and (cls := _load_plugin(name)) is not None:
+        return cls
+    if name in _BROKEN:
+        raise KeyError(f"method {name!r}: its plugin failed to load: {_BROKEN[name]}")
+    valid = ", ".join(list_methods()) or "(none registered)"
+    raise KeyError(f"unknown method {name!r}; valid methods: {valid}")
 
 
 def get_method(name: str, **overrides: Any):
@@ -51,3 +175,37 @@ def get_method(name: str, **overrides: Any):
     An unknown name lists the valid methods; an unknown field lists the valid fields.
     """
     return get_method_class(name)(**overrides)
+
+
+def class_summary(target: str) -> str:
+    """First docstring line of the class ``"module:Class"``, read with :mod:`ast`; no import.
+
+    Finding the module imports its parent packages only. "" when it cannot be read.
+    """
+    module, _, qualname = target.partition(":")
+    try:
+        spec = importlib.util.find_spec(module)
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    except Exception:  # no source (compiled, missing): no summary
+        return ""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == qualname:
+            lines = (ast.get_docstring(node) or "").strip().splitlines()
+            return lines[0] if lines else ""
+    return ""
+
+
+def method_infos() -> list[MethodInfo]:
+    """Every method's :class:`MethodInfo`, sorted by name, importing no method module."""
+    out = {n: MethodInfo(n, t, "built-in", class_summary(t)) for n, t in BUILTIN_METHODS.items()}
+    for name, ep in plugin_entry_points().items():
+        dist = getattr(ep, "dist", None)
+        origin = f"plugin {dist.name} {dist.version}" if dist is not None else "plugin"
+        if name in _BROKEN:
+            origin += " (failed to load)"
+        out[name] = MethodInfo(name, ep.value, origin, class_summary(ep.value))
+    for name, cls in _REGISTRY.items():
+        if name not in out:
+            doc = (cls.__doc__ or "").strip().splitlines()
+            out[name] = MethodInfo(name, _target(cls), "registered in code", doc[0] if doc else "")
+    return [out[name] for name in sorted(out)]

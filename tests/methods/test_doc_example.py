@@ -1,4 +1,4 @@
-"""The worked example of docs/adding_a_method.md, registered and run through the contract."""
+"""The worked example of docs/adding_a_method.md (the plugin module), run through the contract."""
 
 from __future__ import annotations
 
@@ -12,22 +12,23 @@ import pytest
 from test_contract import CHECKS_CONFIG, CHECKS_WITH_TASK
 
 from udora import methods
-from udora.methods.registry import unregister
+from udora.methods.registry import register, unregister
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "adding_a_method.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "adding_a_method.md"
+MODULE = ROOT / "docs" / "examples" / "udora_knn" / "udora_knn.py"
 NAME = "knn_doc_example"  # not "knn": a real methods/knn.py may exist one day
 
 
 @pytest.fixture(scope="module")
 def doc_method():
     source = re.search(r"```python\n(.*?)```", DOC.read_text(), re.S).group(1)
-    assert '@register("knn")' in source
+    assert source == MODULE.read_text(), f"the doc's block is not {MODULE}"
+    assert "@register" not in source  # a plugin is named by its entry point only
     module = types.ModuleType("udora_doc_knn")
     sys.modules[module.__name__] = module
-    exec(
-        compile(source.replace('@register("knn")', f'@register("{NAME}")'), str(DOC), "exec"),
-        module.__dict__,
-    )
+    exec(compile(source, str(DOC), "exec"), module.__dict__)
+    register(NAME)(module.KNN)
     yield module
     unregister(NAME)
     del sys.modules[module.__name__]

@@ -1,0 +1,94 @@
+"""Methods as plugins: the docs' udora_knn package, installed, shows up in ``udora methods``.
+
+Also keeps methods/registry.py's BUILTIN_METHODS table in sync with the ``@register``
+decorators of the built-in modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from udora.methods import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "docs" / "examples" / "udora_knn"
+CLI = "from udora.experiments.cli import main; main()"
+
+
+def _pip(*args: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def knn_installed():
+    """docs/examples/udora_knn installed (editable) into this venv; uninstalled after."""
+    if importlib.util.find_spec("wheel") is None:  # setuptools < 70 builds editables with it
+        pytest.skip("the venv lacks the `wheel` package needed to build an editable install")
+    _pip("install", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-e", str(PACKAGE))
+    yield
+    _pip("uninstall", "-y", "-q", "udora-knn")
+
+
+def _udora(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", CLI, *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_installed_plugin_is_listed_and_shown(knn_installed):
+    listed = _udora("methods")
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split("│")[1].strip(): line for line in listed.stdout.splitlines() if "│" in line}
+    assert "knn" in rows and "plugin udora-knn" in rows["knn"] and "blr" in rows
+    assert "k-nearest neighbours" in rows["knn"]  # the class docstring, read without import
+    shown = _udora("methods", "knn")
+    assert shown.returncode == 0, shown.stderr
+    assert "KNNConfig" in shown.stdout and "│ k " in shown.stdout and "int" in shown.stdout
+    assert '"k": {"distribution": "int_uniform"' in shown.stdout
+    assert "quick budget (--quick): {}" in shown.stdout and "task prior: no" in shown.stdout
+
+
+def test_builtin_table_matches_the_register_decorators():
+    found = {}
+    for path in (ROOT / "methods").glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            for deco in getattr(node, "decorator_list", []):
+                if isinstance(deco, ast.Call) and getattr(deco.func, "id", "") == "register":
+                    found[deco.args[0].value] = f"udora.methods.{path.stem}:{node.name}"
+    assert found == registry.BUILTIN_METHODS
+
+
+def _fake_entry_points(monkeypatch, *specs: tuple[str, str]) -> None:
+    eps = [importlib.metadata.EntryPoint(n, v, registry.ENTRY_POINT_GROUP) for n, v in specs]
+    monkeypatch.setattr(registry.importlib.metadata, "entry_points", lambda group: eps)
+    monkeypatch.setattr(registry, "_PLUGINS", None)
+    monkeypatch.setattr(registry, "_BROKEN", {})
+
+
+def test_broken_plugin_warns_and_builtins_still_work(monkeypatch):
+    _fake_entry_points(monkeypatch, ("broken", "no_such_module_udora:X"))
+    with pytest.warns(RuntimeWarning, match=r"'broken = no_such_module_udora:X' failed to load"):
+        names = registry.list_methods()
+    assert "broken" not in names and "blr" in names
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once only
+        assert registry.get_method_class("blr").name == "blr"
+        with pytest.raises(KeyError, match="plugin failed to load"):
+            registry.get_method_class("broken")
+
+
+def test_plugin_named_like_a_builtin_is_an_error_naming_both(monkeypatch):
+    _fake_entry_points(monkeypatch, ("blr", "my_pkg.blr:MyBLR"))
+    with pytest.raises(ValueError, match=r"'blr = my_pkg.blr:MyBLR'.*built-in udora.methods.blr"):
+        registry.list_methods()
