@@ -173,15 +173,18 @@ def report_cmd(
 
     from udora.experiments.legacy import legacy_note, legacy_results
     from udora.experiments.report import write_report
-    from udora.experiments.results import LegacyRunsWarning
+    from udora.experiments.results import LegacyRunsWarning, UnreadableRunWarning
 
     n_legacy = len(legacy_results(results))
     if n_legacy:
         note = f"note: the report excludes {legacy_note(results, n_legacy)}"
         console.print(note, highlight=False, markup=False, soft_wrap=True)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore", LegacyRunsWarning)  # said above, once
+        warnings.simplefilter("always", UnreadableRunWarning)
         path = write_report(results, out)
+    for w in caught:  # e.g. "skipped <path>: is not valid JSON ..."
+        console.print(f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
     console.print(f"wrote {path}")
 
 

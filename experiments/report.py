@@ -1,7 +1,13 @@
-"""``udora report``: tables, figures and report.md from a results folder."""
+"""``udora report``: tables, figures and report.md from a results folder.
+
+Every table and figure keys runs by (preset,) method and config label
+(``nn_ensemble[width=64]``); seeds are the only thing averaged (docs/running.md,
+"The report"; docs/design.md, "The life of a run").
+"""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -11,6 +17,7 @@ from udora.experiments import figures
 from udora.experiments.legacy import legacy_note, legacy_results
 from udora.experiments.results import (
     HEADLINE,
+    UnreadableRunWarning,
     load_runs,
     method_summary,
     per_dataset,
@@ -46,9 +53,16 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     """Write results.parquet/.csv, figures (PNG+PDF) and report.md; returns report.md.
 
     Runs of udora 0.1.0 under ``results_dir`` are excluded with a warning (and a note in
-    report.md) that says how many.
+    report.md) that says how many; an unreadable result.json is skipped with a warning
+    naming its path (and listed in report.md). Raises FileNotFoundError when no run can
+    be read.
     """
-    table, curves = load_runs(results_dir)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnreadableRunWarning)
+        table, curves = load_runs(results_dir)
+    skipped = [str(w.message) for w in caught if issubclass(w.category, UnreadableRunWarning)]
+    for w in caught:  # pass every warning on to the caller, as if not caught
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     n_legacy = len(legacy_results(results_dir))
     out = Path(out_dir) if out_dir is not None else Path(results_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -66,22 +80,38 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     rc = [_save(figures.risk_coverage(curves, p), out, f"risk_coverage_{p}")
           for p in sorted(table["preset"].unique())]  # fmt: skip
 
-    failed = table[table["status"] != "ok"][["preset", "method", "seed", "error"]]
+    failed = table[table["status"] != "ok"][["preset", "method", "config", "seed", "error"]]
     lines = [
         "# udora report",
         "",
         f"{len(table)} runs ({int((table['status'] == 'ok').sum())} ok, {len(failed)} failed) "
-        f"on {table['preset'].nunique()} presets, {table['method'].nunique()} methods, "
+        f"on {table['preset'].nunique()} presets, {table['method'].nunique()} methods "
+        f"in {table['config'].nunique()} configs, "
         f"seeds {sorted(table['seed'].unique().tolist())}.",
         "",
         *([f"Excluded: {legacy_note(results_dir, n_legacy)}.", ""] if n_legacy else []),
-        "## Per method (mean and sd over datasets of per-dataset seed means)",
+        *(
+            [
+                f"Skipped {len(skipped)} unreadable result.json:",
+                "",
+                *[f"- {s}" for s in skipped],
+                "",
+            ]
+            if skipped
+            else []
+        ),
+        "A config is a method with its overrides, `method[key=value,...]` (the bare method "
+        "name for defaults). Means and sds are over seeds of one config, then over datasets; "
+        "different configs are never averaged together; `runs` counts that config's runs.",
+        "",
+        "## Per method and config (mean and sd over datasets of per-dataset seed means)",
         "",
         _md(summary),
         "",
-        f"Kendall's W of method rankings by EU Spearman across presets: "
+        f"Kendall's W of the config rankings by EU Spearman across presets: "
         f"{agreement['kendall_w']:.3f} ({agreement['presets']} presets, "
-        f"{agreement['methods']} methods with results on all of them).",
+        f"{agreement['methods']} configs with results on all of them; each config is its "
+        "own entry).",
         "",
         f"![AU and EU Spearman]({images['spearman']})",
         "",
@@ -90,7 +120,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     ]
     for metric in HEADLINE:
         if metric in table:
-            lines += [f"## {metric} per preset x method", "", _md(per_dataset(table, metric)), ""]
+            pivot = per_dataset(table, metric)
+            lines += [f"## {metric} per preset x config (mean over seeds)", "", _md(pivot), ""]
     lines += ["## Calibration", "", f"![AU]({images['calib_au']}) ![EU]({images['calib_eu']})", ""]
     lines += ["## Risk-coverage (EU estimate vs the EU target)", ""]
     lines += [f"![risk-coverage]({name})" for name in rc] + [""]

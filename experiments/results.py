@@ -1,10 +1,18 @@
-"""Collect run folders into one table (one row per run) and the summaries built on it."""
+"""Collect run folders into one table (one row per run) and the summaries built on it.
+
+Runs are keyed by (preset, method, config): ``config`` is a readable label built from the
+run's overrides (``nn_ensemble[width=64]``, the bare method name for a default config), so
+every summary averages over seeds of one config only, never over configs
+(docs/design.md, "The life of a run", step 8; docs/running.md, "The report").
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,72 +21,224 @@ from udora.experiments.aggregate import kendall_w
 from udora.experiments.legacy import RESULT_GLOB, is_current, legacy_note
 
 HEADLINE = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total")
+KEYS = ("preset", "method", "config")  # what a summary row is keyed by; seeds are averaged
+REQUIRED = ("preset", "method", "config_hash", "seed", "status", "metrics")
+BASE_COLUMNS = ("preset", "method", "config", "config_hash", "seed", "status", "error", "run_dir")
 
 
 class LegacyRunsWarning(UserWarning):
     """Run folders of udora 0.1.0 were found and left out (:mod:`udora.experiments.legacy`)."""
 
 
-def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]:
-    """(table, curves): one row per run with spec, status, timings and metrics.
+class UnreadableRunWarning(UserWarning):
+    """A result.json could not be read (truncated, empty, missing keys) and was skipped."""
 
-    ``curves`` maps (preset, method, config_hash, seed) to the run's curve summaries.
-    Runs written by udora 0.1.0 (no ``"schema": 2``) are left out with a
-    :class:`LegacyRunsWarning` that says how many.
+
+def _value(v: Any) -> str:
+    """One override value as label text: strings bare, everything else as compact JSON."""
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, default=str, separators=(",", ":"))
+
+
+def config_name(method: str, overrides: dict[str, Any] | None) -> str:
+    """The readable label of a config: ``method`` or ``method[k=v,k=v]`` (keys sorted).
+
+    Preset overrides keep their prefix: ``nn_ensemble[preset.n_train=300,width=64]``.
     """
-    rows, curves, legacy = [], {}, 0
-    for path in sorted(Path(results_dir).glob(RESULT_GLOB)):
+    if not overrides:
+        return method
+    return f"{method}[{','.join(f'{k}={_value(v)}' for k, v in sorted(overrides.items()))}]"
+
+
+def _override_cell(v: Any) -> Any:
+    """A scalar override as is; lists and dicts as compact JSON text (parquet-safe)."""
+    return v if v is None or isinstance(v, bool | int | float | str) else _value(v)
+
+
+def _read(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """(record, "") or (None, why it cannot be used)."""
+    try:
         rec = json.loads(path.read_text())
-        if not is_current(rec):
+    except (OSError, UnicodeDecodeError) as err:
+        return None, f"cannot be read ({type(err).__name__}: {err})"
+    except json.JSONDecodeError as err:
+        return None, f"is not valid JSON (truncated or empty? {err})"
+    if not isinstance(rec, dict):
+        return None, f"holds a JSON {type(rec).__name__}, not an object"
+    return rec, ""
+
+
+def _missing(rec: dict[str, Any]) -> str:
+    """Why a current-schema record cannot be tabulated, or "" when it can."""
+    absent = [k for k in REQUIRED if k not in rec]
+    if absent:
+        return f"lacks the key{'s' if len(absent) > 1 else ''} {', '.join(map(repr, absent))}"
+    if not isinstance(rec["metrics"], dict):
+        return "has 'metrics' that is not an object"
+    if not isinstance(rec.get("overrides") or {}, dict):
+        return "has 'overrides' that is not an object"
+    return ""
+
+
+def _tidy_overrides(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Override columns whose values mix types (e.g. 64 and "wide") become text columns."""
+    for key in keys:
+        kinds = {type(v) for v in frame[key] if v is not None and not pd.isna(v)}
+        if len(kinds - {int, float}) > 0 and len(kinds) > 1:
+            frame[key] = [None if v is None or pd.isna(v) else str(v) for v in frame[key]]
+    return frame
+
+
+def _split_reused_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """Give runs of one (preset, config) label but different hashes their own config.
+
+    The same overrides can name different configs (a preset YAML edited between runs, a
+    changed method default); their labels get ``@<hash>`` so they are never averaged.
+    """
+    hashes = frame.groupby(["preset", "config"])["config_hash"].transform("nunique")
+    clash = hashes > 1
+    if clash.any():
+        frame.loc[clash, "config"] = (
+            frame.loc[clash, "config"] + "@" + frame.loc[clash, "config_hash"].astype(str)
+        )
+        warnings.warn(
+            f"{int(clash.sum())} runs share a config label with runs of another config hash on "
+            "the same preset; their labels carry '@<hash>' and they are reported apart",
+            UserWarning,
+            stacklevel=3,
+        )
+    return frame
+
+
+def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]:
+    """(table, curves): one row per run with spec, config label, overrides, timings, metrics.
+
+    The table has :data:`BASE_COLUMNS`, one column per override key (``width``,
+    ``preset.n_train``; empty where a run does not set it; ``override.<key>`` when a key
+    would clash with another column), ``time_*`` and one column per metric. ``curves``
+    maps (preset, method, config, seed) to the run's curve summaries.
+
+    A result.json that is truncated, empty, not an object or lacks a needed key is skipped
+    with an :class:`UnreadableRunWarning` naming its path. Runs written by udora 0.1.0
+    (no ``"schema": 2``) are left out with one :class:`LegacyRunsWarning` saying how many.
+    Raises FileNotFoundError naming ``results_dir`` when no run can be read.
+    """
+    rows, run_curves, legacy, bad = [], [], 0, 0
+    override_keys: dict[str, str] = {}  # override key -> column name
+    for path in sorted(Path(results_dir).glob(RESULT_GLOB)):
+        rec, why = _read(path)
+        if rec is not None and not is_current(rec):
             legacy += 1
             continue
+        why = why or _missing(rec)
+        if why:
+            bad += 1
+            warnings.warn(f"skipped {path}: {why}", UnreadableRunWarning, stacklevel=2)
+            continue
+        overrides = dict(rec.get("overrides") or {})
         row = {
             "preset": rec["preset"],
             "method": rec["method"],
+            "config": config_name(rec["method"], overrides),
             "config_hash": rec["config_hash"],
             "seed": rec["seed"],
             "status": rec["status"],
             "error": rec.get("error"),
             "run_dir": str(path.parent),
         }
-        row.update({f"time_{k}": v for k, v in rec.get("timings", {}).items()})
+        for key, value in overrides.items():
+            column = override_keys.setdefault(
+                key, f"override.{key}" if key in BASE_COLUMNS else key
+            )
+            row[column] = _override_cell(value)
+        timings = rec.get("timings")
+        row.update(
+            {f"time_{k}": v for k, v in (timings if isinstance(timings, dict) else {}).items()}
+        )
         row.update({k: (np.nan if v is None else v) for k, v in rec["metrics"].items()})
         rows.append(row)
-        curves[(rec["preset"], rec["method"], rec["config_hash"], rec["seed"])] = rec["curves"]
+        run_curves.append(rec.get("curves") if isinstance(rec.get("curves"), dict) else {})
     if legacy:
         warnings.warn(
             f"report excludes {legacy_note(results_dir, legacy)}", LegacyRunsWarning, stacklevel=2
         )
     if not rows:
         old = f"; {legacy} of udora 0.1.0 excluded" if legacy else ""
-        raise FileNotFoundError(f"{results_dir}: no run folders ({RESULT_GLOB}){old}")
-    return pd.DataFrame(rows), curves
+        unread = f"; {bad} unreadable result.json skipped" if bad else ""
+        raise FileNotFoundError(
+            f"{results_dir}: no readable run folders ({RESULT_GLOB}){old}{unread}"
+        )
+    frame = pd.DataFrame(rows)
+    columns = list(override_keys.values())
+    frame = _tidy_overrides(frame, columns)
+    frame = _split_reused_labels(frame)
+    rest = [c for c in frame.columns if c not in BASE_COLUMNS and c not in columns]
+    frame = frame[[*BASE_COLUMNS, *sorted(columns), *rest]]
+    curves = {
+        (r.preset, r.method, r.config, r.seed): c
+        for r, c in zip(frame.itertuples(index=False), run_curves, strict=True)
+    }
+    return frame, curves
+
+
+def natural_key(label: str) -> tuple:
+    """Sort key that orders numbers in a label by value: ``width=16`` before ``width=128``."""
+    parts = re.split(r"(-?\d+(?:\.\d+)?(?:[eE]-?\d+)?)", label)
+    return tuple((0, float(p), "") if i % 2 else (1, 0.0, p) for i, p in enumerate(parts))
+
+
+def configs(table: pd.DataFrame) -> list[str]:
+    """The config labels of ``table`` by method, then numbers by value: every entry's order."""
+    pairs = table[["method", "config"]].drop_duplicates()
+    ordered = sorted(
+        pairs.itertuples(index=False, name=None), key=lambda p: (p[0], natural_key(p[1]))
+    )
+    return [c for _, c in ordered]
 
 
 def per_dataset(table: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Preset x method means over seeds of ``metric`` (ok runs only)."""
+    """Preset x config means over seeds of ``metric`` (ok runs only); columns are labels.
+
+    Returns shape (presets, configs); an empty frame when no run has ``metric``.
+    """
     ok = table[table["status"] == "ok"]
-    return ok.pivot_table(index="preset", columns="method", values=metric, aggfunc="mean")
+    if metric not in ok or ok[metric].notna().sum() == 0:
+        return pd.DataFrame(index=pd.Index([], name="preset"))
+    pivot = ok.pivot_table(index="preset", columns="config", values=metric, aggfunc="mean")
+    pivot = pivot.reindex(columns=[c for c in configs(table) if c in pivot.columns])
+    pivot.columns.name = "config"
+    return pivot
 
 
 def method_summary(table: pd.DataFrame, metrics=HEADLINE) -> pd.DataFrame:
-    """Per method: mean and sd over datasets (of per-dataset seed means) of each metric."""
+    """Per (method, config): mean and sd over datasets of per-dataset seed means; counts.
+
+    ``runs`` and ``failed`` count that config's runs only. Index: (method, config).
+    """
+    order = configs(table)
+    method_of = table.drop_duplicates("config").set_index("config")["method"]
     out = {}
     for m in metrics:
-        if m not in table:
-            continue
         pivot = per_dataset(table, m)
+        if pivot.empty:
+            continue
         out[f"{m} mean"] = pivot.mean(axis=0)
         out[f"{m} sd"] = pivot.std(axis=0, ddof=1)
-    summary = pd.DataFrame(out)
-    counts = table.groupby("method")["status"].agg(
+    summary = pd.DataFrame(out, index=pd.Index(order, name="config"))
+    counts = table.groupby("config")["status"].agg(
         runs="size", failed=lambda s: int((s != "ok").sum())
     )
-    return summary.join(counts, how="outer")
+    summary = summary.join(counts, how="left")
+    summary.insert(0, "method", method_of.reindex(summary.index).to_numpy())
+    return summary.reset_index().set_index(["method", "config"])
 
 
 def ranking_agreement(table: pd.DataFrame, metric: str = "spearman_eu") -> dict[str, float]:
-    """Kendall's W of the method rankings by ``metric`` across presets (presets = raters)."""
+    """Kendall's W of the config rankings by ``metric`` across presets (presets = raters).
+
+    Each (method, config) is its own ranked item; ``methods`` counts those items.
+    """
     pivot = per_dataset(table, metric).dropna(axis=1, how="any")
     if pivot.shape[0] < 2 or pivot.shape[1] < 2:
         return {"kendall_w": float("nan"), "presets": pivot.shape[0], "methods": pivot.shape[1]}
