@@ -1,9 +1,13 @@
 """A grid of runs (presets x methods x seeds): resumable, failure-isolated, interruptible.
 
 Runs whose ``result.json`` says ``ok`` are skipped, so rerunning the same command resumes
-an interrupted grid. Each run writes its folder atomically, so Ctrl-C (or a crash) never
-leaves a half-written run behind; finished runs are kept. ``jobs > 1`` runs on a local
-process pool (spawned workers: JAX does not survive fork).
+an interrupted grid. Every planned run ends in a recorded outcome: ``ok``, ``failed`` or,
+when it cannot happen (its preset's data is missing), ``skipped`` with the reason. Each run
+writes its folder atomically, so Ctrl-C (or a crash) never leaves a half-written run behind;
+one Ctrl-C cancels queued runs, terminates running workers and keeps finished runs. One grid
+at a time holds the results folder's lock (:mod:`udora.experiments.lock`). ``jobs > 1``
+runs on a local process pool (spawned workers: JAX does not survive fork). See
+docs/running.md, "A grid", and docs/design.md, "The life of a run".
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import shutil
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +26,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from udora import methods
+from udora.experiments import interrupts
+from udora.experiments.checks import check_jobs, check_out_dir, missing_data
 from udora.experiments.legacy import is_current, legacy_note, legacy_results
-from udora.experiments.run import load_result, run_resolved
+from udora.experiments.lock import results_lock
+from udora.experiments.run import load_result, record_skipped, run_resolved
 from udora.experiments.spec import ResolvedRun, RunSpec, resolve
 from udora.oracle.preset import list_presets
 
@@ -41,10 +49,12 @@ def make_grid(
     seeds: Iterable[int],
     overrides: dict[str, Any] | None = None,
     quick: bool = False,
+    data_dir: str | Path | None = None,
 ) -> list[ResolvedRun]:
     """The resolved runs of the grid; unknown presets/methods/fields raise here.
 
     With ``quick`` each method starts from its ``Config.QUICK``; ``overrides`` win.
+    ``data_dir`` (default ``UDORA_DATA_DIR``) is where the runs' tables are looked up.
     """
     runs = []
     for preset in presets:
@@ -52,7 +62,7 @@ def make_grid(
             base = quick_overrides(method) if quick else {}
             for seed in seeds:
                 spec = RunSpec(str(preset), method, int(seed), {**base, **(overrides or {})})
-                runs.append(resolve(spec))
+                runs.append(resolve(spec, data_dir) if data_dir is not None else resolve(spec))
     return runs
 
 
@@ -62,17 +72,37 @@ def suite_presets(suite: str) -> list[str]:
 
 @dataclass
 class GridSummary:
+    """Counts of one grid: ``done`` ran (``failed`` of them not ok), ``not_run`` recorded as
+    ``skipped`` (could not happen), ``skipped`` already ok before (the older name is kept for
+    callers of 0.2.0)."""
+
     done: int = 0
-    skipped: int = 0
+    skipped: int = 0  # already ok under the results folder: not run again
     failed: int = 0
     interrupted: bool = False
     legacy: int = 0  # result.json files of udora 0.1.0 found (kept, not reused)
+    not_run: int = 0  # recorded with status "skipped" and the reason
+
+    @property
+    def ok(self) -> bool:
+        """Whether every planned run is ok now (nothing failed, skipped or interrupted)."""
+        return not (self.failed or self.not_run or self.interrupted)
+
+    def line(self) -> str:
+        """The closing line: how many ran, failed, were skipped, were already done."""
+        return (f"{self.done} ran, {self.failed} failed, {self.not_run} skipped, "
+                f"{self.skipped} already done")  # fmt: skip
+
+
+def _init_worker() -> None:
+    """Pool workers ignore Ctrl-C (the parent terminates them) and share the JAX cache."""
+    from udora.experiments.jax_cache import configure_compilation_cache
+
+    interrupts.ignore_in_worker()
+    configure_compilation_cache()
 
 
 def _worker(run: ResolvedRun, out_dir: str, data_dir: str | None, wandb: bool) -> tuple[str, str]:
-    from udora.experiments.jax_cache import configure_compilation_cache
-
-    configure_compilation_cache()
     try:
         result = run_resolved(run, out_dir, data_dir=data_dir)
     except Exception as err:  # e.g. a preset whose data cannot be found: the grid goes on
@@ -89,6 +119,26 @@ def _clean_temporaries(out_dir: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 2.0) -> None:
+    """Cancel queued runs and end the pool's processes now: SIGTERM, then SIGKILL.
+
+    ``ProcessPoolExecutor.shutdown`` waits for running calls, and its exit hook joins the
+    manager thread, which hung on a second Ctrl-C; terminating the workers first lets that
+    thread see them gone and return.
+    """
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=grace)
+
+
 def run_grid(
     runs: list[ResolvedRun],
     out_dir: str | Path,
@@ -97,28 +147,65 @@ def run_grid(
     data_dir: str | Path | None = None,
     wandb: bool = False,
     console: Console | None = None,
+    wait_lock: bool = False,
 ) -> GridSummary:
-    """Run every run not already ``ok`` under ``out_dir``; returns counts.
+    """Run every run not already ``ok`` under ``out_dir`` while holding its lock; returns counts.
 
-    Runs written by udora 0.1.0 under ``out_dir`` are counted, kept and never reused; one
-    note line says how many (:mod:`udora.experiments.legacy`).
+    Checks ``jobs`` and ``out_dir`` first (:mod:`udora.experiments.checks`); runs whose
+    preset's data is missing are recorded as ``skipped``. Runs written by udora 0.1.0 under
+    ``out_dir`` are counted, kept and never reused; one note line says how many
+    (:mod:`udora.experiments.legacy`). Raises :class:`udora.experiments.lock.LockHeldError`
+    when another grid holds the folder, unless ``wait_lock``.
     """
     console = console or Console()
+    check_jobs(jobs)
+    check_out_dir(out_dir)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    _clean_temporaries(out)
     summary = GridSummary()
+    with interrupts.catch_interrupts():
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            with results_lock(out, wait=wait_lock):
+                _run_locked(runs, out, summary, jobs, data_dir, wandb, console)
+        except KeyboardInterrupt:
+            # a Ctrl-C before the runs started (while waiting for the lock, say)
+            interrupts.stopping()
+            summary.interrupted = True
+    return summary
+
+
+def _run_locked(
+    runs: list[ResolvedRun],
+    out: Path,
+    summary: GridSummary,
+    jobs: int,
+    data_dir: str | Path | None,
+    wandb: bool,
+    console: Console,
+) -> None:
+    _clean_temporaries(out)
     summary.legacy = len(legacy_results(out))
     if summary.legacy:
         note = f"note: {legacy_note(out, summary.legacy)}"
         console.print(note, highlight=False, markup=False, soft_wrap=True)
-    todo = []
+    pending = []
     for run in runs:
         previous = load_result(run.run_dir(out))
         if is_current(previous) and previous.get("status") == "ok":
             summary.skipped += 1
         else:
+            pending.append(run)
+    missing = missing_data([run.preset for run in pending], data_dir)
+    todo = []
+    for run in pending:
+        if run.preset.name in missing:
+            record_skipped(run, out, missing[run.preset.name])
+            summary.not_run += 1
+        else:
             todo.append(run)
+    for name, reason in missing.items():
+        count = sum(run.preset.name == name for run in pending)
+        console.print(f"[yellow]skipped[/] {count} runs of {escape(name)}: {escape(reason)}")
     dd = str(data_dir) if data_dir is not None else None
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())  # fmt: skip
@@ -134,24 +221,43 @@ def run_grid(
                 where = f"{run.preset.name}/{run.method}/{run.label}/seed {run.seed}"
                 progress.console.print(f"[red]failed[/] {escape(where)}: {escape(error)}")
             progress.advance(bar)
+            if interrupts.requested():  # the KeyboardInterrupt itself may have been swallowed
+                raise KeyboardInterrupt
 
         try:
             if jobs <= 1:
+                from udora.experiments.jax_cache import configure_compilation_cache
+
+                configure_compilation_cache()
                 for run in todo:
                     done(run, *_worker(run, str(out), dd, wandb))
             else:
-                ctx = multiprocessing.get_context("spawn")
-                with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-                    futures = {pool.submit(_worker, s, str(out), dd, wandb): s for s in todo}
-                    try:
-                        for fut in cf.as_completed(futures):
-                            done(futures[fut], *fut.result())
-                    except KeyboardInterrupt:
-                        pool.shutdown(wait=False, cancel_futures=True)
-                        raise
+                _run_pool(todo, jobs, str(out), dd, wandb, done)
         except KeyboardInterrupt:
+            interrupts.stopping()
             summary.interrupted = True
             progress.console.print(
                 "[yellow]interrupted[/]: finished runs are kept; rerun to resume"
             )
-    return summary
+
+
+def _run_pool(
+    todo: list[ResolvedRun],
+    jobs: int,
+    out: str,
+    dd: str | None,
+    wandb: bool,
+    done: Callable[[ResolvedRun, str, str], None],
+) -> None:
+    """Run ``todo`` on ``jobs`` spawned workers; on any exit but success, stop them now."""
+    ctx = multiprocessing.get_context("spawn")
+    pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker)
+    try:
+        futures = {pool.submit(_worker, run, out, dd, wandb): run for run in todo}
+        for fut in cf.as_completed(futures):
+            done(futures[fut], *fut.result())
+    except BaseException:
+        interrupts.stopping()  # a second Ctrl-C must not cut the cleanup short
+        _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)

@@ -113,8 +113,14 @@ def run_cmd(
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Run one method on one preset at one seed and write its run folder."""
+    from udora.experiments.checks import UsageError, check_out_dir, check_seed
     from udora.experiments.run import parse_set, run_one
 
+    try:  # before anything is fitted (docs/running.md, "One run")
+        check_seed(seed)
+        check_out_dir(out)
+    except UsageError as err:
+        _usage_error(err)
     result = run_one(preset, method, seed, parse_set(set_ or []), out, data_dir=data_dir)
     m = result.metrics
     console.print(f"{result.status}: {result.path}")
@@ -141,24 +147,58 @@ def bench_cmd(
         bool, typer.Option("--quick", help="Shipped presets, fast methods, fewer epochs.")
     ] = False,
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+    wait_lock: Annotated[
+        bool, typer.Option("--wait-lock", help="Wait while another bench uses --out.")
+    ] = False,
 ) -> None:
-    """Run a grid of presets x methods x seeds; resumes, isolates failures, Ctrl-C safe."""
+    """Run a grid of presets x methods x seeds; resumes, isolates failures, Ctrl-C safe.
+
+    Exit 0 when every run is ok, 1 when any failed or was skipped, 2 on a user error,
+    130 on Ctrl-C (docs/running.md, "A grid").
+    """
     from udora import methods as registry
+    from udora.experiments import interrupts
     from udora.experiments.bench import QUICK_METHODS, make_grid, run_grid, suite_presets
+    from udora.experiments.checks import UsageError, check_jobs, check_out_dir, parse_seeds
+    from udora.experiments.lock import LockHeldError
     from udora.experiments.run import parse_set
 
-    names = presets.split(",") if presets else suite_presets("quick" if quick else suite)
-    default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
-    chosen = methods_.split(",") if methods_ else (default or registry.list_methods())
-    seed_list = [int(x) for x in seeds.split(",")]
-    runs = make_grid(names, chosen, seed_list, parse_set(set_ or []), quick=quick)
-    summary = run_grid(runs, out, jobs=jobs, data_dir=data_dir, wandb=wandb, console=console)
-    console.print(
-        f"{summary.done} ran ({summary.failed} failed), {summary.skipped} already done; "
-        f"results in {out}"
-    )
+    with interrupts.catch_interrupts():
+        try:
+            seed_list = parse_seeds(seeds)
+            check_jobs(jobs)
+            check_out_dir(out)
+            names = presets.split(",") if presets else suite_presets("quick" if quick else suite)
+            default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
+            chosen = methods_.split(",") if methods_ else (default or registry.list_methods())
+            over = parse_set(set_ or [])
+            runs = make_grid(names, chosen, seed_list, over, quick=quick, data_dir=data_dir)
+            summary = run_grid(
+                runs, out, jobs=jobs, data_dir=data_dir, wandb=wandb, console=console,
+                wait_lock=wait_lock,
+            )  # fmt: skip
+        except (UsageError, LockHeldError) as err:
+            _usage_error(err)
+        except KeyboardInterrupt:  # before the grid started: nothing ran
+            interrupts.ignore_from_now()
+            console.print("interrupted")
+            raise typer.Exit(130) from None
+        if summary.interrupted:  # a further Ctrl-C must not kill the exit (-2 instead of 130)
+            interrupts.ignore_from_now()
+        console.print(
+            f"{'interrupted: ' if summary.interrupted else ''}{summary.line()}; results in {out}",
+            highlight=False, markup=False, soft_wrap=True,
+        )  # fmt: skip
     if summary.interrupted:
         raise typer.Exit(130)
+    if not summary.ok:
+        raise typer.Exit(1)
+
+
+def _usage_error(err: Exception) -> None:
+    """Print a user error as one unwrapped line on stderr and exit 2 (no traceback)."""
+    Console(stderr=True).print(f"error: {err}", highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(2)
 
 
 @app.command("report")

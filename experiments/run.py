@@ -16,8 +16,8 @@ import functools
 import importlib.metadata
 import json
 import os
+import secrets
 import shutil
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.experiments import interrupts
 from udora.experiments.legacy import SCHEMA, is_current
 from udora.experiments.spec import (
     PRESET_PREFIX,
@@ -40,7 +41,8 @@ from udora.oracle.task import OracleTask, build_task
 from udora.scoring import curves, score
 
 __all__ = ["PRESET_PREFIX", "ResolvedRun", "RunResult", "RunSpec", "is_current", "load_result",
-           "parse_set", "resolve", "run_one", "run_resolved", "split_overrides"]  # fmt: skip
+           "parse_set", "record_skipped", "resolve", "run_one", "run_resolved",
+           "split_overrides"]  # fmt: skip
 _LIBRARIES = {"ngboost": "ngboost", "catboost": "catboost", "gp": "gpjax", "laplace": "laplax"}
 
 
@@ -150,6 +152,8 @@ def run_resolved(
         timings["score"] = time.perf_counter() - t0
         record["status"] = "ok"
     except Exception as err:  # one failing method never takes the grid down
+        if interrupts.requested():  # Ctrl-C turned into another error inside JAX: stop
+            raise KeyboardInterrupt from err
         record["error"] = f"{type(err).__name__}: {err}"
         record["traceback"] = traceback.format_exc(limit=8)
     _write_atomically(final, record, prediction)
@@ -157,9 +161,55 @@ def run_resolved(
     return RunResult(run, record["status"], final, metrics, record["error"], timings)
 
 
+def record_skipped(run: ResolvedRun, out_dir: str | Path, reason: str) -> Path:
+    """Write ``result.json`` with status ``skipped`` and the reason for a run that cannot happen.
+
+    E.g. its preset's data cannot be found; a later grid retries it like a failed run
+    (docs/running.md, "A grid").
+    """
+    final = run.run_dir(out_dir)
+    record = {
+        "schema": SCHEMA,
+        "preset": run.preset.name,
+        "preset_arg": run.preset_arg,
+        "method": run.method,
+        "seed": run.seed,
+        "overrides": run.overrides,
+        "label": run.label,
+        "config": run.config.to_dict(),
+        "config_hash": run.config_hash,
+        "identity": run.identity,
+        "preset_config": run.preset.model_dump(mode="json", exclude={"paper"}),
+        "versions": _versions(run.method),
+        "status": "skipped",
+        "error": reason,
+        "reason": reason,
+        "metrics": {},
+        "curves": {},
+        "timings": {},
+    }
+    _write_atomically(final, record, None)
+    return final
+
+
+def _make_temporary_dir(parent: Path, name: str) -> Path:
+    """A new folder ``.<name>.<random>.tmp`` created like ``mkdir``, so the umask applies.
+
+    ``tempfile.mkdtemp`` makes 0700 folders, which left finished runs unreadable to the
+    group after the rename.
+    """
+    while True:
+        tmp = parent / f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            tmp.mkdir()
+            return tmp
+        except FileExistsError:
+            continue
+
+
 def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> None:
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
+    tmp = _make_temporary_dir(final.parent, final.name)
     try:
         if prediction is not None:
             arrays = {

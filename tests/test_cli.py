@@ -59,3 +59,13 @@ def test_compilation_cache_writes_entries(tmp_path):
     off = tmp_path / "off"
     subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
     assert not off.exists()
+
+
+def test_console_script_reports_bad_seeds_in_one_line(tmp_path):
+    exe = Path(sys.executable).with_name("udora")
+    cmd = [str(exe), "bench", "--presets", "concrete", "--methods", "blr", "--seeds", "a,b",
+           "--out", str(tmp_path / "out")]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    line = "error: --seeds: expected comma-separated non-negative integers, got 'a'"
+    assert proc.stderr.strip() == line and not (tmp_path / "out").exists()

@@ -99,7 +99,8 @@ def test_set_reaches_method_and_preset_fields(tiny_preset, tmp_path):
 
 def test_failures_are_recorded_and_the_grid_goes_on(tiny_preset, tmp_path, failing_methods):
     path, data = tiny_preset
-    specs = make_grid([str(path)], ["test_raising", "blr", "test_nan", "gp_oracle"], [0, 1])
+    methods = ["test_raising", "blr", "test_nan", "gp_oracle"]
+    specs = make_grid([str(path)], methods, [0, 1], data_dir=data)
     summary = run_grid(specs, tmp_path, data_dir=data)
     assert (summary.done, summary.failed, summary.skipped) == (8, 4, 0)
     report = write_report(tmp_path, tmp_path / "report")
@@ -141,7 +142,8 @@ def test_interrupted_grid_resumes_without_loss_or_duplicates(tiny_preset, tmp_pa
     assert proc.returncode == 130
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{24 - first} ran (0 failed), {first} already done" in " ".join(done.stdout.split())
+    line = f"{24 - first} ran, 0 failed, 0 skipped, {first} already done"
+    assert line in " ".join(done.stdout.split())
     results = sorted(out.glob("*/*/*/seed-*/result.json"))
     assert len(results) == 24 and not list(out.glob("*/*/*/.seed-*"))
     keys = {(r.parts[-3], r.parts[-2]) for r in results}

@@ -1,0 +1,72 @@
+"""Ctrl-C that always stops a grid: a SIGINT handler that records the interrupt, then raises.
+
+Python's default handler only raises :class:`KeyboardInterrupt`, which code running inside a
+JAX callback (or any ``except BaseException``) can swallow, and then the grid ran on to the
+end. Here the interrupt is also remembered in a flag that the grid checks after every run
+(:func:`requested`), and while the grid is already stopping further Ctrl-C only add to the
+flag, so the cleanup (terminating workers) is never cut short (docs/running.md, "A grid").
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_state = {"count": 0, "stopping": False, "depth": 0, "ignore": False}
+
+
+def requested() -> bool:
+    """Whether Ctrl-C was pressed since the outermost :func:`catch_interrupts` began."""
+    return _state["count"] > 0
+
+
+def stopping() -> None:
+    """From now on Ctrl-C is recorded but raises nothing (the grid is cleaning up)."""
+    _state["stopping"] = True
+
+
+def ignore_from_now() -> None:
+    """Ignore SIGINT for the rest of the process, also after :func:`catch_interrupts` ends.
+
+    For the last lines of an interrupted command: a further Ctrl-C while the interpreter
+    shuts down would otherwise kill it by the default action (exit -2, not 130).
+    """
+    _state["ignore"] = True
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _handler(signum: int, frame: object) -> None:
+    _state["count"] += 1
+    if not _state["stopping"]:
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def catch_interrupts() -> Iterator[None]:
+    """Install the recording SIGINT handler for the block (nested uses share the outer one).
+
+    Outside the main thread signals cannot be handled, so the block runs unchanged.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    outer = _state["depth"] == 0
+    if outer:
+        previous = signal.signal(signal.SIGINT, _handler)
+        _state.update(count=0, stopping=False)
+    _state["depth"] += 1
+    try:
+        yield
+    finally:
+        _state["depth"] -= 1
+        if outer:
+            signal.signal(signal.SIGINT, signal.SIG_IGN if _state["ignore"] else previous)
+            _state.update(count=0, stopping=False, ignore=False)
+
+
+def ignore_in_worker() -> None:
+    """Worker processes ignore SIGINT: the parent decides and terminates them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
