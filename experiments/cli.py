@@ -38,7 +38,7 @@ def _root(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    from udora.experiments.jax_cache import configure_compilation_cache
+    from udora.experiments.jax_cache import configure_compilation_cache  # imports no JAX
 
     configure_compilation_cache()
 
@@ -229,15 +229,44 @@ def report_cmd(
 
 
 @app.command("methods")
-def methods_list() -> None:
-    """List the registered UQ methods."""
-    from udora import methods
+def methods_list(
+    name: Annotated[
+        str | None, typer.Argument(help="A method: show its config, search space, budget.")
+    ] = None,
+) -> None:
+    """List the UQ methods (built-in and plugins), or show one method's config."""
+    from udora.methods import registry
 
-    table = Table("method", "summary")
-    for name in methods.list_methods():
-        doc = (methods.get_method_class(name).__doc__ or "").strip().splitlines()
-        table.add_row(name, doc[0] if doc else "")
+    if name is not None:
+        _show_method(name)
+        return
+    table = Table("method", "from", "summary")
+    for info in registry.method_infos():  # reads docstrings; imports no method module
+        table.add_row(info.name, info.origin, info.summary)
     Console(width=160).print(table)
+
+
+def _show_method(name: str) -> None:
+    """Print method ``name``'s config fields (type, default), search space, quick budget."""
+    import json
+
+    from udora.methods import registry
+
+    cls = registry.get_method_class(name)
+    info = next(i for i in registry.method_infos() if i.name == name)  # loaded: listed
+    out = Console(width=160)
+    plain = {"markup": False, "highlight": False}
+    out.print(f"{name}: {info.summary}", **plain)
+    out.print(f"class {info.target} ({info.origin})", **plain)
+    out.print(f"uses the task prior: {'yes' if cls.uses_task_prior else 'no'}", **plain)
+    table = Table("field", "type", "default", title=cls.Config.__name__)
+    for field_name, field in cls.Config.model_fields.items():
+        kind = getattr(field.annotation, "__name__", None) or str(field.annotation)
+        table.add_row(field_name, kind, repr(field.get_default(call_default_factory=True)))
+    out.print(table)
+    as_json = {"separators": (", ", ": "), "default": str}
+    out.print(f"search space: {json.dumps(cls.Config.SEARCH_SPACE, **as_json)}", **plain)
+    out.print(f"quick budget (--quick): {json.dumps(cls.Config.QUICK, **as_json)}", **plain)
 
 
 @oracle_app.command("build")
@@ -280,5 +309,8 @@ def main() -> None:
         app()
     except (ValueError, KeyError, FileNotFoundError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+        # one line, never wrapped: a user error must stay greppable in logs
+        Console(stderr=True).print(
+            f"error: {message}", highlight=False, markup=False, soft_wrap=True
+        )
         sys.exit(2)

@@ -22,7 +22,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,8 +37,9 @@ from udora.experiments.spec import (
     split_overrides,
 )
 from udora.oracle.preset import Preset
-from udora.oracle.task import OracleTask, build_task
-from udora.scoring import curves, score
+
+if TYPE_CHECKING:
+    from udora.oracle.task import OracleTask
 
 __all__ = ["PRESET_PREFIX", "ResolvedRun", "RunResult", "RunSpec", "is_current", "load_result",
            "parse_set", "record_skipped", "resolve", "run_one", "run_resolved",
@@ -60,6 +61,8 @@ class RunResult:
 
 @functools.lru_cache(maxsize=4)
 def _cached_task(preset_json: str, seed: int, data_dir: str | None) -> OracleTask:
+    from udora.oracle.task import build_task  # JAX: imported when a run starts, not before
+
     return build_task(Preset.model_validate_json(preset_json), seed, data_dir=data_dir)
 
 
@@ -103,7 +106,7 @@ def run_one(
     Bad presets, methods or overrides raise before anything runs; failures of the method
     itself are recorded in the result (status ``failed``) and returned.
     """
-    run = resolve(RunSpec(str(preset), method, int(seed), dict(overrides or {})))
+    run = resolve(RunSpec(str(preset), method, int(seed), dict(overrides or {})), data_dir)
     return run_resolved(run, out_dir, data_dir=data_dir)
 
 
@@ -124,6 +127,7 @@ def run_resolved(
         "config": run.config.to_dict(),
         "config_hash": run.config_hash,
         "identity": run.identity,
+        "data_source": run.check_data_source(data_dir),  # raises if not the one hashed
         "preset_config": run.preset.model_dump(mode="json", exclude={"paper"}),
         "versions": _versions(run.method),
         "status": "failed",
@@ -147,6 +151,8 @@ def run_resolved(
         prediction = model.predict(task.X)
         timings["predict"] = time.perf_counter() - t0
         t0 = time.perf_counter()
+        from udora.scoring import curves, score
+
         record["metrics"] = _clean(score(task, prediction))
         record["curves"] = _summarise(curves(task, prediction))
         timings["score"] = time.perf_counter() - t0

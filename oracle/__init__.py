@@ -1,10 +1,15 @@
-"""The ground truth: presets, GP tasks and the exact per-point targets."""
+"""The ground truth: presets, GP tasks and the exact per-point targets.
+
+``OracleTask`` and ``build_task`` load on first use: they need JAX, and reading or
+validating a preset must not (a bad argument on the command line answers at once).
+"""
+
+from typing import Any
 
 from udora.oracle.preset import Preset, list_presets, load_preset
 from udora.oracle.prior import GPPrior, TaskKnowledge
 from udora.oracle.standardise import Standardiser
 from udora.oracle.targets import Targets, posterior_targets
-from udora.oracle.task import OracleTask, build_task
 
 __all__ = [
     "GPPrior",
@@ -18,3 +23,11 @@ __all__ = [
     "load_preset",
     "posterior_targets",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("OracleTask", "build_task"):
+        from udora.oracle import task
+
+        return getattr(task, name)
+    raise AttributeError(f"module 'udora.oracle' has no attribute {name!r}")

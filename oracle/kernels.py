@@ -5,16 +5,19 @@ A preset's kernel is a sum of components. Each component is a small frozen spec 
 turns the list into one GPJax kernel whose conventions are GPJax's own. Inputs ``x, y``
 are standardised feature vectors of length ``d``; ``r = ||(x - y) / l||`` with an ARD
 lengthscale vector ``l`` (length ``d``) or a scalar.
+
+The specs need only pydantic; JAX and GPJax are imported when a kernel is built, so that
+loading and validating a preset stays cheap (a bad preset name answers without JAX).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import gpjax as gpx
-import jax.numpy as jnp
-import paramax
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+if TYPE_CHECKING:
+    import gpjax as gpx
 
 Lengthscale = float | list[float]
 
@@ -190,11 +193,11 @@ def parse_kernel(components: list[dict[str, Any]] | tuple[Any, ...], d: int) -> 
     return tuple(specs)
 
 
-def _vector(value: Lengthscale) -> Any:
-    return jnp.asarray(value, dtype=float)
-
-
 def _gpjax_component(spec: Any, d: int) -> gpx.kernels.AbstractKernel:
+    import gpjax as gpx
+    import jax.numpy as jnp
+    import paramax
+
     kinds = gpx.kernels
     if spec.type == "linear":
         return kinds.Linear(variance=spec.variance, n_dims=d)
@@ -203,11 +206,11 @@ def _gpjax_component(spec: Any, d: int) -> gpx.kernels.AbstractKernel:
         return kinds.ArcCosine(
             order=spec.order,
             variance=spec.variance,
-            weight_variance=paramax.non_trainable(_vector(spec.weight_variance)),
+            weight_variance=paramax.non_trainable(jnp.asarray(spec.weight_variance, dtype=float)),
             bias_variance=paramax.non_trainable(jnp.asarray(spec.bias_variance, dtype=float)),
             n_dims=d,
         )
-    ls = _vector(spec.lengthscale)
+    ls = jnp.asarray(spec.lengthscale, dtype=float)
     common = {"lengthscale": ls, "variance": spec.variance, "n_dims": d}
     if spec.type == "rational_quadratic":
         # Fixed, never trained: the paper holds alpha = 1.
@@ -235,6 +238,8 @@ def build_kernel(components: list[dict[str, Any]] | tuple[Any, ...], d: int):
     Build it inside ``jax.enable_x64(True)`` to get float64 hyperparameters. Its
     ``cross_covariance(X, Y)`` maps ``(N, d), (M, d) -> (N, M)``.
     """
+    import gpjax as gpx
+
     specs = parse_kernel(components, d)
     parts = [_gpjax_component(s, d) for s in specs]
     return parts[0] if len(parts) == 1 else gpx.kernels.SumKernel(kernels=parts)

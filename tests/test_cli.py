@@ -61,6 +61,40 @@ def test_compilation_cache_writes_entries(tmp_path):
     assert not off.exists()
 
 
+# Runs the CLI's main() with the given arguments in a fresh interpreter, then says whether
+# JAX got imported (fast answers: docs/running.md; benchmarks/bench_cli.py times them).
+_IMPORTS_JAX = (
+    "import sys\n"
+    "from udora.experiments.cli import main\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass\n"
+    "print('JAX IMPORTED' if 'jax' in sys.modules else 'NO JAX', file=sys.stderr)\n"
+)
+
+
+def _cli_imports_jax(*args: str, tmp_path: Path) -> tuple[bool, str]:
+    env = {**os.environ, "UDORA_JAX_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_JAX, *args], capture_output=True, text=True, env=env
+    )
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last in ("JAX IMPORTED", "NO JAX"), proc.stderr
+    return last == "JAX IMPORTED", proc.stdout + proc.stderr
+
+
+def test_methods_lists_without_importing_jax(tmp_path):
+    imported, out = _cli_imports_jax("methods", tmp_path=tmp_path)
+    assert not imported and "nn_ensemble" in out and "built-in" in out
+    # the root callback still points JAX's compilation cache at UDORA_JAX_CACHE
+    assert (tmp_path / "cache").is_dir()
+
+
+def test_bad_preset_run_answers_without_importing_jax(tmp_path):
+    imported, out = _cli_imports_jax("run", "--preset", "nope", "--method", "blr",
+                                     tmp_path=tmp_path)  # fmt: skip
+    assert "unknown preset" in out or "nope" in out
+    assert not imported
+
+
 def test_console_script_reports_bad_seeds_in_one_line(tmp_path):
     exe = Path(sys.executable).with_name("udora")
     cmd = [str(exe), "bench", "--presets", "concrete", "--methods", "blr", "--seeds", "a,b",
