@@ -1,6 +1,7 @@
 """Every method's predictions on one fixed task, to compare two versions bit for bit.
 
     python benchmarks/predictions_snapshot.py OUT [--compare OTHER] [--methods a,b]
+                                              [--early-stopping]
 
 Fits each registered method on concrete's training sample at seed 0 (n = 750, N = 1030;
 the real data from ``$UDORA_DATA_DIR``) with small fixed budgets, and writes
@@ -9,7 +10,10 @@ present) plus ``OUT/task.npz`` (the training inputs and targets used). With ``--
 the training data are read from ``OTHER/task.npz``, so both versions fit on identical
 arrays even when the oracle itself moved, and each method prints ``BIT-EQUAL`` or its
 largest relative difference. Used for the 0.1.0 -> 0.2.0 refactor (CHANGELOG.md); the
-0.1.0 side ran the same loop with its own field names.
+0.1.0 side ran the same loop with its own field names. ``--early-stopping`` trains the
+neural-network methods on the schedule before early stopping became optional
+(``early_stopping=True`` and, for SWAG, ``swag_burn_in=0``), to compare with a 0.2.0
+snapshot.
 """
 
 from __future__ import annotations
@@ -51,6 +55,11 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--compare", type=Path, default=None)
     parser.add_argument("--methods", default=",".join(methods.list_methods()))
+    parser.add_argument(
+        "--early-stopping",
+        action="store_true",
+        help="early_stopping=True and swag_burn_in=0 where a method has them (0.2.0 schedule)",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     task = build_task("concrete", 0)
@@ -63,7 +72,11 @@ def main() -> None:
     np.savez(args.out / "task.npz", X_train=X_train, y_train=y_train, X=X)
     for name in args.methods.split(","):
         cls = methods.get_method_class(name)
-        model = methods.get_method(name, **BUDGETS.get(name, {}))
+        overrides = dict(BUDGETS.get(name, {}))
+        if args.early_stopping:
+            legacy = {"early_stopping": True, "swag_burn_in": 0}
+            overrides.update({k: v for k, v in legacy.items() if k in cls.Config.model_fields})
+        model = methods.get_method(name, **overrides)
         knowledge = task.knowledge(with_prior=cls.uses_task_prior)
         t0 = time.perf_counter()
         pred = model.fit(X_train, y_train, seed=0, knowledge=knowledge).predict(X)

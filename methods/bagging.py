@@ -1,6 +1,7 @@
 """Bagged networks (Breiman 1996): K members, each on its own resample of the fit split.
 
-Member k trains on ``m = round(sample_fraction * n)`` rows drawn from the n fit rows with
+Member k trains on ``m = round(sample_fraction * n)`` rows drawn from the n fit rows (by
+default all training points: no validation split unless ``early_stopping`` uses one) with
 or without replacement (``replace``); a row drawn twice counts twice. The per-member row
 tables are drawn from the run seed, and all members train in one vmapped program
 (paper, Appendix D.4, "BNN bagging"; n_members = 10, sample_fraction in [0.6, 0.95]).

@@ -4,7 +4,8 @@ At prediction time dropout stays on (normalisation uses its running statistics) 
 passes with independent masks act as members: mean = average pass mean, aleatoric =
 average pass variance, epistemic = variance of the pass means (paper, Appendix D.4,
 "MC dropout BNN"; n_members = 10 passes, dropout in [0.05, 0.35]). The masks come from
-the run seed, so the same seed gives the same prediction.
+the run seed, so the same seed gives the same prediction. The network trains on all
+training points (no validation split unless ``early_stopping`` uses one).
 """
 
 from __future__ import annotations

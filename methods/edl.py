@@ -11,6 +11,8 @@ Gaussian likelihood over the NIG prior gives a Student-t marginal,
 
 training minimises ``L_NIG + evi_reg * |y - gamma| (2 nu + alpha)``. Prediction:
 mean ``gamma``, aleatoric ``beta / (alpha - 1)``, epistemic ``beta / (nu (alpha - 1))``.
+The network trains on all training points (no validation split unless ``early_stopping``
+uses one, :class:`NNConfig`).
 """
 
 from __future__ import annotations

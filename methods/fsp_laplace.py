@@ -18,6 +18,9 @@ kernel ``k(x, x') = s2 Matern32(|x - x'| / l) + c x^T x'`` and ``n`` fit points:
    ``N(0, (I_r + S^T G S / T)^-1)``, so ``Sigma = S (I_r + S^T G S / T)^-1 S^T`` has rank
    ``<= r``: directions the prior does not vary in stay fixed.
 4. T minimises the validation NLL of ``N(mu_MAP, s^2 + phi^T Sigma phi)`` on a log grid.
+   The validation split V (``val_fraction``, always held out) is for this; the MAP network
+   trains on the rest for exactly ``n_epochs`` (V early-stops it only with
+   ``early_stopping``).
 
 Prediction: K = ``n_members`` heads ``w_MAP + S B z_k`` (``B B^T = (I + S^T G S / T)^-1``);
 mean = average sampled mean, aleatoric = MAP variance ``s^2(x)``, epistemic = variance of
@@ -96,7 +99,8 @@ class FSPLaplaceConfig(NNConfig):
 
     The kernel acts on standardised inputs and targets: Matern-3/2 variance
     ``prior_variance`` and lengthscale ``prior_lengthscale`` plus a linear kernel with
-    variance ``prior_linear``. ``val_fraction`` must be positive (it selects T).
+    variance ``prior_linear``. ``val_fraction`` must be positive (V selects T, and
+    early-stops the MAP network only with ``early_stopping``).
     """
 
     n_members: int = Field(default=30, ge=2)
@@ -151,6 +155,10 @@ class FSPLaplace(SampledHeadsMethod):
     Config = FSPLaplaceConfig
     config: FSPLaplaceConfig
     recipe = Recipe(one_network=True, terms=(function_space_prior,))
+
+    def holds_out_validation(self) -> bool:
+        """Always: V selects the temperature."""
+        return True
 
     def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """MAP network with the prior term; low-rank factor ``S``, GGN, T on V; K heads."""

@@ -10,7 +10,9 @@ with prior precision ``lambda`` and temperature ``T`` (paper, Appendix D.4, "Lap
 
     Sigma = (G / T + lambda I)^-1,   w_k = w_MAP + L z_k,  L L^T = Sigma,  z_k ~ N(0, I).
 
-Calibration on the validation split V minimises the Gaussian NLL of the predictive
+The validation split V (``val_fraction``, always held out) is for this calibration; the
+MAP network trains on the rest for exactly ``n_epochs`` (V early-stops it only with
+``early_stopping``). Calibration on V minimises the Gaussian NLL of the predictive
 ``N(mu_MAP(x), s^2(x) + phi(x)^T Sigma phi(x))``, which includes the observation noise
 ``s^2(x)`` (laplax's built-in regression NLL leaves it out and then pushes ``lambda`` to
 the grid edge): first ``lambda`` by laplax ``optimize_prior_prec`` at ``T = 1``, then
@@ -50,7 +52,8 @@ class LaplaceConfig(NNConfig):
     """:class:`NNConfig` for the MAP network plus the Laplace calibration grids.
 
     ``n_members`` is the number K of sampled heads; ``val_fraction`` must be positive (V
-    calibrates ``lambda`` and ``T``). The grids are ``10^[min, max]`` with ``*_grid`` points.
+    calibrates ``lambda`` and ``T``, and early-stops the MAP network only with
+    ``early_stopping``). The grids are ``10^[min, max]`` with ``*_grid`` points.
     """
 
     n_members: int = Field(default=30, ge=2)
@@ -111,6 +114,10 @@ class LastLayerLaplace(SampledHeadsMethod):
 
     Config = LaplaceConfig
     config: LaplaceConfig
+
+    def holds_out_validation(self) -> bool:
+        """Always: V calibrates the prior precision and the temperature."""
+        return True
 
     def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """MAP network; curvature on the fit split, ``lambda`` and ``T`` on V; K heads."""

@@ -50,9 +50,17 @@ class NNConfig(MethodConfig):
 
     ``n_members`` is K (members, or MC passes for dropout). ``n_epochs`` is the training
     budget (``QUICK`` lowers it for a quick grid). ``momentum`` is
-    Adam's/SOAP's b1, SGD's momentum and Muon's beta. Early stopping keeps, per member, the
-    parameters of the epoch with the lowest NLL on a ``val_fraction`` split of the training
-    data and stops after ``patience`` epochs without improvement (no split: last epoch).
+    Adam's/SOAP's b1, SGD's momentum and Muon's beta.
+
+    Schedule. By default (``early_stopping=False``, as in the paper, Appendix D.4: a fixed,
+    tuned ``n_epochs`` in [50, 200] and no early stopping) every network trains exactly
+    ``n_epochs`` epochs and keeps its last iterate; ``patience`` is then unused. With
+    ``early_stopping=True`` each member keeps the parameters of the epoch with the lowest
+    loss on a ``val_fraction`` split of the training data and stops after ``patience``
+    epochs without improvement (no split: last epoch). The validation split is held out
+    only when something uses it: early stopping, or the method's own post-hoc step
+    (Laplace, FSP-Laplace, DEUP, SWAG's calibration; see each method). Otherwise the
+    networks train on all training points and ``val_fraction`` is unused.
     """
 
     n_members: int = Field(default=10, ge=1)
@@ -79,6 +87,7 @@ class NNConfig(MethodConfig):
     n_epochs: int = Field(default=100, ge=1)
     batch_size: int = Field(default=128, ge=1)
     val_fraction: float = Field(default=0.1, ge=0.0, lt=1.0)
+    early_stopping: bool = False
     patience: int = Field(default=20, ge=1)
 
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {

@@ -2,8 +2,9 @@
 
 A method declares its parts in a :class:`Recipe` (its per-point loss, loss terms, how
 each member's training rows are drawn, one network or K) instead of overriding hooks.
-``fit`` standardises inputs and targets, holds out a validation split (early stopping),
-draws the members' rows, trains all members in one vmapped program
+``fit`` standardises inputs and targets, holds out a validation split when the method
+uses one (:meth:`NNMethod.holds_out_validation`: early stopping, or the method's own
+post-hoc step), draws the members' rows, trains all members in one vmapped program
 (:mod:`methods.nn.trainer`) and keeps the stacked variables. ``predict`` runs every
 member (or MC dropout pass), turns the head outputs into means and variances and
 combines them (:func:`methods.combine.combine_members`) in original units. Post-hoc
@@ -85,6 +86,14 @@ class NNMethod(UQMethod):
     config: NNConfig
     recipe: ClassVar[Recipe] = Recipe()
 
+    def holds_out_validation(self) -> bool:
+        """Whether ``fit`` holds out the ``val_fraction`` split: only for early stopping here.
+
+        Without it every network trains on all training points. Methods whose post-hoc step
+        needs held-out data (Laplace, FSP-Laplace, DEUP, SWAG's calibration) override this.
+        """
+        return self.config.early_stopping
+
     @property
     def n_trained(self) -> int:
         """How many networks are trained (K for ensembles, 1 for ``one_network``)."""
@@ -102,21 +111,22 @@ class NNMethod(UQMethod):
         """Standardise, split, train the recipe's networks; the standardised data back.
 
         Returns ``Xs`` ``(n, d)`` and ``ys`` ``(n,)`` (float32, standardised);
-        ``self.fit_idx_`` and ``self.val_idx_`` index the fit and validation splits.
+        ``self.fit_idx_`` and ``self.val_idx_`` index the fit and validation splits (the
+        latter empty unless :meth:`holds_out_validation`); ``self.val_nll_`` is the
+        validation loss of the kept variables (0 without a split).
         """
         X, y = check_xy(X, y)
         cfg, recipe = self.config, self.recipe
         scaler = Standardiser.fit(X, y)
         Xs = scaler.x(X).astype(np.float32)
         ys = scaler.y(y).astype(np.float32)
-        fit_idx, val_idx = validation_split(
-            X.shape[0], cfg.val_fraction, numpy_rng(seed, "validation")
-        )
+        fraction = cfg.val_fraction if self.holds_out_validation() else 0.0
+        fit_idx, val_idx = validation_split(X.shape[0], fraction, numpy_rng(seed, "validation"))
         rows = recipe.rows(cfg, self.n_trained, fit_idx.shape[0], numpy_rng(seed, "members"))
         keys = jax_keys(seed, "members", "predict")
         member_keys = jax.random.split(keys["members"], rows.shape[0])
         bound = [make(cfg, Xs[fit_idx]) for make in recipe.terms]
-        variables, best_val, epochs_run = train_members(
+        variables, val_loss, epochs_run = train_members(
             cfg,
             jnp.asarray(Xs[fit_idx]),
             jnp.asarray(ys[fit_idx]),
@@ -131,7 +141,7 @@ class NNMethod(UQMethod):
         self.fit_idx_, self.val_idx_ = fit_idx, val_idx
         self.variables_: dict[str, Any] = variables
         self.scaler_ = scaler
-        self.val_nll_ = np.asarray(best_val)
+        self.val_nll_ = np.asarray(val_loss)
         self.epochs_run_ = np.asarray(epochs_run)
         self.predict_key_ = keys["predict"]
         self.d_ = X.shape[1]

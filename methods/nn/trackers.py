@@ -82,6 +82,27 @@ def best_epoch(patience: int) -> Tracker:
     return Tracker(init, update, done)
 
 
+@functools.cache
+def last_epoch() -> Tracker:
+    """The fixed schedule: keeps the last epoch's ``val_loss`` (0 without a split). Never stops."""
+
+    def init(params, state) -> jax.Array:
+        del params, state
+        return jnp.zeros((), jnp.float32)
+
+    def update(s, epoch, params, state, val_loss) -> jax.Array:
+        del s, epoch, params, state
+        return jnp.zeros((), jnp.float32) if val_loss is None else val_loss
+
+    return Tracker(init, update)
+
+
+def taken(epoch: jax.Array, every: int, start: int) -> jax.Array:
+    """Whether ``epoch`` (0-based) ends a checkpoint: past ``start`` burn-in epochs, then
+    every ``every``-th epoch (epochs ``start + every - 1``, ``start + 2 every - 1``, ...)."""
+    return (epoch >= start) & ((epoch + 1 - start) % every == 0)
+
+
 class Moments(NamedTuple):
     """Running sums of ``theta`` and ``theta^2`` (params trees) and their count ``C``."""
 
@@ -91,8 +112,9 @@ class Moments(NamedTuple):
 
 
 @functools.cache
-def swag_moments(every: int) -> Tracker:
-    """SWAG's moments: after every ``every``-th epoch add ``theta_c`` and ``theta_c^2``.
+def swag_moments(every: int, start: int = 0) -> Tracker:
+    """SWAG's moments: after ``start`` burn-in epochs, after every ``every``-th epoch add
+    ``theta_c`` and ``theta_c^2`` (:func:`taken`).
 
     Its result is ``(E[theta], E[theta^2])`` (:func:`moment_means`). Never stops.
     """
@@ -104,7 +126,7 @@ def swag_moments(every: int) -> Tracker:
 
     def update(s: Moments, epoch, params, state, val_loss) -> Moments:
         del state, val_loss
-        take = (epoch + 1) % every == 0
+        take = taken(epoch, every, start)
         first = jax.tree.map(lambda a, p: a + jnp.where(take, p, 0.0), s.first, params)
         second = jax.tree.map(lambda a, p: a + jnp.where(take, p * p, 0.0), s.second, params)
         return Moments(first, second, s.count + take.astype(jnp.float32))
@@ -116,3 +138,33 @@ def moment_means(s: Moments) -> tuple[Any, Any]:
     """``E[theta] = (1/C) sum_c theta_c`` and ``E[theta^2]`` (C clipped to >= 1)."""
     count = jnp.maximum(s.count, 1.0)
     return tuple(jax.tree.map(lambda a: a / count, t) for t in (s.first, s.second))
+
+
+class Checkpoints(NamedTuple):
+    """The checkpoints themselves: a params tree with a leading ``(C,)`` axis, and a count."""
+
+    stack: Any
+    count: jax.Array
+
+
+@functools.cache
+def checkpoints(every: int, start: int, n: int) -> Tracker:
+    """Store the ``n`` checkpoints :func:`swag_moments` ``(every, start)`` takes, in order.
+
+    Its result is the params tree with a leading ``(n,)`` axis (rows past the count stay 0).
+    Never stops.
+    """
+
+    def init(params, state) -> Checkpoints:
+        del state
+        stack = jax.tree.map(lambda p: jnp.zeros((n, *p.shape), p.dtype), params)
+        return Checkpoints(stack, jnp.zeros((), jnp.int32))
+
+    def update(s: Checkpoints, epoch, params, state, val_loss) -> Checkpoints:
+        del state, val_loss
+        take = taken(epoch, every, start) & (s.count < n)
+        index = jnp.minimum(s.count, n - 1)
+        stack = jax.tree.map(lambda a, p: jnp.where(take, a.at[index].set(p), a), s.stack, params)
+        return Checkpoints(stack, s.count + take.astype(jnp.int32))
+
+    return Tracker(init, update, result=lambda s: s.stack)

@@ -6,7 +6,8 @@ by its multiplicity). Each epoch shuffles the member's rows, fills the last mini
 with rows from the epoch's start and takes ``ceil(m / B)`` pure training steps
 (:func:`methods.nn.step.make_train_step`: per-point loss plus loss terms). After each
 epoch the validation loss (eval mode, 0 rows: none) goes to the trackers
-(:mod:`methods.nn.trackers`); the loop ends after ``n_epochs`` or when a tracker is done.
+(:mod:`methods.nn.trackers`); the loop ends after ``n_epochs`` or when a tracker is done
+(early stopping, only with ``cfg.early_stopping``; by default the budget is the schedule).
 Under vmap the loop runs until every member is done; a member that is done no longer
 changes.
 
@@ -30,7 +31,7 @@ from udora.methods.nn.config import NNConfig
 from udora.methods.nn.network import Variables, make_network, program_key
 from udora.methods.nn.optim import make_optimizer
 from udora.methods.nn.step import Batch, GaussianNLL, LossTerm, PointLoss, make_train_step
-from udora.methods.nn.trackers import Tracker, best_epoch, swag_moments
+from udora.methods.nn.trackers import Tracker, best_epoch, checkpoints, last_epoch, swag_moments
 
 
 @functools.lru_cache(maxsize=64)
@@ -148,23 +149,32 @@ def run_epochs(
     return program(keys, rows, X, y, X_val, y_val, budget, init, tuple(term_args))
 
 
+def schedule_tracker(cfg: NNConfig) -> Tracker:
+    """The tracker of ``cfg``'s schedule: :func:`best_epoch` ``(patience)`` with
+    ``early_stopping``, else :func:`last_epoch` (exactly ``n_epochs``, the last iterate)."""
+    return best_epoch(cfg.patience) if cfg.early_stopping else last_epoch()
+
+
 def train_members(
     cfg: NNConfig, *data: jax.Array, **parts: Any
 ) -> tuple[Variables, jax.Array, jax.Array]:
-    """Train K members for ``cfg.n_epochs`` with early stopping (:func:`best_epoch`).
+    """Train K members for ``cfg.n_epochs`` on ``cfg``'s schedule (:func:`schedule_tracker`).
 
     ``data`` are :func:`run_epochs`'s arrays ``X, y, X_val, y_val, rows, keys`` (same
     shapes); ``parts`` its keywords (loss, terms, term_args, init, grad_clip).
 
     Returns:
-        variables: each member's best-epoch variables (leading K axis; no split: the last).
-        best_val: ``(K,)`` best validation loss per member (0 without a split).
+        variables: with ``early_stopping``, each member's best-epoch variables (no split:
+            the last); without, the last iterate after exactly ``n_epochs`` epochs.
+        val_loss: ``(K,)`` validation loss of the kept variables (0 without a split).
         epochs_run: ``(K,)`` epochs each member ran.
     """
-    tracker = best_epoch(cfg.patience)
-    _, (best,), n_run = run_epochs(cfg, *data, cfg.n_epochs, (tracker,), **parts)
-    params, state = best.best
-    return {"params": params, **state}, best.best_val, n_run
+    tracker = schedule_tracker(cfg)
+    last, (result,), n_run = run_epochs(cfg, *data, cfg.n_epochs, (tracker,), **parts)
+    if not cfg.early_stopping:
+        return last, result, n_run
+    params, state = result.best
+    return {"params": params, **state}, result.best_val, n_run
 
 
 def collect_moments(
@@ -177,15 +187,21 @@ def collect_moments(
     *,
     every: int,
     n_checkpoints: int,
+    burn_in: int = 0,
     grad_clip: float | None = None,
-) -> tuple[Variables, Any, Any]:
-    """Continue from ``init`` for ``every * n_checkpoints`` epochs with :func:`swag_moments`.
+) -> tuple[Variables, Any, Any, Any]:
+    """Continue from ``init`` for ``burn_in + every * n_checkpoints`` epochs in one run;
+    after the ``burn_in`` epochs every ``every``-th iterate is a checkpoint
+    (:func:`swag_moments`, :func:`checkpoints`). The optimiser state carries over from
+    burn-in to collection.
 
     Returns:
         variables: the last iterate (leading K axis).
         first, second: ``E[theta]`` and ``E[theta^2]`` as params trees (leading K axis).
+        stack: the checkpoints, params trees with leading ``(K, n_checkpoints)`` axes.
     """
-    last, ((first, second),), _ = run_epochs(
+    trackers = (swag_moments(every, burn_in), checkpoints(every, burn_in, n_checkpoints))
+    last, ((first, second), stack), _ = run_epochs(
         cfg,
         X,
         y,
@@ -193,12 +209,12 @@ def collect_moments(
         y[:0],
         rows,
         keys,
-        every * n_checkpoints,
-        (swag_moments(every),),
+        burn_in + every * n_checkpoints,
+        trackers,
         init=init,
         grad_clip=grad_clip,
     )
-    return last, first, second
+    return last, first, second, stack
 
 
 def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:
@@ -209,7 +225,7 @@ def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:
     ``(keys, rows, X, y, X_val, y_val, n_epochs, None, ())`` with ``n_epochs`` int32.
     """
     loss = GaussianNLL(cfg.head)
-    program = _epoch_program(program_key(cfg), loss, (), (best_epoch(cfg.patience),), None)
+    program = _epoch_program(program_key(cfg), loss, (), (schedule_tracker(cfg),), None)
     X, y, X_val, y_val, rows, keys = data
     n_epochs = jnp.asarray(cfg.n_epochs, jnp.int32)
     return program.lower(keys, rows, X, y, X_val, y_val, n_epochs, None, ())

@@ -1,6 +1,7 @@
 """The vmapped trainer and the NN methods: members are independent, trackers compose
-(early stopping keeps the best epoch while SWAG moments accumulate), the epoch budget
-holds, programs are reused, bagging draws what it says, every option trains."""
+(early stopping keeps the best epoch while SWAG moments accumulate), the default schedule
+runs exactly n_epochs on all points, the epoch budget holds, programs are reused,
+bagging draws what it says, every option trains."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import nll
 from udora.methods.nn.network import make_network, program_key
 from udora.methods.nn.step import GaussianNLL
-from udora.methods.nn.trackers import best_epoch, swag_moments
+from udora.methods.nn.trackers import best_epoch, last_epoch, swag_moments
 from udora.methods.nn.trainer import _epoch_program, run_epochs, train_members
 
 
@@ -44,7 +45,15 @@ def test_vmapped_members_equal_members_trained_alone():
 
 
 def test_early_stopping_keeps_the_best_epoch_and_stops():
-    cfg = NNConfig(width=64, blocks=2, learning_rate=0.02, n_epochs=300, patience=3, batch_size=16)
+    cfg = NNConfig(
+        width=64,
+        blocks=2,
+        learning_rate=0.02,
+        n_epochs=300,
+        patience=3,
+        batch_size=16,
+        early_stopping=True,
+    )
     X, y = _data(n=48, seed=2)
     X_val, y_val = _data(n=32, seed=3)
     keys = jax.random.split(jax.random.key(1), 2)
@@ -122,10 +131,74 @@ def test_n_epochs_is_the_budget_and_programs_are_reused():
     _, _, epochs_run = train_members(other, X2, y2, X2[:0], y2[:0], rows, keys)
     np.testing.assert_array_equal(epochs_run, [5, 5])
     assert _epoch_program.cache_info().misses == misses
-    tracker = best_epoch(cfg.patience)
+    tracker = last_epoch()  # the default schedule: no early stopping
     program = _epoch_program(program_key(cfg), GaussianNLL("standard"), (), (tracker,), None)
     assert _epoch_program.cache_info().misses == misses
     assert program._cache_size() == 1, "one trace serves both budgets and both data sets"
+
+
+def test_default_schedule_runs_n_epochs_and_keeps_the_last_iterate():
+    # The paper's schedule: no early stopping, even with a validation split that would stop
+    # this overfitting net (the early-stopping test above stops the same setting early).
+    cfg = NNConfig(width=64, blocks=2, learning_rate=0.02, n_epochs=40, patience=3, batch_size=16)
+    assert cfg.early_stopping is False
+    X, y = _data(n=80)
+    X_fit, y_fit, X_val, y_val = X[:64], y[:64], X[64:], y[64:]
+    rows = jnp.tile(jnp.arange(64, dtype=jnp.int32), (2, 1))
+    keys = jax.random.split(jax.random.key(1), 2)
+    variables, val_loss, epochs_run = train_members(cfg, X_fit, y_fit, X_val, y_val, rows, keys)
+    np.testing.assert_array_equal(epochs_run, [40, 40])
+    last, _, _ = run_epochs(cfg, X_fit, y_fit, X_val, y_val, rows, keys, 40, ())
+    for got, want in zip(jax.tree.leaves(variables), jax.tree.leaves(last), strict=True):
+        np.testing.assert_array_equal(got, want)
+    net = make_network(cfg)
+    for k in range(2):
+        params = jax.tree.map(lambda a, k=k: a[k], variables)
+        raw = net.apply(params, X_val, train=False)
+        recomputed = float(jnp.mean(nll(raw, y_val, "standard")))
+        assert recomputed == pytest.approx(float(val_loss[k]), rel=1e-5)
+    stopped = cfg.model_copy(update={"early_stopping": True})
+    _, _, epochs_es = train_members(stopped, X_fit, y_fit, X_val, y_val, rows, keys)
+    assert np.all(np.asarray(epochs_es) < 40), "the same net early-stopped must stop early"
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"),
+    [
+        ("nn_ensemble", {}),
+        ("nn_bagging", {}),
+        ("nn_dropout", {}),
+        ("edl", {}),
+        ("swag", {"calibrate": False, "n_checkpoints": 2, "swag_burn_in": 1}),
+    ],
+)
+def test_methods_without_a_use_for_validation_train_on_all_points(name, extra):
+    task = make_task(n=60, seed=2)
+    quick = {"width": 8, "blocks": 1, "n_epochs": 3, **extra}
+    method = methods.get_method(name, **quick).fit(task.X, task.y, seed=0)
+    np.testing.assert_array_equal(method.fit_idx_, np.arange(60))
+    assert method.val_idx_.size == 0
+    np.testing.assert_array_equal(method.epochs_run_, 3)
+    stopped = methods.get_method(name, **quick, early_stopping=True, val_fraction=0.1)
+    stopped.fit(task.X, task.y, seed=0)
+    assert stopped.val_idx_.size == 6 and stopped.fit_idx_.size == 54
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"),
+    [
+        ("laplace", {}),
+        ("fsp_laplace", {}),
+        ("deup", {"n_epochs_excess": 2}),
+        ("swag", {"n_checkpoints": 2, "epochs_per_checkpoint": 1, "swag_burn_in": 1}),
+    ],
+)
+def test_methods_that_use_validation_keep_their_split(name, extra):
+    task = make_task(n=60, seed=2)
+    cfg = {"width": 8, "blocks": 1, "n_epochs": 3, "val_fraction": 0.2, **extra}
+    method = methods.get_method(name, **cfg).fit(task.X, task.y, seed=0)
+    assert method.val_idx_.size == 12 and method.fit_idx_.size == 48
+    np.testing.assert_array_equal(method.epochs_run_, 3)
 
 
 @pytest.mark.parametrize("replace", [True, False])
