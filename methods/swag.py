@@ -1,9 +1,14 @@
 """Diagonal SWAG (Maddox et al. 2019) after pretraining the Gaussian-head backbone.
 
-After the usual (early-stopped) training, SGD continues from the solution with constant
-learning rate ``swag_learning_rate``, momentum ``swag_momentum`` and global-norm gradient
-clipping. Every ``epochs_per_checkpoint`` epochs the iterate ``theta_c`` enters running
-moments; after C = ``n_checkpoints`` checkpoints (paper, Appendix D.4, "SWAG BNN")
+After pretraining (``n_epochs`` epochs, no early stopping by default, :class:`NNConfig`),
+SGD continues from the solution with constant learning rate ``swag_learning_rate``,
+momentum ``swag_momentum`` and global-norm gradient clipping. The first ``swag_burn_in``
+epochs of that SGD run are burn-in: they let the iterate settle into the SGD stationary
+regime around a minimum before anything is collected (without it, the checkpoints of a
+network that is still descending mostly measure the drift of the descent, not the spread
+of a posterior). Then every ``epochs_per_checkpoint`` epochs the iterate ``theta_c``
+enters running moments; after C = ``n_checkpoints`` checkpoints (paper, Appendix D.4,
+"SWAG BNN")
 
     mu = E[theta] = (1/C) sum_c theta_c,    sigma^2 = E[theta^2] - E[theta]^2  (clipped >= 0),
     theta_k ~ N(mu, s^2 diag(sigma^2)),     k = 1..K (``n_members``, s = ``sample_scale``).
@@ -13,7 +18,19 @@ variance of means). With ``calibrate`` a global factor fitted on the validation 
 
     c = mean_V (y - mu(x))^2 / mean_V (a(x) + e(x)),
 
-multiplies both the aleatoric and the epistemic variance. V also early-stops pretraining.
+multiplies both the aleatoric and the epistemic variance. V is held out only for this
+calibration (and, with ``early_stopping``, to early-stop pretraining); with
+``calibrate=False`` and no early stopping every network sees all training points.
+
+Diagnostic: the drift fraction of the collected variance (``drift_fraction_``,
+:meth:`SWAG.diagnostics`). With ``t_c = c - mean(c)`` the checkpoint index centred, per
+parameter p the linear trend in c explains ``(sum_c t_c theta_cp)^2 / sum_c t_c^2`` of the
+checkpoints' sum of squares ``sum_c (theta_cp - mean_c theta_cp)^2``; summed over all
+parameters,
+
+    drift = sum_p (sum_c t_c theta_cp)^2 / sum_c t_c^2  /  sum_p sum_c (theta_cp - mu_p)^2,
+
+in [0, 1]: near 1 means the SWAG variance is mostly a straight-line walk of the iterate.
 """
 
 from __future__ import annotations
@@ -40,11 +57,15 @@ class SWAGConfig(NNConfig):
     """:class:`NNConfig` for pretraining plus the SWAG collection phase.
 
     ``n_members`` is the number of sampled networks; ``val_fraction`` sizes the split that
-    early-stops pretraining and fits the global variance factor.
+    fits the global variance factor (``calibrate``) and, with ``early_stopping``,
+    early-stops pretraining. ``swag_burn_in`` SGD epochs at the SWAG learning rate run
+    before the first checkpoint (0: collect from the pretrained network at once, the
+    behaviour before burn-in existed).
     """
 
     n_members: int = Field(default=30, ge=1)
     n_checkpoints: int = Field(default=20, ge=2)
+    swag_burn_in: int = Field(default=200, ge=0)
     epochs_per_checkpoint: int = Field(default=4, ge=1)
     swag_learning_rate: float = Field(default=1e-2, gt=0.0)
     swag_momentum: float = Field(default=0.9, ge=0.0, lt=1.0)
@@ -61,7 +82,23 @@ class SWAGConfig(NNConfig):
         "val_fraction": {"distribution": "uniform", "min": 0.05, "max": 0.25},
         "grad_clip_norm": {"distribution": "uniform", "min": 0.5, "max": 2.0},
     }
-    QUICK: ClassVar[dict[str, Any]] = {"n_epochs": 30, "n_checkpoints": 5}
+    QUICK: ClassVar[dict[str, Any]] = {"n_epochs": 30, "n_checkpoints": 5, "swag_burn_in": 30}
+
+
+def drift_fraction(stack: np.ndarray) -> float:
+    """Share of the checkpoints' variance a linear trend in the index explains (module doc).
+
+    ``stack`` is ``(C, P)``: C checkpoints of P parameters. 0 when nothing varies.
+    """
+    stack = np.asarray(stack, np.float64)
+    t = np.arange(stack.shape[0], dtype=np.float64)
+    t -= t.mean()
+    centred = stack - stack.mean(axis=0, keepdims=True)
+    total = float(np.sum(centred**2))
+    if total == 0.0:
+        return 0.0
+    explained = float(np.sum((t @ centred) ** 2) / np.sum(t**2))
+    return explained / total
 
 
 @register("swag")
@@ -84,13 +121,17 @@ class SWAG(NNMethod):
             }
         )
 
+    def holds_out_validation(self) -> bool:
+        """For the variance factor (``calibrate``) or early stopping."""
+        return self.config.calibrate or self.config.early_stopping
+
     def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
-        """Pretrain; collect the moments, draw the K networks, fit the variance factor on V."""
+        """Pretrain; burn in, collect the moments, draw the K networks, fit the factor on V."""
         Xs, ys = self.train_networks(X, y, seed=seed)
         cfg = self.config
         keys = jax_keys(seed, "swag", "swag_samples")
         m = self.fit_idx_.shape[0]
-        last, first, second = collect_moments(
+        last, first, second, stack = collect_moments(
             self.collection_config(),
             jnp.asarray(Xs[self.fit_idx_]),
             jnp.asarray(ys[self.fit_idx_]),
@@ -99,8 +140,11 @@ class SWAG(NNMethod):
             self.variables_,
             every=cfg.epochs_per_checkpoint,
             n_checkpoints=cfg.n_checkpoints,
+            burn_in=cfg.swag_burn_in,
             grad_clip=cfg.grad_clip_norm,
         )
+        flat = [np.asarray(a[0]).reshape(cfg.n_checkpoints, -1) for a in jax.tree.leaves(stack)]
+        self.drift_fraction_ = drift_fraction(np.concatenate(flat, axis=1))
         self.swag_mean_ = jax.tree.map(lambda a: a[0], first)
         self.swag_var_ = jax.tree.map(
             lambda a, b: jnp.maximum(b[0] - a[0] ** 2, 0.0), first, second
@@ -124,6 +168,11 @@ class SWAG(NNMethod):
             self.scale_ = float(np.mean(resid2) / np.mean(pred.total))
         self.fitted_ = True
         return self
+
+    def diagnostics(self) -> dict[str, float]:
+        """``drift_fraction``: the share of the collected variance that is linear drift."""
+        self._check_fitted()
+        return {"drift_fraction": self.drift_fraction_}
 
     def _standardised(self, Xs: jax.Array) -> tuple[np.ndarray, np.ndarray]:
         """Sampled networks' means and variances ``(K, m)`` at standardised ``Xs``."""
