@@ -1,8 +1,9 @@
 """DEUP, direct epistemic uncertainty prediction (Lahlou et al. 2021), two-stage form.
 
 Stage 1 trains a mean regressor ``m(x)`` (the shared backbone with a one-wide head) on the
-fit split with squared error, early-stopped on the validation split V. On V
-(paper, Appendix D.4, "DEUP BNN"):
+fit split with squared error (``n_epochs`` epochs; early-stopped on the validation split V
+only with ``early_stopping``). V (``val_fraction``, always held out) is for the second
+stage: on V (paper, Appendix D.4, "DEUP BNN"):
 
     sigma2_ale = (1/|V|) sum_{i in V} (y_i - m(x_i))^2,
     r_i = clip(log(max((y_i - m(x_i))^2 - sigma2_ale, 0) + eps), r_min, r_max),
@@ -10,12 +11,30 @@ fit split with squared error, early-stopped on the validation split V. On V
 and stage 2 fits a second network ``g`` to ``r_i`` at the V inputs with squared error.
 Prediction: mean ``m(x)``, aleatoric ``sigma2_ale`` (one constant), epistemic
 ``exp(g(x))``. Everything runs in standardised units and is mapped back.
+
+Bias of this recipe (kept as ``deup``, the paper's method). Write ``e = max((y -
+m(x))^2 - sigma2_ale, 0)`` for the excess error at x. The squared-error fit of g to
+``log(e + eps)`` (ignoring the clip) has the minimiser
+
+    g*(x) = E[log(e + eps) | x],   so   exp(g*(x)) = exp E[log(e + eps) | x]
+                                                  <= E[e + eps | x]          (Jensen),
+
+the conditional geometric mean, not the mean the EU should be. The gap is large here:
+e is a clipped, squared, roughly Gaussian residual, so a good share of the targets are 0
+and enter as ``log(eps)`` (``eps = 1e-4``: ``log eps = -9.2``), which drags the geometric
+mean towards eps; and even with no clipping, for ``e = v z^2`` with ``z ~ N(0, 1)``,
+``exp E[log e] = v exp(E log z^2) = v exp(-gamma_E - log 2) ~ 0.28 v``. The factor depends on
+the unstated floor eps and on the shape of e's distribution, so exp(g) is biased low by an
+x-dependent, eps-dependent factor (EU/AU ratios of ~0.003 on synthetic tasks).
+``deup_unbiased`` (:class:`DEUPUnbiased`) fits ``log E[e | x]`` instead.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
@@ -24,7 +43,7 @@ from udora.methods.base import Knowledge, Prediction, check_x
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.method import NNMethod, Recipe
 from udora.methods.nn.network import predict_members
-from udora.methods.nn.step import SquaredError
+from udora.methods.nn.step import PointLoss, SquaredError
 from udora.methods.nn.trainer import train_members
 from udora.methods.registry import register
 from udora.methods.seeding import jax_keys
@@ -39,7 +58,8 @@ class DEUPConfig(NNConfig):
     The excess network shares the architecture; ``learning_rate_excess``,
     ``weight_decay_excess``, ``n_epochs_excess`` (its budget) and ``batch_size_excess`` are
     its own.
-    ``val_fraction`` must be positive: V estimates the noise and trains the second stage.
+    ``val_fraction`` must be positive: V estimates the noise and trains the second stage
+    (and early-stops the mean network only with ``early_stopping``).
     """
 
     n_members: int = Field(default=1, ge=1, le=1)
@@ -66,6 +86,45 @@ class DEUP(NNMethod):
     Config = DEUPConfig
     config: DEUPConfig
     recipe = Recipe(loss=lambda cfg: SquaredError())
+    excess_loss: ClassVar[PointLoss] = SquaredError()
+
+    def holds_out_validation(self) -> bool:
+        """Always: V estimates the noise and trains the excess network."""
+        return True
+
+    def excess_targets(self, excess: np.ndarray) -> np.ndarray:
+        """``clip(log(excess + eps), r_min, r_max)``: the paper's log excess targets."""
+        return np.clip(np.log(excess + EXCESS_EPS), *LOG_EXCESS_RANGE)
+
+    def fit_excess(self, Xs: np.ndarray, excess: np.ndarray, *, seed: int) -> None:
+        """Fit the excess network g on ``Xs`` ``(v, d)`` (standardised) and the excess errors
+        ``excess`` ``(v,)`` through :meth:`excess_targets` and ``excess_loss``."""
+        self.excess_targets_ = self.excess_targets(np.asarray(excess, np.float64))
+        key = jax_keys(seed, "excess")["excess"]
+        X_e = jnp.asarray(Xs, jnp.float32)
+        rows = jnp.arange(X_e.shape[0], dtype=jnp.int32)[None, :]
+        self.excess_variables_, _, _ = train_members(
+            self._excess_config(),
+            X_e,
+            jnp.asarray(self.excess_targets_, jnp.float32),
+            X_e[:0],
+            jnp.zeros((0,), jnp.float32),
+            rows,
+            key[None],
+            loss=self.excess_loss,
+        )
+        self.excess_key_ = key
+
+    def excess_variance(self, Xs: np.ndarray | jax.Array) -> np.ndarray:
+        """``exp(g(x))`` ``(m,)`` at standardised ``Xs`` ``(m, d)``."""
+        g = predict_members(
+            self._excess_config(),
+            self.excess_variables_,
+            self.excess_key_[None],
+            jnp.asarray(Xs, jnp.float32),
+            n_out=1,
+        )
+        return np.exp(np.asarray(g[0, :, 0], np.float64))
 
     def _excess_config(self) -> NNConfig:
         cfg = self.config
@@ -85,19 +144,7 @@ class DEUP(NNMethod):
         resid = ys[self.val_idx_] - np.asarray(self.raw_outputs(X_val)[0, :, 0], np.float64)
         self.sigma2_ale_ = float(np.mean(resid**2))
         excess = np.maximum(resid**2 - self.sigma2_ale_, 0.0)
-        self.log_excess_ = np.clip(np.log(excess + EXCESS_EPS), *LOG_EXCESS_RANGE)
-        key = jax_keys(seed, "excess")["excess"]
-        rows = jnp.arange(X_val.shape[0], dtype=jnp.int32)[None, :]
-        self.excess_variables_, _, _ = train_members(
-            self._excess_config(),
-            X_val,
-            jnp.asarray(self.log_excess_, jnp.float32),
-            X_val[:0],
-            jnp.zeros((0,), jnp.float32),
-            rows,
-            key[None],
-            loss=SquaredError(),
-        )
+        self.fit_excess(Xs[self.val_idx_], excess, seed=seed)
         self.fitted_ = True
         return self
 
@@ -107,12 +154,47 @@ class DEUP(NNMethod):
         X = check_x(X, self.d_)
         Xs = jnp.asarray(self.scaler_.x(X), dtype=jnp.float32)
         mean = np.asarray(self.raw_outputs(Xs)[0, :, 0], np.float64)
-        log_eu = predict_members(
-            self._excess_config(), self.excess_variables_, self.predict_key_[None], Xs, n_out=1
-        )
-        epistemic = np.exp(np.asarray(log_eu[0, :, 0], np.float64))
+        epistemic = self.excess_variance(Xs)
         return Prediction(
             mean=self.scaler_.mean_back(mean),
             aleatoric=self.scaler_.var_back(np.full(mean.shape, self.sigma2_ale_)),
             epistemic=self.scaler_.var_back(epistemic),
         )
+
+
+LOG_MEAN_RANGE = 30.0
+
+
+@dataclass(frozen=True)
+class PoissonLogMean:
+    """Per-point ``exp(g) - e g`` of raw outputs ``g`` ``(B, 1)`` and targets ``e >= 0``.
+
+    For each x its expectation ``exp(g) - E[e | x] g`` is convex in g with minimiser
+    ``g = log E[e | x]`` (the Poisson / Gamma log-link deviance up to terms free of g).
+    ``g`` is clipped to ``+-LOG_MEAN_RANGE`` inside exp to keep it finite.
+    """
+
+    n_out: ClassVar[int] = 1
+
+    def __call__(self, raw: jax.Array, y: jax.Array) -> jax.Array:
+        g = jnp.clip(raw[..., 0], -LOG_MEAN_RANGE, LOG_MEAN_RANGE)
+        return jnp.exp(g) - y * g
+
+
+@register("deup_unbiased")
+class DEUPUnbiased(DEUP):
+    """DEUP variant (not the paper's): exp of the excess network is the mean excess error.
+
+    Same as ``deup`` except the second stage. Its targets are the excess errors themselves,
+    ``e_i = max((y_i - m(x_i))^2 - sigma2_ale, 0)`` on V (no log, no floor eps, no clip), and
+    g minimises the mean of ``exp(g(x_i)) - e_i g(x_i)`` (:class:`PoissonLogMean`), whose
+    pointwise minimiser is ``g(x) = log E[e | x]``. So ``exp(g(x))`` estimates the expected
+    excess squared error itself rather than its geometric mean (the Jensen bias of
+    ``deup``, module doc). Configuration is :class:`DEUPConfig`.
+    """
+
+    excess_loss: ClassVar[PointLoss] = PoissonLogMean()
+
+    def excess_targets(self, excess: np.ndarray) -> np.ndarray:
+        """The excess errors themselves, ``e >= 0``."""
+        return np.maximum(excess, 0.0)
