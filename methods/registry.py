@@ -33,6 +33,7 @@ BUILTIN_METHODS: dict[str, str] = {
     "catboost_kgb": "udora.methods.catboost_kgb:CatBoostKGB",
     "catboost_ps": "udora.methods.catboost_ps:CatBoostPS",
     "deup": "udora.methods.deup:DEUP",
+    "deup_unbiased": "udora.methods.deup:DEUPUnbiased",
     "dkl": "udora.methods.dkl:DKL",
     "edl": "udora.methods.edl:EDL",
     "fsp_laplace": "udora.methods.fsp_laplace:FSPLaplace",
