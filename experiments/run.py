@@ -155,6 +155,7 @@ def run_resolved(
 
         record["metrics"] = _clean(score(task, prediction))
         record["curves"] = _summarise(curves(task, prediction))
+        record["diagnostics"] = _clean(model.diagnostics())
         timings["score"] = time.perf_counter() - t0
         record["status"] = "ok"
     except Exception as err:  # one failing method never takes the grid down

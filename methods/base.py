@@ -180,6 +180,13 @@ class UQMethod(abc.ABC):
     def predict(self, X: np.ndarray) -> Prediction:
         """The predictive at ``X`` ``(m, d)``: a :class:`Prediction` of m points."""
 
+    def diagnostics(self) -> dict[str, float]:
+        """Scalars about the fit itself, recorded in result.json (e.g. SWAG's drift).
+
+        None of them is a score against the oracle; the default has none.
+        """
+        return {}
+
     def _check_fitted(self) -> None:
         if not getattr(self, "fitted_", False):
             raise NotFittedError(f"{self.name}: call fit(X, y, seed=...) before predict")

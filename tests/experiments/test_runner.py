@@ -149,3 +149,13 @@ def test_interrupted_grid_resumes_without_loss_or_duplicates(tiny_preset, tmp_pa
     keys = {(r.parts[-3], r.parts[-2]) for r in results}
     assert len(keys) == 24  # each (method, seed) exactly once
     assert all(json.loads(r.read_text())["status"] == "ok" for r in results)
+
+
+def test_method_diagnostics_are_recorded(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    budget = {"n_epochs": 5, "n_checkpoints": 4, "swag_burn_in": 5, "n_members": 3}
+    swag = run_one(path, "swag", 0, budget, tmp_path, data_dir=data)
+    blr = run_one(path, "blr", 0, {}, tmp_path, data_dir=data)
+    record = json.loads((swag.path / "result.json").read_text())
+    assert swag.status == "ok" and 0.0 <= record["diagnostics"]["drift_fraction"] <= 1.0
+    assert json.loads((blr.path / "result.json").read_text())["diagnostics"] == {}
