@@ -40,7 +40,7 @@ def test_grid_logs_the_resolved_run(tiny_preset, tmp_path, no_credentials):
     from udora.experiments.bench import make_grid, run_grid
 
     path, data = tiny_preset
-    (run,) = make_grid([str(path)], ["blr"], [2], {"alpha": 3.0})
+    (run,) = make_grid([str(path)], ["blr"], [2], {"alpha": 3.0}, data_dir=data)
     out = tmp_path / "out"
     run_grid([run], out, data_dir=data, wandb=True, console=Console(file=io.StringIO()))
     (logged,) = list((run.run_dir(out) / "wandb").glob("offline-run-*"))
