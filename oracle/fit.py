@@ -43,7 +43,13 @@ import numpy as np
 from gpjax.parameters import val
 
 from udora.oracle.data import load_table
-from udora.oracle.fit_box import NONFINITE_LOSS, bounded_problem, gp_model, minimise
+from udora.oracle.fit_box import (
+    NONFINITE_LOSS,
+    BoundedProblem,
+    bounded_problem,
+    gp_model,
+    minimise,
+)
 from udora.oracle.preset import Preset
 from udora.oracle.standardise import Standardiser
 from udora.oracle.task import stream
@@ -176,17 +182,7 @@ def fit_preset(
                 f"[{time.perf_counter() - t0:.0f} s]")  # fmt: skip
         best = min(range(len(screened)), key=lambda i: screened[i][0])
         template = _start(preset, *RESTART_INITS[best])
-        x, loss = screened[best][1], np.inf
-        for run in range(1 + polish):  # refine, then restart (fresh curvature) while gaining
-            res = problem.solve(x, Z, t, max_iters, gtol)
-            gain = loss - float(res.fun)
-            if gain > 0:
-                x, loss = res.x, float(res.fun)
-            label = "refine" if run == 0 else f"restart {run}"
-            say(f"{label} on {Z.shape[0]} rows: mll/pt {-loss:.7f}, {res.nit} iterations "
-                f"[{time.perf_counter() - t0:.0f} s]")  # fmt: skip
-            if gain < POLISH_TOL:
-                break
+        x, loss = refine(problem, screened[best][1], Z, t, max_iters, gtol, polish, say, t0)
         if not loss < NONFINITE_LOSS:
             raise RuntimeError(
                 f"preset {preset.name!r}: the marginal likelihood is not finite at any start"
@@ -202,6 +198,34 @@ def fit_preset(
         seconds=time.perf_counter() - t0,
         restarts=[-s[0] for s in screened],
     )
+
+
+def refine(
+    problem: BoundedProblem,
+    x: np.ndarray,
+    Z: np.ndarray,
+    t: np.ndarray,
+    max_iters: int,
+    gtol: float,
+    polish: int,
+    say: Callable[[str], None],
+    t0: float,
+) -> tuple[np.ndarray, float]:
+    """L-BFGS-B from ``x`` (p,) on all of ``Z``, ``t``, then restarted from its own result
+    (fresh curvature, up to ``polish`` times) until a restart gains less than
+    :data:`POLISH_TOL` per point: (best x (p,), its loss)."""
+    loss = np.inf
+    for run in range(1 + polish):
+        res = problem.solve(x, Z, t, max_iters, gtol)
+        gain = loss - float(res.fun)
+        if gain > 0:
+            x, loss = res.x, float(res.fun)
+        label = "refine" if run == 0 else f"restart {run}"
+        say(f"{label} on {Z.shape[0]} rows: mll/pt {-loss:.7f}, {res.nit} iterations "
+            f"[{time.perf_counter() - t0:.0f} s]")  # fmt: skip
+        if gain < POLISH_TOL:
+            break
+    return x, loss
 
 
 def mll_and_grad(preset: Preset, data_dir: str | Path | None = None) -> tuple[float, float]:

@@ -15,7 +15,7 @@ Written by hand because GPJax's own ``fit_lbfgs`` (optax L-BFGS) takes no bounds
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import equinox as eqx
@@ -26,6 +26,7 @@ import numpy as np
 import scipy.optimize
 from gpjax.parameters import NonNegativeReal, Real
 from jax.flatten_util import ravel_pytree
+from numpy.typing import ArrayLike
 
 from udora.oracle.kernels import build_kernel
 from udora.oracle.preset import Mean
@@ -139,12 +140,31 @@ class BoundedProblem:
         return np.where(at_low | at_high, 0.0, g)
 
 
-def bounded_problem(model) -> BoundedProblem:
+def parameter_key(path_key: str) -> str:
+    """The parameter a leaf belongs to: its key path without the storage suffix.
+
+    ``.prior.kernel.kernels[0].lengthscale._unconstrained`` ->
+    ``.prior.kernel.kernels[0].lengthscale``; ``...constant.value`` -> ``...constant``.
+    """
+    for suffix in ("._unconstrained", ".value"):
+        if path_key.endswith(suffix):
+            return path_key[: -len(suffix)]
+    return path_key
+
+
+def bounded_problem(
+    model, limits: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None
+) -> BoundedProblem:
     """The box-constrained problem of ``model``'s structure (its kernel, mean and noise).
 
     Non-trainable leaves are pinned at ``model``'s values: models passed to
     :meth:`BoundedProblem.flatten` must share them (every start of one preset does).
+    ``limits`` replaces the :data:`BOUNDS` box of single parameters: it maps a parameter
+    key (:func:`parameter_key`, e.g. ``.prior.kernel.kernels[0].lengthscale``) to
+    constrained ``(low, high)`` values, scalars or one per element of the leaf; equal low
+    and high pin the parameter. A key that names no trainable parameter is an error.
     """
+    limits = dict(limits or {})
     params, static = eqx.partition(model, eqx.is_array)
     _, unravel = ravel_pytree(params)
     lower, upper = [], []
@@ -157,11 +177,18 @@ def bounded_problem(model) -> BoundedProblem:
             lower += [float(v) for v in np.ravel(leaf)]
             upper += [float(v) for v in np.ravel(leaf)]
             continue
-        lo, hi = BOUNDS[name]
+        lo, hi = limits.pop(parameter_key(key), BOUNDS[name])
+        lo = np.broadcast_to(np.asarray(lo, dtype=float), (size,))
+        hi = np.broadcast_to(np.asarray(hi, dtype=float), (size,))
+        if np.any(hi < lo):
+            raise ValueError(f"{parameter_key(key)}: upper bound below lower bound")
         if key.endswith("_unconstrained"):  # softplus-positive (noise: above the floor)
-            lo, hi = _softplus_inv(lo), _softplus_inv(hi)
-        lower += [lo] * size
-        upper += [hi] * size
+            lo = np.array([_softplus_inv(v) for v in lo])
+            hi = np.array([_softplus_inv(v) for v in hi])
+        lower += [float(v) for v in lo]
+        upper += [float(v) for v in hi]
+    if limits:
+        raise ValueError(f"limits name no trainable parameter: {sorted(limits)}")
 
     def loss(x, X, y):  # data as arguments: not folded into the program as constants
         return objective(eqx.combine(unravel(x), static), gpx.Dataset(X=X, y=y))
@@ -178,9 +205,16 @@ def bounded_problem(model) -> BoundedProblem:
     )
 
 
-def minimise(model, Z: np.ndarray, t: np.ndarray, max_iters: int, gtol: float):
+def minimise(
+    model,
+    Z: np.ndarray,
+    t: np.ndarray,
+    max_iters: int,
+    gtol: float,
+    limits: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None,
+):
     """Minimise the per-point negative mll from ``model`` on ``Z`` ``(m, d)``, ``t``
-    ``(m,)``: (fitted model, final loss)."""
-    problem = bounded_problem(model)
+    ``(m,)`` in the box (``limits`` as in :func:`bounded_problem`): (fitted model, loss)."""
+    problem = bounded_problem(model, limits)
     res = problem.solve(problem.start(model), Z, t, max_iters, gtol)
     return problem.rebuild(res.x), float(res.fun)
