@@ -3,7 +3,8 @@
 A preset names the real covariates (``features`` of a data file), the pool size and seed,
 the training-sample size and shift profile, and the GP (kernel components, mean, noise)
 in standardised units. ``paper`` keeps the source paper's reported values for comparison
-only; nothing reads it to build a task.
+only; nothing reads it to build a task. ``kernel_paper`` (optional, with ``mean_paper`` and
+``fit_paper``) is a paper-constrained variant of the kernel that ``kernel=paper`` selects.
 """
 
 from __future__ import annotations
@@ -81,6 +82,11 @@ class Preset(_Frozen):
     shift: tuple[float, float, float, float, float]
     paper: dict[str, Any] = Field(default_factory=dict)
     fit: dict[str, Any] | None = None  # how the kernel was fitted (oracle/fit.py); a record
+    # The paper-constrained variant (oracle/fit_paper.py), selected by ``kernel=paper``:
+    # components like ``kernel``, the mean where it differs, and the record of its fit.
+    kernel_paper: tuple[dict[str, Any], ...] | None = None
+    mean_paper: Mean | None = None
+    fit_paper: dict[str, Any] | None = None
 
     @property
     def d(self) -> int:
@@ -114,15 +120,33 @@ class Preset(_Frozen):
             raise ValueError(str(err)) from None
         kernel = tuple({"type": s.type, **s.model_dump(exclude={"type"})} for s in specs)
         object.__setattr__(self, "kernel", kernel)
+        if self.kernel_paper is None:
+            if self.mean_paper is not None or self.fit_paper is not None:
+                raise ValueError("mean_paper and fit_paper need a kernel_paper block")
+            return self
+        try:
+            specs = parse_kernel(list(self.kernel_paper), self.d)
+        except KernelSpecError as err:
+            raise ValueError(f"kernel_paper: {err}") from None
+        paper = tuple({"type": s.type, **s.model_dump(exclude={"type"})} for s in specs)
+        if [c["type"] for c in paper] != [c["type"] for c in kernel]:
+            raise ValueError("kernel_paper must have the components of kernel, in order")
+        object.__setattr__(self, "kernel_paper", paper)
         return self
 
     def with_overrides(self, overrides: dict[str, Any], *, origin: str = "override") -> Preset:
         """A derived preset: dotted keys (``noise.std_min``, ``n_train``, ``shift``) replaced.
 
-        ``lengthscale_multiplier`` scales every stationary lengthscale. Validated like a file.
+        ``kernel`` is a selector, applied first: ``"fitted"`` keeps the kernel, ``"paper"``
+        swaps in the paper-constrained variant (:func:`select_kernel`). ``lengthscale_multiplier``
+        scales every stationary lengthscale. Validated like a file.
         """
         data = self.model_dump()
+        if "kernel" in overrides:
+            select_kernel(data, overrides["kernel"], origin)
         for key, value in overrides.items():
+            if key == "kernel":
+                continue
             if key == "lengthscale_multiplier":
                 for comp in data["kernel"]:
                     if "lengthscale" in comp:
@@ -144,6 +168,39 @@ class Preset(_Frozen):
                 raise PresetError(f"{origin}: unknown preset field {key!r}; valid fields: {valid}")
             node[parts[-1]] = value
         return _validate(data, origin)
+
+
+KERNEL_CHOICES = ("fitted", "paper")
+
+
+def select_kernel(data: dict[str, Any], choice: Any, origin: str = "override") -> None:
+    """Apply the kernel selector ``choice`` to the preset fields ``data`` (in place).
+
+    ``"fitted"``: the free marginal-likelihood fit in ``kernel`` stays. ``"paper"``:
+    ``kernel``, ``mean`` and ``fit`` become ``kernel_paper``, ``mean_paper`` (where given)
+    and ``fit_paper`` (the paper's variances, mean and fixed parameters, lengthscales fitted
+    inside the paper's range), and the three ``*_paper`` fields are emptied, so the derived
+    preset carries one kernel and its record says ``variant: paper``. Anything else, or
+    ``"paper"`` on a preset without a ``kernel_paper`` block, is a :class:`PresetError`.
+    """
+    if not isinstance(choice, str) or choice not in KERNEL_CHOICES:
+        raise PresetError(
+            f"{origin}: kernel selects the preset's kernel and takes 'fitted' or 'paper', "
+            f"got {choice!r}"
+        )
+    if choice == "fitted":
+        return
+    if data.get("kernel_paper") is None:
+        name = data.get("name", "?")
+        raise PresetError(
+            f"{origin}: kernel='paper' but preset {name!r} has no kernel_paper block "
+            f"(fit one with `udora presets fit {name} --paper --write`); valid: 'fitted'"
+        )
+    data["kernel"] = data["kernel_paper"]
+    if data.get("mean_paper") is not None:
+        data["mean"] = data["mean_paper"]
+    data["fit"] = data.get("fit_paper")
+    data["kernel_paper"] = data["mean_paper"] = data["fit_paper"] = None
 
 
 def parse_preset(data: Any, origin: str = "<preset>") -> Preset:
