@@ -89,15 +89,40 @@ def presets_show(
 @presets_app.command("fit")
 def presets_fit(
     name: Annotated[str, typer.Argument(help="Preset name or YAML path.")],
-    subset: Annotated[int, typer.Option(help="Rows of the real data used (seeded).")] = 2000,
-    seed: Annotated[int, typer.Option(help="Seed of the row subset.")] = 0,
+    subset: Annotated[
+        int | None,
+        typer.Option(help="Rows of the real data used (seeded); 2000, or with --paper the fit's."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed of the row subset; 0, or with --paper the fit's.")
+    ] = None,
     write: Annotated[bool, typer.Option("--write", help="Write the fit into the YAML.")] = False,
+    paper: Annotated[
+        bool,
+        typer.Option(
+            "--paper",
+            help="Fit the paper-constrained variant (paper variances and mean, lengthscales "
+            "in the paper's range) into the kernel_paper block.",
+        ),
+    ] = False,
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Fit the preset's kernel family by marginal likelihood on its real data."""
-    from udora.experiments.preset_fit import fit_and_write
+    from udora.experiments.preset_fit import fit_and_write, fit_paper_and_write
 
-    fit_and_write(name, subset=subset, seed=seed, write=write, data_dir=data_dir, console=console)
+    if paper:
+        fit_paper_and_write(
+            name, subset=subset, seed=seed, write=write, data_dir=data_dir, console=console
+        )
+        return
+    fit_and_write(
+        name,
+        subset=2000 if subset is None else subset,
+        seed=0 if seed is None else seed,
+        write=write,
+        data_dir=data_dir,
+        console=console,
+    )
 
 
 @app.command("run")
