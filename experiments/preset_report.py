@@ -100,3 +100,66 @@ def markdown_table(rows: list[dict]) -> str:
     lines += ["", f"Within x{WITHIN} of the paper's sigma_f, of {len(rows)} presets: "
               + ", ".join(f"{counts[k]} ({k})" for k in SIGMA_F) + "."]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+PAPER_COLUMNS = (
+    "preset", "rows", "free mll/pt", "paper-constrained mll/pt", "paper lengthscales",
+    "fitted lengthscales", "sigma_f train", "sigma_f pool", "sigma_f away", "paper sigma_f",
+    "ratio train free", "ratio train", "ratio pool", "ratio away", "command",
+)  # fmt: skip
+
+
+def paper_variant_row(
+    preset: Preset | str, seed: int = 0, data_dir: str | Path | None = None
+) -> dict:
+    """The paper-constrained variant (``kernel=paper``) of a preset with a ``kernel_paper``
+    block next to its free fit: mll per point of both fits, the variant's sigma_f three ways
+    (:func:`sigma_f_medians`, seed ``seed``, original units) and its ratios to the paper's,
+    plus the free fit's training-input ratio."""
+    p = preset if isinstance(preset, Preset) else load_preset(preset)
+    if p.kernel_paper is None:
+        raise ValueError(f"preset {p.name!r} has no kernel_paper block")
+    variant = p.with_overrides({"kernel": "paper"})
+    ref = p.paper.get("median_sigma_f")
+    free = sigma_f_medians(*_post(p, seed, data_dir))
+    ours = sigma_f_medians(*_post(variant, seed, data_dir))
+    rec = p.fit_paper or {}
+    return {
+        "preset": p.name,
+        "rows": rec.get("subset", "-"),
+        "free mll/pt": f"{p.fit['mll_per_point']:.4f}" if p.fit else "-",
+        "paper-constrained mll/pt": f"{rec['mll_per_point']:.4f}" if rec else "-",
+        "paper lengthscales": _lengthscales(p.paper.get("kernel", [])),
+        "fitted lengthscales": _lengthscales(list(variant.kernel)),
+        **{f"sigma_f {k}": f"{v:.4g}" for k, v in ours.items()},
+        "paper sigma_f": f"{ref:.4g}" if ref else "-",
+        "ratio train free": f"{free['train'] / ref:.2f}" if ref else "-",
+        **{f"ratio {k}": f"{v / ref:.2f}" if ref else "-" for k, v in ours.items()},
+        "command": f"`udora presets fit {p.name} --paper --write`",
+    }
+
+
+def _post(preset: Preset, seed: int, data_dir: str | Path | None):
+    task = build_task(preset, seed, data_dir=data_dir)
+    return task.post_var, task.train_idx
+
+
+def paper_markdown_table(rows: list[dict]) -> str:
+    """A GitHub-markdown table of :func:`paper_variant_row` rows."""
+    lines = ["| " + " | ".join(PAPER_COLUMNS) + " |", "|" + "---|" * len(PAPER_COLUMNS)]
+    lines += ["| " + " | ".join(str(r[c]) for c in PAPER_COLUMNS) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def paper_variant_presets() -> list[str]:
+    """Shipped presets that carry a ``kernel_paper`` block."""
+    from udora.oracle.preset import list_presets
+
+    return [n for n in list_presets() if load_preset(n).kernel_paper is not None]
+
+
+if __name__ == "__main__":  # python -m udora.experiments.preset_report [SEED]
+    import sys
+
+    seed = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    print(paper_markdown_table([paper_variant_row(n, seed) for n in paper_variant_presets()]))

@@ -1,6 +1,7 @@
 """The three sigma_f medians of `udora presets show` and the within-x1.5 counts."""
 
 import numpy as np
+import pytest
 
 from udora.experiments.preset_report import sigma_f_medians, within_counts
 
@@ -26,3 +27,31 @@ def test_within_counts_use_the_closed_factor_interval():
         {"ratio train": "2.85", "ratio pool": "1.00", "ratio away": "1.00"},
     ]
     assert within_counts(rows) == {"train": 2, "pool": 1, "away": 1}
+
+
+def test_paper_variant_row_sits_next_to_the_free_fit(shared_data):
+    """protein's kernel=paper row: both mll per point, sigma_f three ways, both train ratios."""
+    from udora.experiments.preset_report import (
+        PAPER_COLUMNS,
+        paper_markdown_table,
+        paper_variant_row,
+    )
+    from udora.oracle.preset import load_preset
+
+    p = load_preset("protein")
+    row = paper_variant_row(p, 0, shared_data)
+    assert row["free mll/pt"] == f"{p.fit['mll_per_point']:.4f}"
+    assert row["paper-constrained mll/pt"] == f"{p.fit_paper['mll_per_point']:.4f}"
+    ratio = float(row["sigma_f train"]) / p.paper["median_sigma_f"]
+    assert float(row["ratio train"]) == pytest.approx(ratio, abs=0.006)
+    assert row["ratio train free"] != "-" and "--paper --write" in row["command"]
+    table = paper_markdown_table([row])
+    assert table.splitlines()[0] == "| " + " | ".join(PAPER_COLUMNS) + " |"
+    assert table.count("\n") == 3
+
+
+def test_paper_variant_row_needs_a_kernel_paper():
+    from udora.experiments.preset_report import paper_variant_row
+
+    with pytest.raises(ValueError, match="no kernel_paper block"):
+        paper_variant_row("concrete")
