@@ -71,18 +71,27 @@ def presets_show(
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Ours next to the paper: variances, lengthscale range, median sigma_eps and sigma_f."""
-    from udora.experiments.preset_report import COLUMNS, markdown_table, preset_row
-    from udora.oracle.preset import list_presets
+    from udora.experiments import preset_report as pr
+    from udora.oracle.preset import list_presets, load_preset
 
     if (name is None) == (not all_):
         raise ValueError("presets show: give one preset NAME or --all")
-    rows = [preset_row(n, seed, data_dir) for n in (list_presets() if all_ else [name])]
-    table = Table(*COLUMNS)
-    for row in rows:
-        table.add_row(*(str(row[c]) for c in COLUMNS))
-    Console(width=250).print(table)
+    names = list_presets() if all_ else [name]
+    rows = [pr.preset_row(n, seed, data_dir) for n in names]
+    paper = [pr.paper_variant_row(n, seed, data_dir) for n in names
+             if load_preset(n).kernel_paper is not None]  # fmt: skip
+    for columns, table_rows in ((pr.COLUMNS, rows), (pr.PAPER_COLUMNS, paper)):
+        if table_rows:
+            table = Table(*columns)
+            for row in table_rows:
+                table.add_row(*(str(row[c]) for c in columns))
+            Console(width=250).print(table)
     if markdown is not None:
-        markdown.write_text(markdown_table(rows))
+        text = pr.markdown_table(rows)
+        if paper:
+            text += "\nPaper-constrained kernels (`--set preset.kernel=paper`):\n\n"
+            text += pr.paper_markdown_table(paper)
+        markdown.write_text(text)
         console.print(f"wrote {markdown}")
 
 
