@@ -110,13 +110,9 @@ def run_one(
     return run_resolved(run, out_dir, data_dir=data_dir)
 
 
-def run_resolved(
-    run: ResolvedRun, out_dir: str | Path, *, data_dir: str | Path | None = None
-) -> RunResult:
-    """Run an already resolved run and write its folder under ``out_dir``."""
-    final = run.run_dir(out_dir)
-    model = run.make_method()
-    record: dict[str, Any] = {
+def _record(run: ResolvedRun, status: str) -> dict[str, Any]:
+    """The fields every result.json starts with (docs/running.md, "One run")."""
+    return {
         "schema": SCHEMA,
         "preset": run.preset.name,
         "preset_arg": run.preset_arg,
@@ -127,15 +123,24 @@ def run_resolved(
         "config": run.config.to_dict(),
         "config_hash": run.config_hash,
         "identity": run.identity,
-        "data_source": run.check_data_source(data_dir),  # raises if not the one hashed
         "preset_config": run.preset.model_dump(mode="json", exclude={"paper"}),
         "versions": _versions(run.method),
-        "status": "failed",
+        "status": status,
         "error": None,
         "metrics": {},
         "curves": {},
         "timings": {},
     }
+
+
+def run_resolved(
+    run: ResolvedRun, out_dir: str | Path, *, data_dir: str | Path | None = None
+) -> RunResult:
+    """Run an already resolved run and write its folder under ``out_dir``."""
+    final = run.run_dir(out_dir)
+    model = run.make_method()
+    record = _record(run, "failed")
+    record["data_source"] = run.check_data_source(data_dir)  # raises if not the one hashed
     timings = record["timings"]
     prediction = None
     t0 = time.perf_counter()
@@ -175,26 +180,7 @@ def record_skipped(run: ResolvedRun, out_dir: str | Path, reason: str) -> Path:
     (docs/running.md, "A grid").
     """
     final = run.run_dir(out_dir)
-    record = {
-        "schema": SCHEMA,
-        "preset": run.preset.name,
-        "preset_arg": run.preset_arg,
-        "method": run.method,
-        "seed": run.seed,
-        "overrides": run.overrides,
-        "label": run.label,
-        "config": run.config.to_dict(),
-        "config_hash": run.config_hash,
-        "identity": run.identity,
-        "preset_config": run.preset.model_dump(mode="json", exclude={"paper"}),
-        "versions": _versions(run.method),
-        "status": "skipped",
-        "error": reason,
-        "reason": reason,
-        "metrics": {},
-        "curves": {},
-        "timings": {},
-    }
+    record = {**_record(run, "skipped"), "error": reason, "reason": reason}
     _write_atomically(final, record, None)
     return final
 

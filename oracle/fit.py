@@ -241,13 +241,21 @@ def mll_and_grad(preset: Preset, data_dir: str | Path | None = None) -> tuple[fl
     Z, t = standardised_subset(preset, preset.fit["subset"], preset.fit["seed"], data_dir)
     with jax.enable_x64(True):
         model = gp_model(list(preset.kernel), preset.d, preset.mean, preset.fit["noise_variance"])
-        problem = bounded_problem(model)
-        x = problem.flatten(model)
-        if problem.outside(x):
-            raise ValueError(f"preset {preset.name!r}: written fit lies outside the fit box")
-        loss, _ = problem.fun(x, Z, t)
-        norm = float(np.linalg.norm(problem.projected_gradient(x, Z, t)))
-    return -loss, norm
+        return mll_at(bounded_problem(model), model, Z, t, f"preset {preset.name!r}: written fit")
+
+
+def mll_at(problem, model, Z: np.ndarray, t: np.ndarray, what: str) -> tuple[float, float]:
+    """``(mll per point, ||projected gradient||)`` of ``problem`` at ``model``'s values.
+
+    ``Z`` (m, d) and ``t`` (m,) are the standardised subset. Values outside the problem's
+    box are an error naming ``what`` (they were not fitted in it). Call inside
+    ``jax.enable_x64(True)``.
+    """
+    x = problem.flatten(model)
+    if problem.outside(x):
+        raise ValueError(f"{what} lies outside its fit box")
+    loss, _ = problem.fun(x, Z, t)
+    return -loss, float(np.linalg.norm(problem.projected_gradient(x, Z, t)))
 
 
 def noise_for_median_std(

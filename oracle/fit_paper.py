@@ -30,6 +30,7 @@ from udora.oracle.fit import (
     SCREEN_ROWS,
     FitResult,
     extract,
+    mll_at,
     refine,
     standardised_subset,
 )
@@ -207,12 +208,7 @@ def paper_mll_and_grad(preset: Preset, data_dir: str | Path | None = None) -> tu
     with jax.enable_x64(True):
         model, limits, Z, t = _written_problem(preset, data_dir)
         problem = bounded_problem(model, limits)
-        x = problem.flatten(model)
-        if problem.outside(x):
-            raise ValueError(f"preset {preset.name!r}: kernel_paper lies outside the paper's box")
-        loss, _ = problem.fun(x, Z, t)
-        norm = float(np.linalg.norm(problem.projected_gradient(x, Z, t)))
-    return -loss, norm
+        return mll_at(problem, model, Z, t, f"preset {preset.name!r}: kernel_paper")
 
 
 def paper_refit_from_written(
