@@ -214,7 +214,11 @@ def _run_locked(
             f"{len(todo)} runs ({summary.skipped} already done)", total=len(todo)
         )
 
+        reported: set[Path] = set()
+        started = time.time()
+
         def done(run: ResolvedRun, status: str, error: str) -> None:
+            reported.add(run.rel_dir)
             summary.done += 1
             if status != "ok":
                 summary.failed += 1
@@ -236,9 +240,28 @@ def _run_locked(
         except KeyboardInterrupt:
             interrupts.stopping()
             summary.interrupted = True
+            _count_unreported(todo, reported, out, started, summary)
             progress.console.print(
                 "[yellow]interrupted[/]: finished runs are kept; rerun to resume"
             )
+
+
+def _count_unreported(
+    todo: list[ResolvedRun], reported: set[Path], out: Path, since: float, summary: GridSummary
+) -> None:
+    """Count runs a worker wrote after the interrupt but before it was terminated.
+
+    Their folders are complete (written atomically), so the summary line must count them;
+    a ``result.json`` older than this grid is a previous attempt's and is not counted.
+    """
+    for run in todo:
+        if run.rel_dir in reported:
+            continue
+        path = run.run_dir(out) / "result.json"
+        record = load_result(run.run_dir(out))
+        if is_current(record) and path.stat().st_mtime >= since:
+            summary.done += 1
+            summary.failed += record.get("status") != "ok"
 
 
 def _run_pool(

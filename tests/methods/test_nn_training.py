@@ -238,7 +238,9 @@ def test_predict_before_fit_and_wrong_width_are_errors():
 @pytest.mark.parametrize(
     "overrides",
     [
-        {"optimizer": "sgd", "learning_rate": 0.01, "sgd_nesterov": True},
+        # 0.003: inside the paper's learning-rate space; at 0.01 plain SGD diverges on this task
+        # within 30 epochs (early stopping used to hide that by keeping an earlier epoch)
+        {"optimizer": "sgd", "learning_rate": 0.003, "sgd_nesterov": True},
         {"optimizer": "muon", "learning_rate": 0.01},
         {"optimizer": "soap", "learning_rate": 0.003},
         {"norm": "layer", "activation": "gelu"},
