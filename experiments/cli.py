@@ -348,3 +348,68 @@ def main() -> None:
             f"error: {message}", highlight=False, markup=False, soft_wrap=True
         )
         sys.exit(2)
+
+
+sweep_app = typer.Typer(
+    help="Hyperparameter sweeps scored on a validation split, never on the oracle.",
+    no_args_is_help=True,
+)
+app.add_typer(sweep_app, name="sweep")
+
+
+@sweep_app.command("init")
+def sweep_init(
+    preset: Annotated[str, typer.Option(help="Preset name or YAML path.")],
+    method: Annotated[str, typer.Option(help="Registered method name (see `udora methods`).")],
+    out: Annotated[Path, typer.Option(help="The sweep YAML to write.")],
+    objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
+    search: Annotated[str, typer.Option(help="bayes, random or grid.")] = "bayes",
+    trials: Annotated[int, typer.Option(help="Trials in the sweep (run_cap).")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
+    val_fraction: Annotated[
+        float, typer.Option(help="Fraction of the training sample held out for validation.")
+    ] = 0.2,
+) -> None:
+    """Write a W&B sweep configuration (wandb sweep FILE) for METHOD on PRESET."""
+    from udora.experiments.tuning import sweep_config, write_sweep_config
+
+    try:
+        config = sweep_config(
+            preset, method, objective=objective, search=search, trials=trials, seed=seed,
+            val_fraction=val_fraction,
+        )  # fmt: skip
+        path = write_sweep_config(config, out)
+    except (ValueError, KeyError) as err:
+        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    console.print(f"wrote {path} ({search}, {trials} trials, metric {config['metric']['name']})")
+
+
+@sweep_app.command("trial")
+def sweep_trial(
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(help="key=value: preset, method, seed, objective, config fields."),
+    ] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Run one sweep trial: fit on the fit part, print the validation objective as JSON.
+
+    Under a W&B agent (WANDB_SWEEP_ID set) the objective is also logged to the run.
+    """
+    import json
+    import os
+
+    from udora.experiments.tuning import parse_trial_args, trial
+
+    try:
+        kwargs = parse_trial_args(list(args or []))
+        result = trial(data_dir=data_dir, **kwargs)
+    except (ValueError, KeyError) as err:
+        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    summary = result.summary()
+    print(json.dumps(summary, default=str))
+    if os.environ.get("WANDB_SWEEP_ID"):
+        import wandb
+
+        with wandb.init(config=kwargs["config_overrides"]) as run:
+            run.log({k: summary[k] for k in ("val_nll", "val_rmse", "n_fit", "n_val")})

@@ -1,0 +1,205 @@
+"""Tuning: the validation split and objectives, trials that never read the oracle, sweep YAML."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import sweeps
+import yaml
+from scipy.stats import norm
+from typer.testing import CliRunner
+
+from udora import methods
+from udora.experiments import tuning
+from udora.experiments.cli import app
+
+runner = CliRunner()
+
+
+def test_gaussian_nll_and_rmse_match_an_independent_computation():
+    rng = np.random.default_rng(1)
+    mean, y = rng.normal(size=50), rng.normal(size=50)
+    var = rng.uniform(0.1, 2.0, size=50)
+    expected = -np.mean(norm.logpdf(y, loc=mean, scale=np.sqrt(var)))
+    assert tuning.gaussian_nll(mean, var, y) == pytest.approx(expected, rel=1e-12)
+    assert tuning.rmse(mean, y) == pytest.approx(np.sqrt(np.mean((y - mean) ** 2)), rel=1e-12)
+    assert tuning.gaussian_nll(mean, np.zeros(50), y) == np.inf
+    with pytest.raises(ValueError, match=r"shapes"):
+        tuning.rmse(mean, y[:3])
+
+
+def test_split_is_seeded_disjoint_covering_with_the_fraction():
+    fit, val = tuning.split_training(40, seed=3, val_fraction=0.25)
+    again = tuning.split_training(40, seed=3, val_fraction=0.25)
+    assert all(np.array_equal(a, b) for a, b in zip((fit, val), again, strict=True))
+    assert not np.array_equal(val, tuning.split_training(40, seed=4, val_fraction=0.25)[1])
+    assert len(val) == 10 and len(fit) == 30
+    assert not set(fit) & set(val) and set(fit) | set(val) == set(range(40))
+    assert len(tuning.split_training(40, 0)[1]) == round(tuning.VAL_FRACTION * 40)
+    with pytest.raises(ValueError, match=r"val_fraction"):
+        tuning.split_training(40, 0, val_fraction=1.0)
+
+
+def _check_recomputed(result):
+    total = result.aleatoric + result.epistemic
+    assert result.value == tuning.objective_value(result.objective, result.mean, total,
+                                                  result.targets)  # fmt: skip
+
+
+def test_trial_on_tiny_preset_returns_arrays_that_recompute_the_objective(tiny_preset):
+    path, data = tiny_preset
+    result = tuning.trial(path, "gp_oracle", 0, {}, "nll", data_dir=data)
+    assert result.metric == "val_nll" and np.isfinite(result.value)
+    assert len(result.targets) == 8 and len(result.fit_idx) == 32  # 0.2 of 40
+    _check_recomputed(result)
+    rmse = tuning.trial(path, "blr", 0, {"alpha": 0.5}, "rmse", data_dir=data)
+    assert rmse.metric == "val_rmse" and rmse.config["alpha"] == 0.5
+    _check_recomputed(rmse)
+
+
+def test_trial_objective_ignores_every_oracle_array(tiny_preset):
+    from udora.oracle.task import build_task
+
+    path, data = tiny_preset
+    task = build_task(str(path), 0, data_dir=data)
+    rng = np.random.default_rng(7)
+    noise = {k: rng.uniform(0.1, 5.0, size=np.shape(getattr(task, k)))
+             for k in ("f", "y", "post_mean", "post_var", "noise_var")}  # fmt: skip
+    scrambled = dataclasses.replace(task, **noise)
+    for method in ("gp_oracle", "blr"):
+        a = tuning.trial_on_task(task, method, 0)
+        b = tuning.trial_on_task(scrambled, method, 0)
+        assert a.value == b.value, method
+        assert np.array_equal(a.mean, b.mean) and np.array_equal(a.epistemic, b.epistemic)
+
+
+def test_trial_knowledge_has_the_fit_part_size(tiny_preset):
+    from udora.oracle.task import build_task
+
+    path, data = tiny_preset
+    seen = {}
+    cls = methods.get_method_class("blr")
+    original = cls.fit
+
+    def spy(self, X, y, *, seed, knowledge=None):
+        seen["n"], seen["rows"] = knowledge.n, X.shape[0]
+        return original(self, X, y, seed=seed, knowledge=knowledge)
+
+    task = build_task(str(path), 0, data_dir=data)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cls, "fit", spy)
+        tuning.trial_on_task(task, "blr", 0)
+    assert seen == {"n": 32, "rows": 32}
+
+
+@pytest.mark.parametrize("search", ["random", "bayes"])
+def test_sweep_init_writes_a_config_the_sweeps_package_runs(tmp_path, search):
+    out = tmp_path / "s.yaml"
+    args = ["sweep", "init", "--preset", "concrete", "--method", "nn_ensemble", "--search",
+            search, "--trials", "5", "--objective", "rmse", "--out", str(out)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load(out.read_text())
+    assert config["method"] == search and config["run_cap"] == 5
+    assert config["metric"] == {"name": "val_rmse", "goal": "minimize"}
+    assert {"method", "metric", "parameters", "command"} <= set(config)
+    assert config["command"][-1] == "${args_no_hyphens}"
+    proposal = sweeps.next_run(config, [])
+    params = {k: v["value"] for k, v in proposal.config.items()}
+    fields = set(methods.get_method_class("nn_ensemble").Config.field_names())
+    assert set(params) - set(tuning.FIXED) <= fields
+    assert params["preset"] == "concrete" and params["objective"] == "rmse"
+    tuning.load_sweep_config(out)  # valid by our own check too
+    # a proposal, as W&B's ${args_no_hyphens}, parses back into trial keywords
+    kwargs = tuning.parse_trial_args([f"{k}={v}" for k, v in params.items()])
+    assert kwargs["method"] == "nn_ensemble" and set(kwargs["config_overrides"]) <= fields
+
+
+def test_grid_needs_finite_values(tmp_path):
+    out = tmp_path / "g.yaml"
+    args = ["sweep", "init", "--preset", "concrete", "--method", "gp_linear", "--search", "grid",
+            "--out", str(out)]  # fmt: skip
+    assert runner.invoke(app, args).exit_code == 0
+    proposal = sweeps.next_run(yaml.safe_load(out.read_text()), [])
+    assert proposal.config["mean"]["value"] in ("zero", "constant")
+    with pytest.raises(tuning.SweepConfigError, match=r"grid search needs finite values.*alpha"):
+        tuning.sweep_config("concrete", "blr", search="grid")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--preset", "nope", "--method", "blr"], "unknown preset 'nope'"),
+        (["--preset", "concrete", "--method", "bogus"], "unknown method 'bogus'"),
+        (["--preset", "concrete", "--method", "blr", "--objective", "mae"], "unknown objective"),
+        (["--preset", "concrete", "--method", "blr", "--search", "tpe"], "unknown search"),
+        (["--preset", "concrete", "--method", "blr", "--trials", "0"], "--trials"),
+    ],
+)
+def test_sweep_init_bad_input_is_one_line_exit_2(tmp_path, extra, message):
+    result = runner.invoke(app, ["sweep", "init", *extra, "--out", str(tmp_path / "s.yaml")])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("out", ["s.txt", "missing/s.yaml", "."])
+def test_sweep_init_malformed_out(tmp_path, out):
+    target = tmp_path / out if out != "." else tmp_path
+    args = ["sweep", "init", "--preset", "concrete", "--method", "blr", "--out", str(target)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "--out" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def _write(tmp_path, config):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_load_sweep_config_errors(tmp_path):
+    good = tuning.sweep_config("concrete", "blr", search="random", trials=3)
+    assert tuning.load_sweep_config(_write(tmp_path, good))["run_cap"] == 3
+
+    bad = {**good, "parameters": {**good["parameters"], "widthh": {"values": [1, 2]}}}
+    with pytest.raises(tuning.SweepConfigError, match=r"'widthh'.*valid fields: .*alpha"):
+        tuning.load_sweep_config(_write(tmp_path, bad))
+
+    params = {**good["parameters"], "alpha": {"distribution": "log_uniform_values",
+                                              "min": -1.0, "max": 1.0}}  # fmt: skip
+    with pytest.raises(tuning.SweepConfigError, match=r"'alpha'"):
+        tuning.load_sweep_config(_write(tmp_path, {**good, "parameters": params}))
+
+    params = {**good["parameters"], "alpha": {"distribution": "uniform", "min": -1.0, "max": 1.0}}
+    with pytest.raises(tuning.SweepConfigError, match=r"parameter 'alpha': value -1.0"):
+        tuning.load_sweep_config(_write(tmp_path, {**good, "parameters": params}))
+
+    params = {**good["parameters"], "fit_intercept": {"values": ["maybe"]}}
+    with pytest.raises(tuning.SweepConfigError, match=r"'fit_intercept'"):
+        tuning.load_sweep_config(_write(tmp_path, {**good, "parameters": params}))
+
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("method: [bayes\nparameters: {")
+    with pytest.raises(tuning.SweepConfigError, match=r"broken.yaml.*not valid YAML"):
+        tuning.load_sweep_config(broken)
+    with pytest.raises(tuning.SweepConfigError, match=r"absent.yaml"):
+        tuning.load_sweep_config(tmp_path / "absent.yaml")
+
+
+def test_sweep_trial_command_prints_the_objective(tiny_preset):
+    import json
+
+    path, data = tiny_preset
+    args = ["sweep", "trial", f"preset={path}", "method=blr", "seed=1", "objective=rmse",
+            "alpha=0.5", "--data-dir", str(data)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["objective"] == "rmse" and summary["n_val"] == 8
+    assert summary["val_rmse"] == tuning.trial(path, "blr", 1, {"alpha": 0.5}, "rmse", data).value
+    bad = runner.invoke(app, ["sweep", "trial", "method=blr"])
+    assert bad.exit_code == 2 and "missing preset" in bad.output
+    bad = runner.invoke(app, ["sweep", "trial", f"preset={path}", "method=blr", "alpha=-1",
+                              "--data-dir", str(data)])  # fmt: skip
+    assert bad.exit_code == 2 and "alpha" in bad.output
