@@ -166,10 +166,15 @@ def test_default_schedule_runs_n_epochs_and_keeps_the_last_iterate():
     ("name", "extra"),
     [
         ("nn_ensemble", {}),
-        ("nn_bagging", {}),
-        ("nn_dropout", {}),
-        ("edl", {}),
-        ("swag", {"calibrate": False, "n_checkpoints": 2, "swag_burn_in": 1}),
+        # the others compile programs of their own (~5 s each): the slow set runs them
+        pytest.param("nn_bagging", {}, marks=pytest.mark.slow),
+        pytest.param("nn_dropout", {}, marks=pytest.mark.slow),
+        pytest.param("edl", {}, marks=pytest.mark.slow),
+        pytest.param(
+            "swag",
+            {"calibrate": False, "n_checkpoints": 2, "swag_burn_in": 1},
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_methods_without_a_use_for_validation_train_on_all_points(name, extra):
@@ -188,9 +193,13 @@ def test_methods_without_a_use_for_validation_train_on_all_points(name, extra):
     ("name", "extra"),
     [
         ("laplace", {}),
-        ("fsp_laplace", {}),
-        ("deup", {"n_epochs_excess": 2}),
-        ("swag", {"n_checkpoints": 2, "epochs_per_checkpoint": 1, "swag_burn_in": 1}),
+        pytest.param("fsp_laplace", {}, marks=pytest.mark.slow),
+        pytest.param("deup", {"n_epochs_excess": 2}, marks=pytest.mark.slow),
+        pytest.param(
+            "swag",
+            {"n_checkpoints": 2, "epochs_per_checkpoint": 1, "swag_burn_in": 1},
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_methods_that_use_validation_keep_their_split(name, extra):
