@@ -413,3 +413,59 @@ def sweep_trial(
 
         with wandb.init(config=kwargs["config_overrides"]) as run:
             run.log({k: summary[k] for k in ("val_nll", "val_rmse", "n_fit", "n_val")})
+
+
+@sweep_app.command("run")
+def sweep_run_cmd(
+    file: Annotated[Path, typer.Argument(help="A sweep YAML (udora sweep init).")],
+    trials: Annotated[
+        int | None, typer.Option(help="Trials the sweep should have (default: its run_cap).")
+    ] = None,
+    jobs: Annotated[int, typer.Option(help="Trials run in parallel (worker processes).")] = 1,
+    out: Annotated[Path, typer.Option(help="Folder of sweep folders.")] = Path("sweeps"),
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+    wandb: Annotated[
+        bool, typer.Option("--wandb", help="Create the sweep on W&B and run it under an agent.")
+    ] = False,
+) -> None:
+    """Run (or resume) a sweep offline: `sweeps` proposes, trials run here, written to --out.
+
+    Exit 0 when the sweep completed (failed trials are counted, not fatal), 1 when no trial
+    is ok, 2 on a user error (also --wandb without credentials), 130 on Ctrl-C.
+    """
+    from udora.experiments import interrupts
+    from udora.experiments import sweep_run as sr
+    from udora.experiments.lock import LockHeldError
+    from udora.experiments.tuning import load_sweep_config
+
+    plain = {"highlight": False, "markup": False, "soft_wrap": True}
+
+    def show(record: dict) -> None:
+        console.print(sr.trial_line(record), **plain)
+
+    try:
+        config = load_sweep_config(file)
+        sr.trial_cap(config, trials)
+    except (ValueError, KeyError) as err:
+        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    if wandb:
+        if sr.wandb_api_key() is None:
+            _usage_error(
+                "--wandb: no W&B credentials (set WANDB_API_KEY or run `wandb login`); "
+                "nothing was run. Without --wandb the sweep runs offline."
+            )
+        sweep_id = sr.run_on_wandb(config, out, trials=trials, data_dir=data_dir, on_trial=show)
+        console.print(f"W&B sweep {sweep_id}; trials in {sr.sweep_dir(config, out)}", **plain)
+        return
+    try:
+        summary = sr.run_sweep(config, out, trials=trials, jobs=jobs, data_dir=data_dir,
+                               on_trial=show)  # fmt: skip
+    except (ValueError, LockHeldError) as err:
+        _usage_error(err)
+    if summary.interrupted:
+        interrupts.ignore_from_now()
+        console.print(f"interrupted: {summary.line()}; rerun to resume", **plain)
+        raise typer.Exit(130)
+    console.print(summary.line(), **plain)
+    if summary.best is None:
+        raise typer.Exit(1)

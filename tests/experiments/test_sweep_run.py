@@ -1,0 +1,156 @@
+"""Offline sweeps: proposals from `sweeps`, trials on disk, resume, failures, tune, bench --tuned."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from udora.experiments import sweep_run as sr
+from udora.experiments import tuning
+from udora.experiments.cli import app
+from udora.methods import register
+from udora.methods.blr import BayesianLinearRegression, BLRConfig
+from udora.methods.registry import unregister
+
+runner = CliRunner()
+
+
+def _sweep_file(tmp_path, preset, method="blr", search="bayes", trials=4):
+    config = tuning.sweep_config(str(preset), method, search=search, trials=trials)
+    return tuning.write_sweep_config(config, tmp_path / f"{method}-{search}.yaml"), config
+
+
+@pytest.mark.parametrize("search", ["random", "bayes"])
+def test_sweep_writes_trials_whose_objective_recomputes(tiny_preset, tmp_path, search):
+    preset, data = tiny_preset
+    path, config = _sweep_file(tmp_path, preset, search=search)
+    summary = sr.run_sweep(path, tmp_path / "out", trials=4, data_dir=data)
+    assert summary.ran == 4 and summary.n_ok == 4 and not summary.interrupted
+    folder = sr.sweep_dir(config, tmp_path / "out")
+    assert summary.folder == folder and sorted(p.name for p in folder.glob("trial-*")) == [
+        f"trial-{k}" for k in range(4)
+    ]
+    configs = set()
+    for k in range(4):
+        record = json.loads((folder / f"trial-{k}" / "trial.json").read_text())
+        arrays = np.load(folder / f"trial-{k}" / "validation.npz")
+        total = arrays["aleatoric"] + arrays["epistemic"]
+        value = tuning.objective_value("nll", arrays["mean"], total, arrays["targets"])
+        assert record["status"] == "ok" and record["metric"] == "val_nll"
+        assert record["value"] == value
+        assert record["config"]["alpha"] == record["params"]["alpha"]
+        configs.add(json.dumps(record["overrides"], sort_keys=True))
+    assert len(configs) == 4  # the search proposed distinct configurations
+    assert summary.best["value"] == min(t["value"] for t in summary.trials)
+
+
+def test_rerun_resumes_and_feeds_finished_trials_back(tiny_preset, tmp_path):
+    preset, data = tiny_preset
+    path, _ = _sweep_file(tmp_path, preset)
+    out = tmp_path / "out"
+    args = ["sweep", "run", str(path), "--out", str(out), "--data-dir", str(data)]
+    first = runner.invoke(app, [*args, "--trials", "2"])
+    assert first.exit_code == 0, first.output
+    assert "trial-0 ok val_nll=" in first.output and "2 trials (2 ok, 0 failed" in first.output
+    before = {p: p.stat().st_mtime_ns for p in out.glob("*/trial-*/trial.json")}
+    second = runner.invoke(app, [*args, "--trials", "4"])
+    assert second.exit_code == 0, second.output
+    assert "trial-0 " not in second.output and "trial-3 ok" in second.output
+    assert "4 trials (4 ok, 0 failed, 2 ran now)" in second.output
+    after = {p: p.stat().st_mtime_ns for p in out.glob("*/trial-*/trial.json")}
+    assert len(after) == 4 and all(after[p] == t for p, t in before.items())
+    # the same proposals as one uninterrupted sweep: the search is seeded by the sweep
+    straight = sr.run_sweep(path, tmp_path / "straight", trials=4, data_dir=data)
+    resumed = sr.load_trials(next(out.iterdir()))
+    assert [t["params"] for t in straight.trials] == [t["params"] for t in resumed]
+
+
+class _FlakyConfig(BLRConfig):
+    SEARCH_SPACE = {"alpha": {"values": [0.5, 2.0, 0.25]}}
+
+
+@pytest.fixture
+def flaky_method():
+    class _Flaky(BayesianLinearRegression):
+        """Raises for alpha > 1 (failure test)."""
+
+        Config = _FlakyConfig
+
+        def fit(self, X, y, *, seed, knowledge=None):
+            if self.config.alpha > 1:
+                raise RuntimeError("deliberate failure for alpha > 1")
+            return super().fit(X, y, seed=seed, knowledge=knowledge)
+
+    register("test_flaky")(_Flaky)
+    yield "test_flaky"
+    unregister("test_flaky")
+
+
+def test_failing_trial_is_recorded_and_the_sweep_goes_on(tiny_preset, tmp_path, flaky_method):
+    preset, data = tiny_preset
+    path, config = _sweep_file(tmp_path, preset, method=flaky_method, search="grid", trials=3)
+    out = tmp_path / "out"
+    args = ["sweep", "run", str(path), "--out", str(out), "--data-dir", str(data), "--jobs", "1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "3 trials (2 ok, 1 failed" in result.output
+    assert "failed: RuntimeError: deliberate failure for alpha > 1" in result.output
+    trials = sr.load_trials(sr.sweep_dir(config, out))
+    failed = [t for t in trials if t["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["params"]["alpha"] == 2.0
+    assert failed[0]["value"] is None and "deliberate failure" in failed[0]["error"]
+    runs = sr._as_sweep_runs(trials, "val_nll")
+    assert [r.state for r in runs].count("failed") == 1
+    # bayes after a failure still proposes (the failed run is imputed as the worst)
+    assert len(sr.propose({**config, "method": "bayes"}, trials, 1)) == 1
+
+
+def test_wandb_without_credentials_exits_2_and_runs_nothing(tiny_preset, tmp_path, monkeypatch):
+    preset, data = tiny_preset
+    path, _ = _sweep_file(tmp_path, preset)
+    for var in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
+    monkeypatch.setattr(sr, "wandb_api_key", lambda: None)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["sweep", "run", str(path), "--out", str(out), "--wandb",
+                                 "--data-dir", str(data)])  # fmt: skip
+    assert result.exit_code == 2
+    assert "no W&B credentials" in result.output and not out.exists()
+
+
+def test_wandb_api_key_reads_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    assert sr.wandb_api_key() == "x" * 40
+
+
+def test_best_config_ignores_every_oracle_array(tiny_preset, tmp_path, monkeypatch):
+    from udora.experiments import run as run_module
+
+    preset, data = tiny_preset
+    path, _ = _sweep_file(tmp_path, preset, trials=5)
+    honest = sr.run_sweep(path, tmp_path / "honest", trials=5, data_dir=data)
+    original = run_module._cached_task
+
+    def scrambled(preset_json, seed, data_dir):
+        task = original(preset_json, seed, data_dir)
+        rng = np.random.default_rng(11)
+        noise = {k: rng.uniform(0.1, 5.0, size=np.shape(getattr(task, k)))
+                 for k in ("f", "y", "post_mean", "post_var", "noise_var")}  # fmt: skip
+        return dataclasses.replace(task, **noise)
+
+    monkeypatch.setattr(run_module, "_cached_task", scrambled)
+    noisy = sr.run_sweep(path, tmp_path / "noisy", trials=5, data_dir=data)
+    assert noisy.best["overrides"] == honest.best["overrides"]
+    assert [t["value"] for t in noisy.trials] == [t["value"] for t in honest.trials]
+
+
+def test_bad_sweep_file_and_trials_are_user_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("method: bayes\n")
+    result = runner.invoke(app, ["sweep", "run", str(bad), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "parameters" in result.output
