@@ -88,8 +88,11 @@ class SweepSummary:
 
     def line(self) -> str:
         best = self.best
-        tail = (f"best {best['metric']}={best['value']:.6g} (trial-{best['k']}) "
-                f"{json.dumps(best['overrides'], default=str)}" if best else "no trial ok")  # fmt: skip
+        tail = "no trial ok"
+        if best:
+            over = json.dumps(best["overrides"], default=str)
+            tail = f"best {best['metric']}={best['value']:.6g} (trial-{best['k']}) {over}"
+
         return (f"{len(self.trials)} trials ({self.n_ok} ok, {self.n_failed} failed, "
                 f"{self.ran} ran now); {tail}; in {self.folder}")  # fmt: skip
 
@@ -211,14 +214,14 @@ def propose(config: dict[str, Any], trials: list[dict[str, Any]], n: int) -> lis
     metric = config.get("metric", {}).get("name", "val_nll")
     search_config = {k: v for k, v in config.items() if k not in ("run_cap", "command")}
     seed = (int(sweep_hash(config)[:8], 16) + 7919 * len(trials)) % 2**32
-    state = np.random.get_state()
-    np.random.seed(seed)
+    state = np.random.get_state()  # noqa: NPY002 (sweeps draws from the global RNG)
+    np.random.seed(seed)  # noqa: NPY002
     try:
         with warnings.catch_warnings():  # sklearn's GP convergence notes in bayes search
             warnings.simplefilter("ignore")
             proposals = sweeps.next_runs(search_config, _as_sweep_runs(trials, metric), n=n)
     finally:
-        np.random.set_state(state)
+        np.random.set_state(state)  # noqa: NPY002
     return [{k: v["value"] for k, v in p.config.items()} for p in proposals if p is not None]
 
 

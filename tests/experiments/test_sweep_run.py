@@ -1,11 +1,11 @@
-"""Offline sweeps: proposals from `sweeps`, trials on disk, resume, failures, tune, bench --tuned."""
+"""Offline sweeps: `sweeps` proposals, trials on disk, resume, failures, tune, bench --tuned."""
 
 import dataclasses
 import json
+from typing import ClassVar
 
 import numpy as np
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from udora.experiments import sweep_run as sr
@@ -69,7 +69,7 @@ def test_rerun_resumes_and_feeds_finished_trials_back(tiny_preset, tmp_path):
 
 
 class _FlakyConfig(BLRConfig):
-    SEARCH_SPACE = {"alpha": {"values": [0.5, 2.0, 0.25]}}
+    SEARCH_SPACE: ClassVar[dict] = {"alpha": {"values": [0.5, 2.0, 0.25]}}
 
 
 @pytest.fixture
