@@ -469,3 +469,57 @@ def sweep_run_cmd(
     console.print(summary.line(), **plain)
     if summary.best is None:
         raise typer.Exit(1)
+
+
+@app.command("tune")
+def tune_cmd(
+    suite: Annotated[str, typer.Option(help="dev, heldout or all.")] = "dev",
+    presets: Annotated[str | None, typer.Option(help="Comma-separated presets.")] = None,
+    methods_: Annotated[
+        str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")
+    ] = None,
+    trials: Annotated[int, typer.Option(help="Trials per (preset, method) sweep.")] = 10,
+    jobs: Annotated[int, typer.Option(help="Trials run in parallel (worker processes).")] = 1,
+    objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
+    seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
+    out: Annotated[Path, typer.Option(help="Folder of tuned configs.")] = Path("tuned"),
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Tune every preset x method by an offline bayes sweep on a validation split.
+
+    Writes OUT/<preset>/<method>.yaml (best config, objective, trial counts, sweep file and
+    hash); resumable. Exit 0 when done, 2 on a user error, 130 on Ctrl-C.
+    """
+    from udora import methods as registry
+    from udora.experiments import interrupts
+    from udora.experiments import sweep_run as sr
+    from udora.experiments.bench import suite_presets
+    from udora.experiments.lock import LockHeldError
+    from udora.experiments.tune import tune_one
+
+    plain = {"highlight": False, "markup": False, "soft_wrap": True}
+    names = presets.split(",") if presets else suite_presets(suite)
+    chosen = methods_.split(",") if methods_ else registry.list_methods()
+
+    def show(record: dict) -> None:
+        console.print(f"  {sr.trial_line(record)}", **plain)
+
+    for preset in names:
+        for method in chosen:
+            try:
+                path, data, summary = tune_one(
+                    preset, method, out, trials=trials, jobs=jobs, objective=objective,
+                    seed=seed, data_dir=data_dir, on_trial=show,
+                )  # fmt: skip
+            except (ValueError, KeyError, LockHeldError) as err:
+                _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+            if summary is not None and summary.interrupted:
+                interrupts.ignore_from_now()
+                console.print(f"interrupted: {summary.line()}; rerun to resume", **plain)
+                raise typer.Exit(130)
+            if summary is None:
+                console.print(f"{data['preset']}/{method}: no tunable parameters; wrote {path}",
+                              **plain)  # fmt: skip
+            else:
+                console.print(f"{data['preset']}/{method}: {summary.line()}; wrote {path}",
+                              **plain)  # fmt: skip

@@ -222,7 +222,12 @@ def propose(config: dict[str, Any], trials: list[dict[str, Any]], n: int) -> lis
             proposals = sweeps.next_runs(search_config, _as_sweep_runs(trials, metric), n=n)
     finally:
         np.random.set_state(state)  # noqa: NPY002
-    return [{k: v["value"] for k, v in p.config.items()} for p in proposals if p is not None]
+    return [{k: _plain(v["value"]) for k, v in p.config.items()} for p in proposals if p]
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars (from the search) as Python values, as they read back from JSON."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def trial_cap(config: dict[str, Any], trials: int | None) -> int:

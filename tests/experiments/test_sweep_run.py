@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from udora.experiments import sweep_run as sr
@@ -154,3 +155,28 @@ def test_bad_sweep_file_and_trials_are_user_errors(tmp_path):
     bad.write_text("method: bayes\n")
     result = runner.invoke(app, ["sweep", "run", str(bad), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "parameters" in result.output
+
+
+def test_tune_writes_best_configs_and_passes_gp_oracle_through(tiny_preset, tmp_path):
+    preset, data = tiny_preset
+    out = tmp_path / "tuned"
+    args = ["tune", "--presets", str(preset), "--methods", "blr,gp_oracle", "--trials", "3",
+            "--data-dir", str(data), "--out", str(out)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "tiny/gp_oracle: no tunable parameters" in result.output
+    blr = yaml.safe_load((out / "tiny" / "blr.yaml").read_text())
+    oracle = yaml.safe_load((out / "tiny" / "gp_oracle.yaml").read_text())
+    assert (
+        oracle["config"] == {} and oracle["tuned"] is False and "jitter" in oracle["default_config"]
+    )
+    assert set(blr["config"]) == {"alpha", "sigma", "fit_intercept"}
+    assert blr["trials"] == {"ok": 3, "failed": 0} and blr["tuned"] is True
+    trials = sr.load_trials(blr["sweep_dir"])
+    best = min(trials, key=lambda t: t["value"])
+    assert blr["value"] == best["value"] and blr["config"] == best["overrides"]
+    config = tuning.load_sweep_config(blr["sweep_file"])
+    assert sr.sweep_hash(config) == blr["sweep_hash"]
+    again = runner.invoke(app, args)  # resumes: nothing runs again
+    assert again.exit_code == 0 and "0 ran now" in again.output
+    assert yaml.safe_load((out / "tiny" / "blr.yaml").read_text()) == blr
