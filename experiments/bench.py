@@ -50,16 +50,19 @@ def make_grid(
     overrides: dict[str, Any] | None = None,
     quick: bool = False,
     data_dir: str | Path | None = None,
+    tuned: dict[tuple[str, str], dict[str, Any]] | None = None,
 ) -> list[ResolvedRun]:
     """The resolved runs of the grid; unknown presets/methods/fields raise here.
 
-    With ``quick`` each method starts from its ``Config.QUICK``; ``overrides`` win.
+    With ``quick`` each method starts from its ``Config.QUICK``; ``tuned[(preset, method)]``
+    (``bench --tuned``) comes next; ``overrides`` win.
     ``data_dir`` (default ``UDORA_DATA_DIR``) is where the runs' tables are looked up.
     """
     runs = []
     for preset in presets:
         for method in method_names:
             base = quick_overrides(method) if quick else {}
+            base = {**base, **(tuned or {}).get((str(preset), method), {})}
             for seed in seeds:
                 spec = RunSpec(str(preset), method, int(seed), {**base, **(overrides or {})})
                 runs.append(resolve(spec, data_dir) if data_dir is not None else resolve(spec))
@@ -102,9 +105,11 @@ def _init_worker() -> None:
     configure_compilation_cache()
 
 
-def _worker(run: ResolvedRun, out_dir: str, data_dir: str | None, wandb: bool) -> tuple[str, str]:
+def _worker(
+    run: ResolvedRun, out_dir: str, data_dir: str | None, wandb: bool, source: Any = None
+) -> tuple[str, str]:
     try:
-        result = run_resolved(run, out_dir, data_dir=data_dir)
+        result = run_resolved(run, out_dir, data_dir=data_dir, config_source=source)
     except Exception as err:  # e.g. a preset whose data cannot be found: the grid goes on
         return "failed", f"{type(err).__name__}: {err}"
     if wandb:
@@ -148,6 +153,7 @@ def run_grid(
     wandb: bool = False,
     console: Console | None = None,
     wait_lock: bool = False,
+    config_sources: dict[tuple[str, str], Any] | None = None,
 ) -> GridSummary:
     """Run every run not already ``ok`` under ``out_dir`` while holding its lock; returns counts.
 
@@ -155,7 +161,8 @@ def run_grid(
     preset's data is missing are recorded as ``skipped``. Runs written by udora 0.1.0 under
     ``out_dir`` are counted, kept and never reused; one note line says how many
     (:mod:`udora.experiments.legacy`). Raises :class:`udora.experiments.lock.LockHeldError`
-    when another grid holds the folder, unless ``wait_lock``.
+    when another grid holds the folder, unless ``wait_lock``. ``config_sources[(preset_arg,
+    method)]`` is recorded as each run's ``config_source`` (default ``"default"``).
     """
     console = console or Console()
     check_jobs(jobs)
@@ -166,7 +173,7 @@ def run_grid(
         try:
             out.mkdir(parents=True, exist_ok=True)
             with results_lock(out, wait=wait_lock):
-                _run_locked(runs, out, summary, jobs, data_dir, wandb, console)
+                _run_locked(runs, out, summary, jobs, data_dir, wandb, console, config_sources)
         except KeyboardInterrupt:
             # a Ctrl-C before the runs started (while waiting for the lock, say)
             interrupts.stopping()
@@ -182,7 +189,10 @@ def _run_locked(
     data_dir: str | Path | None,
     wandb: bool,
     console: Console,
+    config_sources: dict[tuple[str, str], Any] | None = None,
 ) -> None:
+    sources = {(r.preset_arg, r.method): (config_sources or {}).get((r.preset_arg, r.method))
+               for r in runs}  # fmt: skip
     _clean_temporaries(out)
     summary.legacy = len(legacy_results(out))
     if summary.legacy:
@@ -234,9 +244,9 @@ def _run_locked(
 
                 configure_compilation_cache()
                 for run in todo:
-                    done(run, *_worker(run, str(out), dd, wandb))
+                    done(run, *_worker(run, str(out), dd, wandb, sources[_key(run)]))
             else:
-                _run_pool(todo, jobs, str(out), dd, wandb, done)
+                _run_pool(todo, jobs, str(out), dd, wandb, done, sources)
         except KeyboardInterrupt:
             interrupts.stopping()
             summary.interrupted = True
@@ -244,6 +254,10 @@ def _run_locked(
             progress.console.print(
                 "[yellow]interrupted[/]: finished runs are kept; rerun to resume"
             )
+
+
+def _key(run: ResolvedRun) -> tuple[str, str]:
+    return (run.preset_arg, run.method)
 
 
 def _count_unreported(
@@ -271,12 +285,14 @@ def _run_pool(
     dd: str | None,
     wandb: bool,
     done: Callable[[ResolvedRun, str, str], None],
+    sources: dict[tuple[str, str], Any] | None = None,
 ) -> None:
     """Run ``todo`` on ``jobs`` spawned workers; on any exit but success, stop them now."""
     ctx = multiprocessing.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker)
     try:
-        futures = {pool.submit(_worker, run, out, dd, wandb): run for run in todo}
+        futures = {pool.submit(_worker, run, out, dd, wandb, (sources or {}).get(_key(run))): run
+                   for run in todo}  # fmt: skip
         for fut in cf.as_completed(futures):
             done(futures[fut], *fut.result())
     except BaseException:

@@ -184,6 +184,10 @@ def bench_cmd(
     wait_lock: Annotated[
         bool, typer.Option("--wait-lock", help="Wait while another bench uses --out.")
     ] = False,
+    tuned: Annotated[
+        Path | None,
+        typer.Option(help="Folder written by `udora tune`: tuned configs (--set wins)."),
+    ] = None,
 ) -> None:
     """Run a grid of presets x methods x seeds; resumes, isolates failures, Ctrl-C safe.
 
@@ -206,10 +210,12 @@ def bench_cmd(
             default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
             chosen = methods_.split(",") if methods_ else (default or registry.list_methods())
             over = parse_set(set_ or [])
-            runs = make_grid(names, chosen, seed_list, over, quick=quick, data_dir=data_dir)
+            configs, sources = _tuned_configs(tuned, names, chosen, over)
+            runs = make_grid(names, chosen, seed_list, over, quick=quick, data_dir=data_dir,
+                             tuned=configs)  # fmt: skip
             summary = run_grid(
                 runs, out, jobs=jobs, data_dir=data_dir, wandb=wandb, console=console,
-                wait_lock=wait_lock,
+                wait_lock=wait_lock, config_sources=sources,
             )  # fmt: skip
         except (UsageError, LockHeldError) as err:
             _usage_error(err)
@@ -227,6 +233,36 @@ def bench_cmd(
         raise typer.Exit(130)
     if not summary.ok:
         raise typer.Exit(1)
+
+
+def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], over: dict):
+    """``bench --tuned``: ({(preset, method): config}, {(preset, method): source}); prints
+    one line per method without a tuned file and one when --set overrides tuned values."""
+    if tuned is None:
+        return None, None
+    from udora.experiments.tune import load_tuned
+    from udora.oracle.preset import load_preset
+
+    if not tuned.is_dir():
+        raise ValueError(f"--tuned: {tuned} is not a folder (write one with `udora tune`)")
+    configs, sources, missing = {}, {}, {}
+    for preset in presets:
+        name = load_preset(preset).name
+        for method in methods:
+            found = load_tuned(tuned, name, method)
+            if found is None:
+                missing.setdefault(method, []).append(name)
+                continue
+            configs[(preset, method)] = dict(found.get("config") or {})
+            sources[(preset, method)] = {"path": found["path"], "hash": found["hash"]}
+            won = sorted(set(over) & set(configs[(preset, method)]))
+            if won:
+                console.print(f"{name}/{method}: --set {', '.join(won)} wins over {found['path']}",
+                              highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    for method, where in missing.items():
+        console.print(f"{method}: no tuned file in {tuned} for {', '.join(where)}; default config",
+                      highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    return configs, sources
 
 
 def _usage_error(err: Exception) -> None:

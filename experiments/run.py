@@ -134,12 +134,21 @@ def _record(run: ResolvedRun, status: str) -> dict[str, Any]:
 
 
 def run_resolved(
-    run: ResolvedRun, out_dir: str | Path, *, data_dir: str | Path | None = None
+    run: ResolvedRun,
+    out_dir: str | Path,
+    *,
+    data_dir: str | Path | None = None,
+    config_source: str | dict[str, str] | None = None,
 ) -> RunResult:
-    """Run an already resolved run and write its folder under ``out_dir``."""
+    """Run an already resolved run and write its folder under ``out_dir``.
+
+    ``config_source`` (recorded in result.json, default ``"default"``) says where the
+    method's config came from: ``{"path", "hash"}`` of a tuned file (``bench --tuned``).
+    """
     final = run.run_dir(out_dir)
     model = run.make_method()
     record = _record(run, "failed")
+    record["config_source"] = config_source or "default"
     record["data_source"] = run.check_data_source(data_dir)  # raises if not the one hashed
     timings = record["timings"]
     prediction = None

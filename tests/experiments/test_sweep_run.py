@@ -180,3 +180,28 @@ def test_tune_writes_best_configs_and_passes_gp_oracle_through(tiny_preset, tmp_
     again = runner.invoke(app, args)  # resumes: nothing runs again
     assert again.exit_code == 0 and "0 ran now" in again.output
     assert yaml.safe_load((out / "tiny" / "blr.yaml").read_text()) == blr
+
+
+def test_bench_tuned_uses_the_tuned_config_and_records_its_source(tiny_preset, tmp_path):
+    preset, data = tiny_preset
+    tuned = tmp_path / "tuned"
+    common = ["--presets", str(preset), "--data-dir", str(data)]
+    result = runner.invoke(
+        app, ["tune", *common, "--methods", "blr,gp_oracle", "--trials", "2", "--out", str(tuned)]
+    )
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "res"
+    methods = "blr,gp_oracle,gp_linear"
+    bench = runner.invoke(
+        app, ["bench", *common, "--methods", methods, "--tuned", str(tuned), "--out", str(out)]
+    )
+    assert bench.exit_code == 0, bench.output
+    assert "gp_linear: no tuned file" in bench.output
+    records = {r["method"]: r for r in map(json.loads, map(
+        lambda p: p.read_text(), out.glob("tiny/*/*/seed-0/result.json")))}  # fmt: skip
+    blr = yaml.safe_load((tuned / "tiny" / "blr.yaml").read_text())
+    assert {k: records["blr"]["config"][k] for k in blr["config"]} == blr["config"]
+    assert records["blr"]["config_source"]["path"] == str(tuned / "tiny" / "blr.yaml")
+    assert len(records["blr"]["config_source"]["hash"]) == 12
+    assert records["gp_oracle"]["config_source"]["path"].endswith("gp_oracle.yaml")
+    assert records["gp_linear"]["config_source"] == "default"
