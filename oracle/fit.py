@@ -77,6 +77,21 @@ class FitResult:
     seconds: float
     restarts: list[float]
 
+    @classmethod
+    def of(cls, kernel, mean_value, noise_variance, loss, rows, seed, t0, screened) -> FitResult:
+        """From a finished fit: ``loss`` is -mll per point, ``t0`` its start
+        (``time.perf_counter``), ``screened`` the screened starts' ``(loss, x)`` pairs."""
+        return cls(
+            kernel=kernel,
+            mean_value=mean_value,
+            noise_variance=noise_variance,
+            mll_per_point=-loss,
+            rows=rows,
+            seed=seed,
+            seconds=time.perf_counter() - t0,
+            restarts=[-s[0] for s in screened],
+        )
+
     def record(self) -> dict[str, Any]:
         """The ``fit`` block written into the preset YAML."""
         return {
@@ -188,16 +203,8 @@ def fit_preset(
                 f"preset {preset.name!r}: the marginal likelihood is not finite at any start"
             )
         kernel, mean, noise_var = extract(problem.rebuild(x), template)
-    return FitResult(
-        kernel=kernel,
-        mean_value=mean if preset.mean.type == "constant" else 0.0,
-        noise_variance=noise_var,
-        mll_per_point=-loss,
-        rows=Z.shape[0],
-        seed=seed,
-        seconds=time.perf_counter() - t0,
-        restarts=[-s[0] for s in screened],
-    )
+    mean_value = mean if preset.mean.type == "constant" else 0.0
+    return FitResult.of(kernel, mean_value, noise_var, loss, Z.shape[0], seed, t0, screened)
 
 
 def refine(

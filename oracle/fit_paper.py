@@ -169,16 +169,7 @@ def fit_paper_kernel(
                 c["lengthscale"] = [float(v) for v in np.clip(c["lengthscale"], lo, hi)]
         # the record's likelihood is the one at the written (rounded, clipped) values
         loss, _ = problem.fun(problem.flatten(gp_model(kernel, preset.d, mean, noise_var)), Z, t)
-    result = FitResult(
-        kernel=kernel,
-        mean_value=mean.value,
-        noise_variance=noise_var,
-        mll_per_point=-loss,
-        rows=Z.shape[0],
-        seed=seed,
-        seconds=time.perf_counter() - t0,
-        restarts=[-s[0] for s in screened],
-    )
+    result = FitResult.of(kernel, mean.value, noise_var, loss, Z.shape[0], seed, t0, screened)
     return result, mean
 
 
