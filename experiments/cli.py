@@ -11,6 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from udora.experiments.cli_errors import usage_error as _usage_error
+from udora.experiments.cli_tuning import sweep_app, tune_cmd
+
 app = typer.Typer(
     name="udora",
     help="Score uncertainty disentanglement against exact GP posterior-risk targets.",
@@ -22,6 +25,8 @@ presets_app = typer.Typer(help="List, show and fit the semi-synthetic presets.")
 app.add_typer(presets_app, name="presets")
 oracle_app = typer.Typer(help="Build and inspect oracle tasks.", no_args_is_help=True)
 app.add_typer(oracle_app, name="oracle")
+app.add_typer(sweep_app, name="sweep")
+app.command("tune")(tune_cmd)
 console = Console()
 
 
@@ -265,12 +270,6 @@ def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], o
     return configs, sources
 
 
-def _usage_error(err: Exception) -> None:
-    """Print a user error as one unwrapped line on stderr and exit 2 (no traceback)."""
-    Console(stderr=True).print(f"error: {err}", highlight=False, markup=False, soft_wrap=True)
-    raise typer.Exit(2)
-
-
 @app.command("report")
 def report_cmd(
     results: Annotated[Path, typer.Argument(help="A results folder written by run/bench.")],
@@ -384,178 +383,3 @@ def main() -> None:
             f"error: {message}", highlight=False, markup=False, soft_wrap=True
         )
         sys.exit(2)
-
-
-sweep_app = typer.Typer(
-    help="Hyperparameter sweeps scored on a validation split, never on the oracle.",
-    no_args_is_help=True,
-)
-app.add_typer(sweep_app, name="sweep")
-
-
-@sweep_app.command("init")
-def sweep_init(
-    preset: Annotated[str, typer.Option(help="Preset name or YAML path.")],
-    method: Annotated[str, typer.Option(help="Registered method name (see `udora methods`).")],
-    out: Annotated[Path, typer.Option(help="The sweep YAML to write.")],
-    objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
-    search: Annotated[str, typer.Option(help="bayes, random or grid.")] = "bayes",
-    trials: Annotated[int, typer.Option(help="Trials in the sweep (run_cap).")] = 20,
-    seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
-    val_fraction: Annotated[
-        float, typer.Option(help="Fraction of the training sample held out for validation.")
-    ] = 0.2,
-) -> None:
-    """Write a W&B sweep configuration (wandb sweep FILE) for METHOD on PRESET."""
-    from udora.experiments.tuning import sweep_config, write_sweep_config
-
-    try:
-        config = sweep_config(
-            preset, method, objective=objective, search=search, trials=trials, seed=seed,
-            val_fraction=val_fraction,
-        )  # fmt: skip
-        path = write_sweep_config(config, out)
-    except (ValueError, KeyError) as err:
-        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
-    console.print(f"wrote {path} ({search}, {trials} trials, metric {config['metric']['name']})")
-
-
-@sweep_app.command("trial")
-def sweep_trial(
-    args: Annotated[
-        list[str] | None,
-        typer.Argument(help="key=value: preset, method, seed, objective, config fields."),
-    ] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
-) -> None:
-    """Run one sweep trial: fit on the fit part, print the validation objective as JSON.
-
-    Under a W&B agent (WANDB_SWEEP_ID set) the objective is also logged to the run.
-    """
-    import json
-    import os
-
-    from udora.experiments.tuning import parse_trial_args, trial
-
-    try:
-        kwargs = parse_trial_args(list(args or []))
-        result = trial(data_dir=data_dir, **kwargs)
-    except (ValueError, KeyError) as err:
-        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
-    summary = result.summary()
-    print(json.dumps(summary, default=str))
-    if os.environ.get("WANDB_SWEEP_ID"):
-        import wandb
-
-        with wandb.init(config=kwargs["config_overrides"]) as run:
-            run.log({k: summary[k] for k in ("val_nll", "val_rmse", "n_fit", "n_val")})
-
-
-@sweep_app.command("run")
-def sweep_run_cmd(
-    file: Annotated[Path, typer.Argument(help="A sweep YAML (udora sweep init).")],
-    trials: Annotated[
-        int | None, typer.Option(help="Trials the sweep should have (default: its run_cap).")
-    ] = None,
-    jobs: Annotated[int, typer.Option(help="Trials run in parallel (worker processes).")] = 1,
-    out: Annotated[Path, typer.Option(help="Folder of sweep folders.")] = Path("sweeps"),
-    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
-    wandb: Annotated[
-        bool, typer.Option("--wandb", help="Create the sweep on W&B and run it under an agent.")
-    ] = False,
-) -> None:
-    """Run (or resume) a sweep offline: `sweeps` proposes, trials run here, written to --out.
-
-    Exit 0 when the sweep completed (failed trials are counted, not fatal), 1 when no trial
-    is ok, 2 on a user error (also --wandb without credentials), 130 on Ctrl-C.
-    """
-    from udora.experiments import interrupts
-    from udora.experiments import sweep_run as sr
-    from udora.experiments.lock import LockHeldError
-    from udora.experiments.tuning import load_sweep_config
-
-    plain = {"highlight": False, "markup": False, "soft_wrap": True}
-
-    def show(record: dict) -> None:
-        console.print(sr.trial_line(record), **plain)
-
-    try:
-        config = load_sweep_config(file)
-        sr.trial_cap(config, trials)
-    except (ValueError, KeyError) as err:
-        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
-    if wandb:
-        if sr.wandb_api_key() is None:
-            _usage_error(
-                "--wandb: no W&B credentials (set WANDB_API_KEY or run `wandb login`); "
-                "nothing was run. Without --wandb the sweep runs offline."
-            )
-        sweep_id = sr.run_on_wandb(config, out, trials=trials, data_dir=data_dir, on_trial=show)
-        console.print(f"W&B sweep {sweep_id}; trials in {sr.sweep_dir(config, out)}", **plain)
-        return
-    try:
-        summary = sr.run_sweep(config, out, trials=trials, jobs=jobs, data_dir=data_dir,
-                               on_trial=show)  # fmt: skip
-    except (ValueError, LockHeldError) as err:
-        _usage_error(err)
-    if summary.interrupted:
-        interrupts.ignore_from_now()
-        console.print(f"interrupted: {summary.line()}; rerun to resume", **plain)
-        raise typer.Exit(130)
-    console.print(summary.line(), **plain)
-    if summary.best is None:
-        raise typer.Exit(1)
-
-
-@app.command("tune")
-def tune_cmd(
-    suite: Annotated[str, typer.Option(help="dev, heldout or all.")] = "dev",
-    presets: Annotated[str | None, typer.Option(help="Comma-separated presets.")] = None,
-    methods_: Annotated[
-        str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")
-    ] = None,
-    trials: Annotated[int, typer.Option(help="Trials per (preset, method) sweep.")] = 10,
-    jobs: Annotated[int, typer.Option(help="Trials run in parallel (worker processes).")] = 1,
-    objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
-    seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
-    out: Annotated[Path, typer.Option(help="Folder of tuned configs.")] = Path("tuned"),
-    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
-) -> None:
-    """Tune every preset x method by an offline bayes sweep on a validation split.
-
-    Writes OUT/<preset>/<method>.yaml (best config, objective, trial counts, sweep file and
-    hash); resumable. Exit 0 when done, 2 on a user error, 130 on Ctrl-C.
-    """
-    from udora import methods as registry
-    from udora.experiments import interrupts
-    from udora.experiments import sweep_run as sr
-    from udora.experiments.bench import suite_presets
-    from udora.experiments.lock import LockHeldError
-    from udora.experiments.tune import tune_one
-
-    plain = {"highlight": False, "markup": False, "soft_wrap": True}
-    names = presets.split(",") if presets else suite_presets(suite)
-    chosen = methods_.split(",") if methods_ else registry.list_methods()
-
-    def show(record: dict) -> None:
-        console.print(f"  {sr.trial_line(record)}", **plain)
-
-    for preset in names:
-        for method in chosen:
-            try:
-                path, data, summary = tune_one(
-                    preset, method, out, trials=trials, jobs=jobs, objective=objective,
-                    seed=seed, data_dir=data_dir, on_trial=show,
-                )  # fmt: skip
-            except (ValueError, KeyError, LockHeldError) as err:
-                _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
-            if summary is not None and summary.interrupted:
-                interrupts.ignore_from_now()
-                console.print(f"interrupted: {summary.line()}; rerun to resume", **plain)
-                raise typer.Exit(130)
-            if summary is None:
-                console.print(f"{data['preset']}/{method}: no tunable parameters; wrote {path}",
-                              **plain)  # fmt: skip
-            else:
-                console.print(f"{data['preset']}/{method}: {summary.line()}; wrote {path}",
-                              **plain)  # fmt: skip
