@@ -38,7 +38,7 @@ def sweep_init(
     ] = 0.2,
 ) -> None:
     """Write a W&B sweep configuration (wandb sweep FILE) for METHOD on PRESET."""
-    from udora.experiments.tuning import sweep_config, write_sweep_config
+    from udora.experiments.sweep_config import sweep_config, write_sweep_config
 
     try:
         config = sweep_config(
@@ -66,7 +66,8 @@ def sweep_trial(
     import json
     import os
 
-    from udora.experiments.tuning import parse_trial_args, trial
+    from udora.experiments.sweep_config import parse_trial_args
+    from udora.experiments.tuning import trial
 
     try:
         kwargs = parse_trial_args(list(args or []))
@@ -100,10 +101,10 @@ def sweep_run_cmd(
     Exit 0 when the sweep completed (failed trials are counted, not fatal), 1 when no trial
     is ok, 2 on a user error (also --wandb without credentials), 130 on Ctrl-C.
     """
-    from udora.experiments import interrupts
+    from udora.experiments import interrupts, sweep_wandb
     from udora.experiments import sweep_run as sr
     from udora.experiments.lock import LockHeldError
-    from udora.experiments.tuning import load_sweep_config
+    from udora.experiments.sweep_config import load_sweep_config
 
     plain = {"highlight": False, "markup": False, "soft_wrap": True}
 
@@ -116,12 +117,14 @@ def sweep_run_cmd(
     except (ValueError, KeyError) as err:
         _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
     if wandb:
-        if sr.wandb_api_key() is None:
+        if sweep_wandb.wandb_api_key() is None:
             _usage_error(
                 "--wandb: no W&B credentials (set WANDB_API_KEY or run `wandb login`); "
                 "nothing was run. Without --wandb the sweep runs offline."
             )
-        sweep_id = sr.run_on_wandb(config, out, trials=trials, data_dir=data_dir, on_trial=show)
+        sweep_id = sweep_wandb.run_on_wandb(
+            config, out, trials=trials, data_dir=data_dir, on_trial=show
+        )
         console.print(f"W&B sweep {sweep_id}; trials in {sr.sweep_dir(config, out)}", **plain)
         return
     try:
@@ -161,31 +164,39 @@ def tune_cmd(
     from udora.experiments import sweep_run as sr
     from udora.experiments.bench import suite_presets
     from udora.experiments.lock import LockHeldError
-    from udora.experiments.tune import tune_one
+    from udora.experiments.tune import tune_many
 
     plain = {"highlight": False, "markup": False, "soft_wrap": True}
     names = presets.split(",") if presets else suite_presets(suite)
     chosen = methods_.split(",") if methods_ else registry.list_methods()
 
     def show(record: dict) -> None:
-        console.print(f"  {sr.trial_line(record)}", **plain)
+        where = f"{record['params'].get('preset')}/{record['params'].get('method')}"
+        seconds = record.get("timings", {}).get("trial", 0.0)
+        console.print(f"  {where} {sr.trial_line(record)} ({seconds:.1f} s)", **plain)
 
-    for preset in names:
-        for method in chosen:
-            try:
-                path, data, summary = tune_one(
-                    preset, method, out, trials=trials, jobs=jobs, objective=objective,
-                    seed=seed, data_dir=data_dir, on_trial=show,
-                )  # fmt: skip
-            except (ValueError, KeyError, LockHeldError) as err:
-                _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
-            if summary is not None and summary.interrupted:
-                interrupts.ignore_from_now()
-                console.print(f"interrupted: {summary.line()}; rerun to resume", **plain)
-                raise typer.Exit(130)
-            if summary is None:
-                console.print(f"{data['preset']}/{method}: no tunable parameters; wrote {path}",
-                              **plain)  # fmt: skip
-            else:
-                console.print(f"{data['preset']}/{method}: {summary.line()}; wrote {path}",
-                              **plain)  # fmt: skip
+    def tuned(path: Path, data: dict, summary: sr.SweepSummary | None) -> None:
+        if summary is None:
+            console.print(f"{data['preset']}/{data['method']}: no tunable parameters; "
+                          f"wrote {path}", **plain)  # fmt: skip
+        else:
+            console.print(f"{data['preset']}/{data['method']}: {summary.line()}; wrote {path}",
+                          **plain)  # fmt: skip
+
+    pairs = [(preset, method) for preset in names for method in chosen]
+    try:
+        summaries = tune_many(
+            pairs, out, trials=trials, jobs=jobs, objective=objective, seed=seed,
+            data_dir=data_dir, on_trial=show, on_tuned=tuned,
+        )  # fmt: skip
+    except (ValueError, KeyError, LockHeldError) as err:
+        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    if any(s.interrupted for s in summaries):
+        interrupts.ignore_from_now()
+        n = sum(len(s.trials) for s in summaries)
+        console.print(f"interrupted: {n} trials on disk under {out}/sweeps; rerun to resume",
+                      **plain)  # fmt: skip
+        raise typer.Exit(130)
+    ran = sum(s.ran for s in summaries)
+    console.print(f"tuned {len(pairs)} pairs ({len(summaries)} sweeps, {ran} trials ran now) "
+                  f"into {out}", **plain)  # fmt: skip

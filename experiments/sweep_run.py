@@ -1,36 +1,40 @@
-"""Run a sweep offline: the ``sweeps`` package proposes, trials run locally, results on disk.
+"""Run sweeps offline: the ``sweeps`` package proposes, trials run locally, results on disk.
 
 ``udora sweep run FILE.yaml`` needs no W&B account. The sweep YAML (written by ``udora sweep
-init`` and validated by :func:`udora.experiments.tuning.load_sweep_config`) is given to the
-``sweeps`` package, which proposes each next configuration (random, grid or bayes) from the
-trials so far. Proposals are sequential in batches: ``jobs`` configurations are proposed,
-run in parallel on spawned worker processes (as in ``udora bench``), and their results are
-fed back before the next batch is proposed. The random draws of the proposals are seeded by
-the sweep's hash and the number of trials so far, so a sweep is reproducible.
+init`` and validated by :func:`udora.experiments.sweep_config.load_sweep_config`) is given
+to the ``sweeps`` package, which proposes each next configuration (random, grid or bayes)
+from the trials so far.
 
-Each trial is written atomically to ``<out>/<name>-<hash>/trial-<k>/``: ``trial.json``
-(parameters, method config, objective name and value, status ``ok`` or ``failed``, error,
-timings) and, when the method predicted, ``validation.npz`` (``targets``, ``mean``,
-``aleatoric``, ``epistemic``) from which the objective can be recomputed. The hash covers
-the sweep YAML without ``run_cap``, so ``--trials`` may grow a sweep. Rerunning resumes:
-finished trials are read back and fed to the search. A trial that raises or gives a
-non-finite objective is recorded as ``failed`` with its reason, reported to the search as
-``RunState.failed`` (bayes imputes the worst value seen), and the sweep goes on. The sweep
-folder takes the results lock; Ctrl-C stops cleanly, keeping finished trials.
+**Scheduling.** :func:`run_sweeps` runs several sweeps over one pool of ``jobs`` spawned
+worker processes (as in ``udora bench``), so workers, their task caches and their
+compiled JAX programs are reused by every trial. A sweep proposes only when none of its
+trials is running, up to ``per_sweep`` configurations at once, and sees every finished
+result first: with ``per_sweep=1`` (``udora tune``) each sweep is the fully sequential
+Bayesian search, and the pool is kept busy by the other sweeps; :func:`run_sweep` (one
+sweep, ``udora sweep run --jobs J``) proposes batches of J. The random draws of a proposal
+are seeded by the sweep's hash and its number of finished trials, so the proposals depend
+only on earlier results, never on the timing of the workers: a sweep is reproducible.
+
+Each trial is written atomically to ``<out>/<name>-<hash>/trial-<k>/``
+(:mod:`udora.experiments.sweep_trials`). The hash covers the sweep YAML without
+``run_cap``, so ``--trials`` may grow a sweep. Rerunning resumes: finished trials are read
+back and fed to the search. A trial that raises or gives a non-finite objective is
+recorded as ``failed`` with its reason, reported to the search as ``RunState.failed``
+(bayes imputes the worst value seen), and the sweep goes on. Each sweep folder takes the
+results lock; Ctrl-C stops cleanly, keeping finished trials.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import json
-import math
 import multiprocessing
 import os
 import re
 import secrets
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,10 +45,13 @@ import yaml
 
 from udora.experiments import interrupts
 from udora.experiments.lock import results_lock
-from udora.experiments.tuning import FIXED, OBJECTIVES, VAL_FRACTION, load_sweep_config
+from udora.experiments.sweep_config import load_sweep_config
+from udora.experiments.sweep_trials import load_trials, run_trial, trial_line
 
-TRIAL_SCHEMA = 1
 DEFAULT_TRIALS = 20  # when neither --trials nor the YAML's run_cap says
+
+__all__ = ["SweepSummary", "load_trials", "propose", "run_sweep", "run_sweeps", "sweep_dir",
+           "sweep_hash", "trial_cap", "trial_line"]  # fmt: skip
 
 
 def sweep_hash(config: dict[str, Any]) -> str:
@@ -95,93 +102,6 @@ class SweepSummary:
 
         return (f"{len(self.trials)} trials ({self.n_ok} ok, {self.n_failed} failed, "
                 f"{self.ran} ran now); {tail}; in {self.folder}")  # fmt: skip
-
-
-# --------------------------------------------------------------------------- one trial
-
-
-def split_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The :func:`udora.experiments.tuning.trial` keywords from a flat proposal."""
-    return {
-        "preset": str(params["preset"]),
-        "method": str(params["method"]),
-        "seed": int(params.get("seed", 0)),
-        "objective": str(params.get("objective", "nll")),
-        "val_fraction": float(params.get("val_fraction", VAL_FRACTION)),
-        "config_overrides": {k: v for k, v in params.items() if k not in FIXED},
-    }
-
-
-def run_trial(
-    folder: str | Path, k: int, params: dict[str, Any], data_dir: str | None
-) -> dict[str, Any]:
-    """Run trial ``k`` with the flat ``params`` and write ``folder/trial-<k>/``; its record.
-
-    Never raises for a failing method or a bad value: the trial is recorded ``failed``.
-    """
-    from udora.experiments import tuning
-
-    kw = split_params(params)
-    record: dict[str, Any] = {
-        "schema": TRIAL_SCHEMA, "k": k, "params": params, "overrides": kw["config_overrides"],
-        "config": None, "objective": kw["objective"],
-        "metric": OBJECTIVES.get(kw["objective"], kw["objective"]), "value": None,
-        "status": "failed", "error": None, "timings": {},
-    }  # fmt: skip
-    arrays = None
-    t0 = time.perf_counter()
-    try:
-        result = tuning.trial(data_dir=data_dir, **kw)
-        summary = result.summary()
-        record.update(config=result.config, value=result.value,
-                      val_nll=_finite(summary["val_nll"]), val_rmse=_finite(summary["val_rmse"]),
-                      n_fit=summary["n_fit"], n_val=summary["n_val"])  # fmt: skip
-        arrays = {"targets": result.targets, "mean": result.mean,
-                  "aleatoric": result.aleatoric, "epistemic": result.epistemic}  # fmt: skip
-        if math.isfinite(result.value):
-            record["status"] = "ok"
-        else:
-            record["value"] = None
-            record["error"] = f"non-finite objective {record['metric']}={result.value}"
-    except Exception as err:  # a failing trial never stops the sweep
-        if interrupts.requested():
-            raise KeyboardInterrupt from err
-        record["error"] = f"{type(err).__name__}: {err}"
-    record["timings"]["trial"] = time.perf_counter() - t0
-    _write_trial(Path(folder) / f"trial-{k}", record, arrays)
-    return record
-
-
-def _finite(value: float) -> float | None:
-    return float(value) if math.isfinite(value) else None
-
-
-def _write_trial(final: Path, record: dict[str, Any], arrays: dict[str, Any] | None) -> None:
-    tmp = final.parent / f".{final.name}.{secrets.token_hex(4)}.tmp"
-    tmp.mkdir()
-    try:
-        if arrays is not None:
-            np.savez(tmp / "validation.npz", **arrays)
-        (tmp / "trial.json").write_text(json.dumps(record, indent=1, allow_nan=False, default=str))
-        if final.exists():
-            raise FileExistsError(f"{final}: already written")
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def load_trials(folder: str | Path) -> list[dict[str, Any]]:
-    """Every finished trial record under ``folder``, ordered by ``k`` (unreadable ones skipped)."""
-    out = []
-    for path in Path(folder).glob("trial-*/trial.json"):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(record, dict) and "k" in record and "params" in record:
-            out.append(record)
-    return sorted(out, key=lambda r: r["k"])
 
 
 # --------------------------------------------------------------------------- the loop
@@ -251,148 +171,179 @@ def run_sweep(
     """Run (or resume) the sweep of the YAML at ``path`` until it has ``trials`` trials.
 
     ``trials`` defaults to the YAML's ``run_cap`` (else 20); a grid stops when exhausted.
-    ``on_trial`` is called with each new trial's record. Raises SweepConfigError (a bad
-    file), ValueError (bad ``trials``/``jobs``), LockHeldError (the folder is in use).
+    ``jobs`` configurations are proposed at once and run in parallel. ``on_trial`` is
+    called with each new trial's record. Raises SweepConfigError (a bad file), ValueError
+    (bad ``trials``/``jobs``), LockHeldError (the folder is in use).
     """
-    from udora.experiments.checks import check_jobs
-
     config = load_sweep_config(path) if not isinstance(path, dict) else path
-    cap = trial_cap(config, trials)
-    check_jobs(jobs)
-    folder = sweep_dir(config, out)
-    summary = SweepSummary(folder, goal=config.get("metric", {}).get("goal", "minimize"))
-    dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
-    with interrupts.catch_interrupts():
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            with results_lock(folder, wait=wait_lock):
-                _run_locked(config, folder, cap, jobs, dd, summary, on_trial)
-        except KeyboardInterrupt:
-            interrupts.stopping()
-            summary.interrupted = True
-            summary.trials = load_trials(folder)
+    (summary,) = run_sweeps([config], out, trials=trials, jobs=jobs, per_sweep=jobs,
+                            data_dir=data_dir, on_trial=on_trial, wait_lock=wait_lock)  # fmt: skip
     return summary
 
 
-def _run_locked(
-    config: dict[str, Any],
-    folder: Path,
-    cap: int,
-    jobs: int,
-    dd: str | None,
-    summary: SweepSummary,
-    on_trial: Callable[[dict[str, Any]], None] | None,
-) -> None:
-    for tmp in folder.glob(".trial-*.tmp"):
-        shutil.rmtree(tmp, ignore_errors=True)
-    saved = folder / "sweep.yaml"
-    if not saved.exists():
-        tmp = folder / f".sweep.yaml.{secrets.token_hex(4)}.tmp"
-        tmp.write_text(yaml.safe_dump(config, sort_keys=False))
-        os.replace(tmp, saved)
-    summary.trials = load_trials(folder)
-    pool = None
-    if jobs > 1:
-        from udora.experiments.bench import _init_worker
-
-        ctx = multiprocessing.get_context("spawn")
-        pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker)
-    else:
-        from udora.experiments.jax_cache import configure_compilation_cache
-
-        configure_compilation_cache()
-    try:
-        while len(summary.trials) < cap:
-            batch = propose(config, summary.trials, min(jobs, cap - len(summary.trials)))
-            if not batch:  # a grid with every point tried
-                break
-            used = {t["k"] for t in summary.trials}
-            free = (k for k in range(cap + len(used) + len(batch)) if k not in used)
-            ks = [next(free) for _ in batch]
-            if pool is None:
-                records = [run_trial(folder, k, p, dd) for k, p in zip(ks, batch, strict=True)]
-            else:
-                futures = [pool.submit(run_trial, str(folder), k, p, dd)
-                           for k, p in zip(ks, batch, strict=True)]  # fmt: skip
-                records = [f.result() for f in futures]
-            for record in records:
-                summary.trials.append(record)
-                summary.ran += 1
-                if on_trial is not None:
-                    on_trial(record)
-            summary.trials.sort(key=lambda r: r["k"])
-            if interrupts.requested():
-                raise KeyboardInterrupt
-    except BaseException:
-        if pool is not None:
-            from udora.experiments.bench import _stop_pool
-
-            interrupts.stopping()
-            _stop_pool(pool)
-            pool = None
-        raise
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-
-
-def trial_line(record: dict[str, Any]) -> str:
-    """``trial-3 ok val_nll=0.8123 {"alpha": 0.1}`` or ``trial-3 failed: <reason> {...}``."""
-    over = json.dumps(record["overrides"], default=str)
-    if record["status"] == "ok":
-        return f"trial-{record['k']} ok {record['metric']}={record['value']:.6g} {over}"
-    return f"trial-{record['k']} failed: {record['error']} {over}"
-
-
-# --------------------------------------------------------------------------- W&B
-
-
-def wandb_api_key() -> str | None:
-    """The W&B API key from WANDB_API_KEY or the netrc written by ``wandb login``; or None."""
-    key = os.environ.get("WANDB_API_KEY")
-    if key:
-        return key
-    try:
-        import wandb
-
-        return wandb.api.api_key or None
-    except Exception:  # no wandb, or no settings readable: no credentials
-        return None
-
-
-def run_on_wandb(
-    config: dict[str, Any],
-    out: str | Path,
+def run_sweeps(
+    configs: list[dict[str, Any]],
+    out: str | Path = "sweeps",
     *,
     trials: int | None = None,
+    jobs: int = 1,
+    per_sweep: int = 1,
     data_dir: str | Path | None = None,
     on_trial: Callable[[dict[str, Any]], None] | None = None,
-) -> str:
-    """Create the sweep on W&B from the same YAML and run ``trials`` under ``wandb.agent``.
+    on_done: Callable[[SweepSummary], None] | None = None,
+    wait_lock: bool = False,
+) -> list[SweepSummary]:
+    """Run (or resume) validated sweep ``configs`` over one pool of ``jobs`` workers.
 
-    Each agent call runs the same :func:`run_trial` (also written under the sweep folder,
-    numbered after the trials there) and logs its objective. Returns the sweep id.
+    Sweeps start in order and at most ``jobs`` run at a time; each has at most
+    ``per_sweep`` trials in flight (see module doc). ``on_done`` is called with a sweep's
+    summary as soon as it has its trials. Returns one summary per config, in order; after
+    Ctrl-C every summary is marked ``interrupted`` and holds the trials on disk.
     """
-    import wandb
+    from udora.experiments.checks import check_jobs
 
-    cap = trial_cap(config, trials)
-    folder = sweep_dir(config, out)
-    folder.mkdir(parents=True, exist_ok=True)
+    caps = [trial_cap(c, trials) for c in configs]
+    check_jobs(jobs)
+    check_jobs(per_sweep)
     dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
-    sweep_id = wandb.sweep({k: v for k, v in config.items() if k != "command"})
+    states = [_Sweep(c, sweep_dir(c, out), cap) for c, cap in zip(configs, caps, strict=True)]
+    if len({s.folder for s in states}) != len(states):
+        raise ValueError("the same sweep is given twice")
+    with interrupts.catch_interrupts(), contextlib.ExitStack() as locks:
+        try:
+            for s in states:
+                s.folder.mkdir(parents=True, exist_ok=True)
+                locks.enter_context(results_lock(s.folder, wait=wait_lock))
+                s.prepare()
+            _Engine(states, jobs, per_sweep, dd, on_trial, on_done).run()
+        except KeyboardInterrupt:
+            interrupts.stopping()
+            for s in states:
+                s.summary.interrupted = True
+                s.summary.trials = load_trials(s.folder)
+    return [s.summary for s in states]
 
-    def agent_trial() -> None:
-        with wandb.init() as run:
-            params = dict(run.config)
-            used = {t["k"] for t in load_trials(folder)}
-            k = next(i for i in range(len(used) + 1) if i not in used)
-            record = run_trial(folder, k, params, dd)
-            run.log({key: record.get(key) for key in ("val_nll", "val_rmse")
-                     if record.get(key) is not None})  # fmt: skip
-            if on_trial is not None:
-                on_trial(record)
-            if record["status"] != "ok":
-                run.finish(exit_code=1)
 
-    wandb.agent(sweep_id, function=agent_trial, count=cap)
-    return sweep_id
+class _Sweep:
+    """One sweep's state in :func:`run_sweeps`: its trials so far and those in flight."""
+
+    def __init__(self, config: dict[str, Any], folder: Path, cap: int) -> None:
+        self.config, self.folder, self.cap = config, folder, cap
+        self.summary = SweepSummary(folder, goal=config.get("metric", {}).get("goal", "minimize"))
+        self.running: set[int] = set()  # trial numbers in flight
+        self.exhausted = False  # a grid with every point tried
+        self.reported = False
+
+    def prepare(self) -> None:
+        """Clear half-written trials, save the YAML once, read back finished trials."""
+        for tmp in self.folder.glob(".trial-*.tmp"):
+            shutil.rmtree(tmp, ignore_errors=True)
+        saved = self.folder / "sweep.yaml"
+        if not saved.exists():
+            tmp = self.folder / f".sweep.yaml.{secrets.token_hex(4)}.tmp"
+            tmp.write_text(yaml.safe_dump(self.config, sort_keys=False))
+            os.replace(tmp, saved)
+        self.summary.trials = load_trials(self.folder)
+
+    @property
+    def done(self) -> bool:
+        return not self.running and (self.exhausted or len(self.summary.trials) >= self.cap)
+
+    def propose(self, n: int) -> list[tuple[int, dict[str, Any]]]:
+        """Up to ``n`` new (trial number, params); only when nothing of this sweep runs."""
+        n = min(n, self.cap - len(self.summary.trials))
+        if self.running or n < 1 or self.exhausted:
+            return []
+        batch = propose(self.config, self.summary.trials, n)
+        if not batch:
+            self.exhausted = True
+            return []
+        used = {t["k"] for t in self.summary.trials}
+        free = (k for k in range(self.cap + len(used) + len(batch)) if k not in used)
+        ks = [next(free) for _ in batch]
+        self.running.update(ks)
+        return list(zip(ks, batch, strict=True))
+
+    def finish(self, record: dict[str, Any]) -> None:
+        self.running.discard(record["k"])
+        self.summary.trials.append(record)
+        self.summary.trials.sort(key=lambda r: r["k"])
+        self.summary.ran += 1
+
+
+class _Engine:
+    """Keeps ``jobs`` workers busy with the trials of the sweeps (in process for one job)."""
+
+    def __init__(self, states, jobs, per_sweep, dd, on_trial, on_done) -> None:
+        self.states, self.jobs, self.per_sweep, self.dd = states, jobs, per_sweep, dd
+        self.on_trial, self.on_done = on_trial, on_done
+
+    def _report_finished(self) -> None:
+        for s in self.states:
+            if s.done and not s.reported:
+                s.reported = True
+                if self.on_done is not None:
+                    self.on_done(s.summary)
+
+    def _next(self, free: int) -> list[tuple[_Sweep, int, dict[str, Any]]]:
+        """New trials for ``free`` slots: sweeps already started first, then the next ones,
+        with at most ``jobs`` sweeps started and unfinished at a time."""
+        out: list[tuple[_Sweep, int, dict[str, Any]]] = []
+        started = 0
+        for s in self.states:
+            if free <= 0:
+                break
+            if s.done:
+                continue
+            if not s.running and started >= self.jobs:
+                continue
+            started += 1
+            for k, params in s.propose(min(free, self.per_sweep)):
+                out.append((s, k, params))
+                free -= 1
+            self._report_finished()  # a grid found exhausted
+        return out
+
+    def _finish(self, s: _Sweep, record: dict[str, Any]) -> None:
+        s.finish(record)
+        if self.on_trial is not None:
+            self.on_trial(record)
+
+    def run(self) -> None:
+        self._report_finished()  # sweeps complete on disk already
+        if self.jobs == 1:
+            from udora.experiments.jax_cache import configure_compilation_cache
+
+            configure_compilation_cache()
+            while batch := self._next(self.per_sweep):
+                for s, k, params in batch:
+                    self._finish(s, run_trial(s.folder, k, params, self.dd))
+                    if interrupts.requested():
+                        raise KeyboardInterrupt
+                self._report_finished()
+            return
+        from udora.experiments.bench import _init_worker, _stop_pool
+
+        ctx = multiprocessing.get_context("spawn")
+        pool = cf.ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_init_worker)
+        futures: dict[cf.Future, _Sweep] = {}
+        try:
+            while True:
+                for s, k, params in self._next(self.jobs - len(futures)):
+                    futures[pool.submit(run_trial, str(s.folder), k, params, self.dd)] = s
+                if not futures:
+                    break
+                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+                for fut in sorted(done, key=lambda f: futures[f].folder.name):
+                    self._finish(futures.pop(fut), fut.result())
+                self._report_finished()
+                if interrupts.requested():
+                    raise KeyboardInterrupt
+        except BaseException:
+            interrupts.stopping()
+            for fut, s in futures.items():  # trials that finished before the stop still count
+                if fut.done() and not fut.cancelled() and fut.exception() is None:
+                    s.finish(fut.result())
+            _stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)

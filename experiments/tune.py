@@ -1,8 +1,10 @@
 """``udora tune``: one offline sweep per (preset, method), the best config written per pair.
 
-For each pair a bayes sweep (:func:`udora.experiments.tuning.sweep_config`) is written to
-``<out>/sweeps/<preset>-<method>.yaml`` and run with :func:`udora.experiments.sweep_run.
-run_sweep` under ``<out>/sweeps/`` (resumable: rerunning reads finished trials back). The
+For each pair a bayes sweep (:func:`udora.experiments.sweep_config.sweep_config`) is
+written to ``<out>/sweeps/<preset>-<method>.yaml``; all sweeps run together under
+``<out>/sweeps/`` by :func:`udora.experiments.sweep_run.run_sweeps`, each fully sequential
+(one trial in flight, every proposal sees every earlier result) while the ``jobs``
+workers are shared by the sweeps (resumable: rerunning reads finished trials back). The
 result is ``<out>/<preset>/<method>.yaml``: the best trial's values of the searched method
 fields (``config``), its objective, the trial counts (ok/failed), the sweep file and its
 hash. A method with an empty search space (``gp_oracle``) is passed through: its file says
@@ -18,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from udora.experiments import sweep_config as sc
 from udora.experiments import sweep_run as sr
 from udora.experiments import tuning
 
@@ -33,20 +36,20 @@ def _write_yaml(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def tune_one(
+def prepare(
     preset: str,
     method: str,
     out: str | Path,
     *,
     trials: int = 10,
-    jobs: int = 1,
     objective: str = "nll",
     seed: int = 0,
     search: str = "bayes",
-    data_dir: str | Path | None = None,
-    on_trial: Callable[[dict[str, Any]], None] | None = None,
-) -> tuple[Path, dict[str, Any], sr.SweepSummary | None]:
-    """Tune ``method`` on ``preset``; returns (tuned file, its content, the sweep summary)."""
+) -> tuple[Path, dict[str, Any] | None, dict[str, Any] | None]:
+    """(tuned file, its content when final already, the validated sweep config or None).
+
+    A method with no search space gets its pass-through file now and no sweep.
+    """
     from udora import methods
     from udora.oracle.preset import load_preset
 
@@ -59,24 +62,25 @@ def tune_one(
                 "config": {}, "default_config": cls.Config().to_dict()}  # fmt: skip
         _write_yaml(target, data)
         return target, data, None
-    config = tuning.sweep_config(
+    config = sc.sweep_config(
         preset, method, objective=objective, search=search, trials=trials, seed=seed
     )
     config["name"] = f"{name}-{method}-{objective}"
     sweeps_dir = Path(out) / "sweeps"
     sweeps_dir.mkdir(parents=True, exist_ok=True)
-    sweep_file = tuning.write_sweep_config(config, sweeps_dir / f"{name}-{method}.yaml")
-    config = tuning.load_sweep_config(sweep_file)
-    summary = sr.run_sweep(
-        config, sweeps_dir, trials=trials, jobs=jobs, data_dir=data_dir, on_trial=on_trial
-    )
-    if summary.interrupted:
-        return target, {}, summary
+    sweep_file = sc.write_sweep_config(config, sweeps_dir / f"{name}-{method}.yaml")
+    return target, None, sc.load_sweep_config(sweep_file)
+
+
+def finish(target: Path, config: dict[str, Any], summary: sr.SweepSummary) -> dict[str, Any]:
+    """Write the tuned file of a finished sweep; returns its content."""
+    params = config["parameters"]
+    objective = params["objective"]["value"]
     best = summary.best
-    searched = set(config["parameters"]) - set(tuning.FIXED)
+    searched = set(params) - set(sc.FIXED)
     data = {
-        "preset": name,
-        "method": method,
+        "preset": target.parent.name,
+        "method": params["method"]["value"],
         "tuned": best is not None,
         "config": {k: v for k, v in (best or {}).get("overrides", {}).items() if k in searched},
         "objective": objective,
@@ -84,14 +88,75 @@ def tune_one(
         "value": None if best is None else best["value"],
         "best_trial": None if best is None else best["k"],
         "trials": {"ok": summary.n_ok, "failed": summary.n_failed},
-        "sweep_file": str(sweep_file),
+        "sweep_file": str(
+            Path(summary.folder).parent / f"{target.parent.name}-{params['method']['value']}.yaml"
+        ),
         "sweep_hash": sr.sweep_hash(config),
         "sweep_dir": str(summary.folder),
     }
     if best is None:
         data["note"] = "no trial ok: bench uses the default config"
     _write_yaml(target, data)
-    return target, data, summary
+    return data
+
+
+def tune_many(
+    pairs: list[tuple[str, str]],
+    out: str | Path,
+    *,
+    trials: int = 10,
+    jobs: int = 1,
+    objective: str = "nll",
+    seed: int = 0,
+    search: str = "bayes",
+    data_dir: str | Path | None = None,
+    on_trial: Callable[[dict[str, Any]], None] | None = None,
+    on_tuned: Callable[[Path, dict[str, Any], sr.SweepSummary | None], None] | None = None,
+) -> list[sr.SweepSummary]:
+    """Tune every (preset, method) of ``pairs``: one sweep each, all over ``jobs`` workers.
+
+    Every sweep file is written (and every bad name raised) before anything runs.
+    ``on_tuned(path, content, summary)`` follows each tuned file as it is written (summary
+    None for a pass-through). Returns the sweep summaries (interrupted ones after Ctrl-C).
+    """
+    prepared = [prepare(p, m, out, trials=trials, objective=objective, seed=seed,
+                        search=search) for p, m in pairs]  # fmt: skip
+    targets = {}
+    configs = []
+    for target, data, config in prepared:
+        if config is None:
+            if on_tuned is not None:
+                on_tuned(target, data, None)
+            continue
+        targets[sr.sweep_dir(config, Path(out) / "sweeps")] = (target, config)
+        configs.append(config)
+
+    def done(summary: sr.SweepSummary) -> None:
+        target, config = targets[summary.folder]
+        data = finish(target, config, summary)
+        if on_tuned is not None:
+            on_tuned(target, data, summary)
+
+    return sr.run_sweeps(configs, Path(out) / "sweeps", trials=trials, jobs=jobs, per_sweep=1,
+                         data_dir=data_dir, on_trial=on_trial, on_done=done)  # fmt: skip
+
+
+def tune_one(
+    preset: str,
+    method: str,
+    out: str | Path,
+    **kwargs: Any,
+) -> tuple[Path, dict[str, Any], sr.SweepSummary | None]:
+    """Tune ``method`` on ``preset`` (keywords as :func:`tune_many`); returns (tuned file,
+    its content, the sweep summary or None for a pass-through)."""
+    got: list[tuple[Path, dict[str, Any], sr.SweepSummary | None]] = []
+    summaries = tune_many([(preset, method)], out, **kwargs,
+                          on_tuned=lambda *a: got.append(a))  # fmt: skip
+    if got:
+        return got[0]
+    from udora.oracle.preset import load_preset
+
+    return tuned_path(out, load_preset(preset).name, method), {}, summaries[0]
 
 
 def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str, Any] | None:

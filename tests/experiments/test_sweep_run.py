@@ -10,8 +10,8 @@ import yaml
 from scipy import stats
 from typer.testing import CliRunner
 
+from udora.experiments import sweep_config, sweep_wandb
 from udora.experiments import sweep_run as sr
-from udora.experiments import tuning
 from udora.experiments.cli import app
 from udora.methods import register
 from udora.methods.blr import BayesianLinearRegression, BLRConfig
@@ -21,8 +21,8 @@ runner = CliRunner()
 
 
 def _sweep_file(tmp_path, preset, method="blr", search="bayes", trials=4):
-    config = tuning.sweep_config(str(preset), method, search=search, trials=trials)
-    return tuning.write_sweep_config(config, tmp_path / f"{method}-{search}.yaml"), config
+    config = sweep_config.sweep_config(str(preset), method, search=search, trials=trials)
+    return sweep_config.write_sweep_config(config, tmp_path / f"{method}-{search}.yaml"), config
 
 
 @pytest.mark.parametrize("search", ["random", "bayes"])
@@ -118,7 +118,7 @@ def test_wandb_without_credentials_exits_2_and_runs_nothing(tiny_preset, tmp_pat
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
-    monkeypatch.setattr(sr, "wandb_api_key", lambda: None)
+    monkeypatch.setattr(sweep_wandb, "wandb_api_key", lambda: None)
     out = tmp_path / "out"
     result = runner.invoke(app, ["sweep", "run", str(path), "--out", str(out), "--wandb",
                                  "--data-dir", str(data)])  # fmt: skip
@@ -128,7 +128,7 @@ def test_wandb_without_credentials_exits_2_and_runs_nothing(tiny_preset, tmp_pat
 
 def test_wandb_api_key_reads_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
-    assert sr.wandb_api_key() == "x" * 40
+    assert sweep_wandb.wandb_api_key() == "x" * 40
 
 
 def test_best_config_ignores_every_oracle_array(tiny_preset, tmp_path, monkeypatch):
@@ -177,7 +177,7 @@ def test_tune_writes_best_configs_and_passes_gp_oracle_through(tiny_preset, tmp_
     trials = sr.load_trials(blr["sweep_dir"])
     best = min(trials, key=lambda t: t["value"])
     assert blr["value"] == best["value"] and blr["config"] == best["overrides"]
-    config = tuning.load_sweep_config(blr["sweep_file"])
+    config = sweep_config.load_sweep_config(blr["sweep_file"])
     assert sr.sweep_hash(config) == blr["sweep_hash"]
     again = runner.invoke(app, args)  # resumes: nothing runs again
     assert again.exit_code == 0 and "0 ran now" in again.output

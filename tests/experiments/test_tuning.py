@@ -10,7 +10,7 @@ from scipy.stats import norm
 from typer.testing import CliRunner
 
 from udora import methods
-from udora.experiments import tuning
+from udora.experiments import sweep_config, tuning
 from udora.experiments.cli import app
 
 runner = CliRunner()
@@ -107,11 +107,11 @@ def test_sweep_init_writes_a_config_the_sweeps_package_runs(tmp_path, search):
     proposal = sweeps.next_run(config, [])
     params = {k: v["value"] for k, v in proposal.config.items()}
     fields = set(methods.get_method_class("nn_ensemble").Config.field_names())
-    assert set(params) - set(tuning.FIXED) <= fields
+    assert set(params) - set(sweep_config.FIXED) <= fields
     assert params["preset"] == "concrete" and params["objective"] == "rmse"
-    tuning.load_sweep_config(out)  # valid by our own check too
+    sweep_config.load_sweep_config(out)  # valid by our own check too
     # a proposal, as W&B's ${args_no_hyphens}, parses back into trial keywords
-    kwargs = tuning.parse_trial_args([f"{k}={v}" for k, v in params.items()])
+    kwargs = sweep_config.parse_trial_args([f"{k}={v}" for k, v in params.items()])
     assert kwargs["method"] == "nn_ensemble" and set(kwargs["config_overrides"]) <= fields
 
 
@@ -123,7 +123,7 @@ def test_grid_needs_finite_values(tmp_path):
     proposal = sweeps.next_run(yaml.safe_load(out.read_text()), [])
     assert proposal.config["mean"]["value"] in ("zero", "constant")
     with pytest.raises(tuning.SweepConfigError, match=r"grid search needs finite values.*alpha"):
-        tuning.sweep_config("concrete", "blr", search="grid")
+        sweep_config.sweep_config("concrete", "blr", search="grid")
 
 
 @pytest.mark.parametrize(
@@ -159,32 +159,32 @@ def _write(tmp_path, config):
 
 
 def test_load_sweep_config_errors(tmp_path):
-    good = tuning.sweep_config("concrete", "blr", search="random", trials=3)
-    assert tuning.load_sweep_config(_write(tmp_path, good))["run_cap"] == 3
+    good = sweep_config.sweep_config("concrete", "blr", search="random", trials=3)
+    assert sweep_config.load_sweep_config(_write(tmp_path, good))["run_cap"] == 3
 
     bad = {**good, "parameters": {**good["parameters"], "widthh": {"values": [1, 2]}}}
     with pytest.raises(tuning.SweepConfigError, match=r"'widthh'.*valid fields: .*alpha"):
-        tuning.load_sweep_config(_write(tmp_path, bad))
+        sweep_config.load_sweep_config(_write(tmp_path, bad))
 
     params = {**good["parameters"], "alpha": {"distribution": "log_uniform_values",
                                               "min": -1.0, "max": 1.0}}  # fmt: skip
     with pytest.raises(tuning.SweepConfigError, match=r"'alpha'"):
-        tuning.load_sweep_config(_write(tmp_path, {**good, "parameters": params}))
+        sweep_config.load_sweep_config(_write(tmp_path, {**good, "parameters": params}))
 
     params = {**good["parameters"], "alpha": {"distribution": "uniform", "min": -1.0, "max": 1.0}}
     with pytest.raises(tuning.SweepConfigError, match=r"parameter 'alpha': value -1.0"):
-        tuning.load_sweep_config(_write(tmp_path, {**good, "parameters": params}))
+        sweep_config.load_sweep_config(_write(tmp_path, {**good, "parameters": params}))
 
     params = {**good["parameters"], "fit_intercept": {"values": ["maybe"]}}
     with pytest.raises(tuning.SweepConfigError, match=r"'fit_intercept'"):
-        tuning.load_sweep_config(_write(tmp_path, {**good, "parameters": params}))
+        sweep_config.load_sweep_config(_write(tmp_path, {**good, "parameters": params}))
 
     broken = tmp_path / "broken.yaml"
     broken.write_text("method: [bayes\nparameters: {")
     with pytest.raises(tuning.SweepConfigError, match=r"broken.yaml.*not valid YAML"):
-        tuning.load_sweep_config(broken)
+        sweep_config.load_sweep_config(broken)
     with pytest.raises(tuning.SweepConfigError, match=r"absent.yaml"):
-        tuning.load_sweep_config(tmp_path / "absent.yaml")
+        sweep_config.load_sweep_config(tmp_path / "absent.yaml")
 
 
 def test_sweep_trial_command_prints_the_objective(tiny_preset):
