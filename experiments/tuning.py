@@ -180,19 +180,13 @@ def trial_oracle_metrics(task: OracleTask, result: TrialResult) -> dict[str, flo
     undefined, e.g. the AU Spearman of a constant AU). Selection never reads these: a
     sweep ranks trials by ``result.value`` alone.
     """
-    from udora import methods
     from udora.scoring.score import score_arrays
 
-    X_train, y_train = task.X_train, np.asarray(task.y_train)
-    reference = methods.get_method("gp_oracle")
-    knowledge = dataclasses.replace(task.knowledge(with_prior=True), n=int(result.fit_idx.size))
-    reference.fit(X_train[result.fit_idx], y_train[result.fit_idx], seed=task.seed,
-                  knowledge=knowledge)  # fmt: skip
-    post = reference.predict(task.X)
+    post_mean, post_var = _fit_part_posterior(task, result.fit_idx)
     pred = result.model.predict(task.X)
     metrics = score_arrays(
-        f=task.f, y=task.y, noise_var=task.noise_var, post_mean=post.mean,
-        post_var=post.epistemic, mean=pred.mean, aleatoric=pred.aleatoric,
+        f=task.f, y=task.y, noise_var=task.noise_var, post_mean=post_mean,
+        post_var=post_var, mean=pred.mean, aleatoric=pred.aleatoric,
         epistemic=pred.epistemic, total=pred.total,
     )  # fmt: skip
     return {k: float(metrics[k]) if math.isfinite(metrics[k]) else None for k in ORACLE_METRICS}
@@ -226,3 +220,31 @@ def trial(
     result = trial_on_task(task, method, run.seed, method_over, objective, val_fraction)
     result.task = task
     return result
+
+
+_POSTERIORS: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+_POSTERIORS_KEPT = 16  # every trial of a (preset, seed) shares one fit part
+
+
+def _fit_part_posterior(task: OracleTask, fit_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact posterior mean and latent variance at the pool (N,) given the fit part only.
+
+    ``gp_oracle`` fitted on ``task.X_train[fit_idx]``; kept per (preset, seed, fit part)
+    in this process, since every trial of a task shares its fit part.
+    """
+    import hashlib
+
+    from udora import methods
+
+    key = (task.preset.model_dump_json(), task.seed, hashlib.sha256(fit_idx.tobytes()).hexdigest())
+    if key not in _POSTERIORS:
+        reference = methods.get_method("gp_oracle")
+        knowledge = dataclasses.replace(task.knowledge(with_prior=True), n=int(fit_idx.size))
+        y_train = np.asarray(task.y_train)
+        reference.fit(task.X_train[fit_idx], y_train[fit_idx], seed=task.seed,
+                      knowledge=knowledge)  # fmt: skip
+        post = reference.predict(task.X)
+        if len(_POSTERIORS) >= _POSTERIORS_KEPT:
+            _POSTERIORS.pop(next(iter(_POSTERIORS)))
+        _POSTERIORS[key] = (post.mean, post.epistemic)
+    return _POSTERIORS[key]
