@@ -2,7 +2,7 @@
 
 :func:`sweep_config` writes a standard W&B sweep (``method``, ``metric``, ``parameters``
 from the method's ``Config.search_space()`` plus the fixed ``preset``, ``method``,
-``seed``, ``objective``, ``val_fraction`` entries, ``run_cap``, ``command``); each
+``seed``, ``objective``, ``tuning_val_fraction`` entries, ``run_cap``, ``command``); each
 proposal runs ``udora sweep trial key=value ...`` (:func:`parse_trial_args`), which is
 :func:`udora.experiments.tuning.trial`. :func:`load_sweep_config` validates such a file and
 names the key of anything wrong.
@@ -24,7 +24,7 @@ from udora.experiments.tuning import (
 )
 
 SEARCHES = ("bayes", "random", "grid")
-FIXED = ("preset", "method", "seed", "objective", "val_fraction")  # non-method sweep keys
+FIXED = ("preset", "method", "seed", "objective", "tuning_val_fraction")  # non-method keys
 COMMAND = ["${env}", "udora", "sweep", "trial", "${args_no_hyphens}"]
 _W_B_ONLY_KEYS = ("run_cap",)  # documented W&B keys the ``sweeps`` 0.2 schema lacks
 
@@ -74,7 +74,7 @@ def sweep_config(
                 "use --search random or bayes"
             )
     fixed = {"preset": preset, "method": method, "seed": seed, "objective": objective,
-             "val_fraction": val_fraction}  # fmt: skip
+             "tuning_val_fraction": val_fraction}  # fmt: skip
     return {
         "name": f"{preset}-{method}-{objective}",
         "method": search,
@@ -111,7 +111,7 @@ def load_sweep_config(path: str | Path) -> dict[str, Any]:
     """Read and validate a sweep YAML written by ``udora sweep init`` (or edited by hand).
 
     Checks the W&B schema (via the ``sweeps`` package), the fixed entries (``preset``,
-    ``method``, ``objective``, ``seed``, ``val_fraction``), that every other parameter
+    ``method``, ``objective``, ``seed``, ``tuning_val_fraction``), that every other parameter
     is a field of the method's config and that its values, ``min`` and ``max`` are
     accepted by that field.
 
@@ -143,7 +143,10 @@ def load_sweep_config(path: str | Path) -> dict[str, Any]:
     from udora.oracle.preset import load_preset
 
     load_preset(fixed["preset"])
-    for key, check in (("objective", check_objective), ("val_fraction", check_val_fraction)):
+    for key, check in (
+        ("objective", check_objective),
+        ("tuning_val_fraction", check_val_fraction),
+    ):
         if key in params:
             for value in _values(params[key]):
                 check(value)
@@ -209,8 +212,9 @@ def _check_schema(path: Path, config: dict[str, Any]) -> None:
 def parse_trial_args(args: list[str]) -> dict[str, Any]:
     """``["preset=concrete", "method=blr", "alpha=0.1"]`` (W&B's ``${args_no_hyphens}``).
 
-    Returns the :func:`trial` keywords: preset, method, seed, objective, val_fraction and
-    ``config_overrides`` (every other key). A leading ``--`` on a key is dropped.
+    Returns the :func:`trial` keywords: preset, method, seed, objective, val_fraction
+    (from the ``tuning_val_fraction`` key) and ``config_overrides`` (every other key).
+    A leading ``--`` on a key is dropped.
     """
     from udora.experiments.spec import parse_set
 
@@ -226,6 +230,6 @@ def parse_trial_args(args: list[str]) -> dict[str, Any]:
         "method": str(values.pop("method")),
         "seed": seed,
         "objective": check_objective(str(values.pop("objective", "nll"))),
-        "val_fraction": check_val_fraction(values.pop("val_fraction", VAL_FRACTION)),
+        "val_fraction": check_val_fraction(values.pop("tuning_val_fraction", VAL_FRACTION)),
         "config_overrides": values,
     }

@@ -36,7 +36,7 @@ def split_params(params: dict[str, Any]) -> dict[str, Any]:
         "method": str(params["method"]),
         "seed": int(params.get("seed", 0)),
         "objective": str(params.get("objective", "nll")),
-        "val_fraction": float(params.get("val_fraction", VAL_FRACTION)),
+        "val_fraction": float(params.get("tuning_val_fraction", VAL_FRACTION)),
         "config_overrides": {k: v for k, v in params.items() if k not in FIXED},
     }
 

@@ -115,6 +115,21 @@ def test_sweep_init_writes_a_config_the_sweeps_package_runs(tmp_path, search):
     assert kwargs["method"] == "nn_ensemble" and set(kwargs["config_overrides"]) <= fields
 
 
+@pytest.mark.parametrize("method", methods.list_methods())
+def test_every_method_gets_a_sweep_whose_proposal_reaches_its_config(tmp_path, method):
+    """No search-space key may shadow a sweep key (swag's own ``val_fraction`` once did)."""
+    config = sweep_config.sweep_config("concrete", method, search="random", trials=2)
+    path = sweep_config.write_sweep_config(config, tmp_path / "s.yaml")
+    sweep_config.load_sweep_config(path)
+    space = methods.get_method_class(method).Config().search_space()
+    if not space:
+        return
+    params = {k: v["value"] for k, v in sweeps.next_run(config, []).config.items()}
+    kwargs = sweep_config.parse_trial_args([f"{k}={v}" for k, v in params.items()])
+    assert set(kwargs["config_overrides"]) == set(space)
+    assert kwargs["val_fraction"] == tuning.VAL_FRACTION
+
+
 def test_grid_needs_finite_values(tmp_path):
     out = tmp_path / "g.yaml"
     args = ["sweep", "init", "--preset", "concrete", "--method", "gp_linear", "--search", "grid",
