@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import sweeps
 import yaml
+from scipy import stats
 from scipy.stats import norm
 from typer.testing import CliRunner
 
@@ -71,6 +72,50 @@ def test_trial_objective_ignores_every_oracle_array(tiny_preset):
         b = tuning.trial_on_task(scrambled, method, 0)
         assert a.value == b.value, method
         assert np.array_equal(a.mean, b.mean) and np.array_equal(a.epistemic, b.epistemic)
+
+
+def test_trial_oracle_metrics_match_a_dense_posterior_on_the_fit_part(tiny_preset):
+    """The analysis-only oracle metrics of a trial, against a textbook numpy GP posterior
+    conditioned on the fit part, and scipy's Spearman."""
+    from udora.oracle.task import build_task
+
+    def rbf(A, B):  # the tiny preset's one component, written out
+        (spec,) = task.prior.kernel
+        ell = np.asarray(spec["lengthscale"], dtype=float)
+        sq = (((A[:, None, :] - B[None, :, :]) / ell) ** 2).sum(-1)
+        return spec["variance"] * np.exp(-0.5 * sq)
+
+    path, data = tiny_preset
+    task = build_task(str(path), 0, data_dir=data)
+    result = tuning.trial_on_task(task, "blr", 0, {"alpha": 0.3})
+    metrics = tuning.trial_oracle_metrics(task, result)
+    prior, std = task.prior, task.prior.standardiser
+    Z, Zs = std.x(task.X), std.x(task.X_train[result.fit_idx])
+    ys = std.y(np.asarray(task.y_train)[result.fit_idx])
+    noise_sd = prior.noise_std(task.X_train[result.fit_idx]) / std.y_sd
+    A = rbf(Zs, Zs) + np.diag(noise_sd**2)
+    K_xs = rbf(Z, Zs)
+    m = prior.mean_value
+    post_mean = std.mean_back(m + K_xs @ np.linalg.solve(A, ys - m))
+    prior_var = np.diag(rbf(Z, Z))
+    post_var = std.var_back(prior_var - np.sum(K_xs * np.linalg.solve(A, K_xs.T).T, axis=1))
+    pred = result.model.predict(task.X)
+    eu_target = post_var + (pred.mean - post_mean) ** 2
+    expected = stats.spearmanr(pred.epistemic, eu_target).statistic
+    assert metrics["spearman_eu"] == pytest.approx(expected, abs=1e-9)
+    total = stats.spearmanr(pred.total, eu_target + task.noise_var).statistic
+    assert metrics["spearman_total"] == pytest.approx(total, abs=1e-9)
+    assert metrics["spearman_au"] is None  # blr's AU is constant: Spearman undefined
+    # the trial's own objective is untouched by the analysis
+    assert result.value == tuning.trial_on_task(task, "blr", 0, {"alpha": 0.3}).value
+
+
+def test_trial_oracle_metrics_of_the_exact_gp_rank_eu_perfectly(tiny_preset):
+    path, data = tiny_preset
+    result = tuning.trial(path, "gp_oracle", 0, {}, "nll", data_dir=data)
+    metrics = tuning.trial_oracle_metrics(result.task, result)
+    assert metrics["spearman_eu"] == pytest.approx(1.0, abs=1e-12)
+    assert metrics["spearman_au"] == pytest.approx(1.0, abs=1e-12)
 
 
 def test_trial_knowledge_has_the_fit_part_size(tiny_preset):
