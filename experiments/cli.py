@@ -245,7 +245,7 @@ def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], o
     one line per method without a tuned file and one when --set overrides tuned values."""
     if tuned is None:
         return None, None
-    from udora.experiments.tune import load_tuned
+    from udora.experiments.tune import load_tuned, tuned_source
     from udora.oracle.preset import load_preset
 
     if not tuned.is_dir():
@@ -259,7 +259,7 @@ def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], o
                 missing.setdefault(method, []).append(name)
                 continue
             configs[(preset, method)] = dict(found.get("config") or {})
-            sources[(preset, method)] = {"path": found["path"], "hash": found["hash"]}
+            sources[(preset, method)] = tuned_source(found)
             won = sorted(set(over) & set(configs[(preset, method)]))
             if won:
                 console.print(f"{name}/{method}: --set {', '.join(won)} wins over {found['path']}",

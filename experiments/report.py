@@ -15,6 +15,7 @@ import pandas as pd
 
 from udora.experiments import figures
 from udora.experiments.legacy import legacy_note, legacy_results
+from udora.experiments.report_tuning import tuning_lines
 from udora.experiments.results import (
     HEADLINE,
     UnreadableRunWarning,
@@ -122,6 +123,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
         if metric in table:
             pivot = per_dataset(table, metric)
             lines += [f"## {metric} per preset x config (mean over seeds)", "", _md(pivot), ""]
+    lines += tuning_lines(table, _md)
     lines += ["## Calibration", "", f"![AU]({images['calib_au']}) ![EU]({images['calib_eu']})", ""]
     lines += ["## Risk-coverage (EU estimate vs the EU target)", ""]
     lines += [f"![risk-coverage]({name})" for name in rc] + [""]

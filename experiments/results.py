@@ -8,6 +8,7 @@ every summary averages over seeds of one config only, never over configs
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import warnings
@@ -24,6 +25,7 @@ HEADLINE = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total")
 KEYS = ("preset", "method", "config")  # what a summary row is keyed by; seeds are averaged
 REQUIRED = ("preset", "method", "config_hash", "seed", "status", "metrics")
 BASE_COLUMNS = ("preset", "method", "config", "config_hash", "seed", "status", "error", "run_dir")
+TUNING_COLUMNS = ("tuning_protocol", "tuned_file")  # tuned runs only (bench --tuned)
 
 
 class LegacyRunsWarning(UserWarning):
@@ -90,6 +92,43 @@ def _tidy_overrides(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return frame
 
 
+def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(config label, tuning columns) of a run.
+
+    A run of ``bench --tuned`` whose method was tuned is ``method@tuned``: its values differ
+    per preset by design, and the config it stands for is the tuning protocol (search,
+    trials, objective, seed, validation share; docs/running.md, "Hyperparameter sweeps").
+    ``--set`` values on top of the tuned ones follow in brackets. Other runs are labelled
+    by their overrides (:func:`config_name`).
+    """
+    source = rec.get("config_source")
+    protocol = source.get("protocol") if isinstance(source, dict) else None
+    if not protocol:
+        return config_name(rec["method"], overrides), {}
+    tuned_keys = set(source.get("keys") or ())
+    extra = {k: v for k, v in overrides.items() if k not in tuned_keys}
+    columns = {
+        "tuning_protocol": json.dumps(protocol, sort_keys=True, default=str),
+        "tuned_file": source.get("path"),
+    }
+    return config_name(f"{rec['method']}@tuned", extra), columns
+
+
+def _split_tuning_protocols(frame: pd.DataFrame) -> pd.DataFrame:
+    """Tuned runs of one label under different protocols get ``~<hash>`` labels."""
+    if "tuning_protocol" not in frame:
+        return frame
+    tuned = frame["tuning_protocol"].notna()
+    counts = frame[tuned].groupby("config")["tuning_protocol"].transform("nunique")
+    clash = counts[counts > 1].index
+    if len(clash):
+        digest = [hashlib.sha256(p.encode()).hexdigest()[:6]
+                  for p in frame.loc[clash, "tuning_protocol"]]  # fmt: skip
+        suffix = "~" + pd.Series(digest, index=clash)
+        frame.loc[clash, "config"] = frame.loc[clash, "config"] + suffix
+    return frame
+
+
 def _split_reused_labels(frame: pd.DataFrame) -> pd.DataFrame:
     """Give runs of one (preset, config) label but different hashes their own config.
 
@@ -137,15 +176,17 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             warnings.warn(f"skipped {path}: {why}", UnreadableRunWarning, stacklevel=2)
             continue
         overrides = dict(rec.get("overrides") or {})
+        label, tuning = _label(rec, overrides)
         row = {
             "preset": rec["preset"],
             "method": rec["method"],
-            "config": config_name(rec["method"], overrides),
+            "config": label,
             "config_hash": rec["config_hash"],
             "seed": rec["seed"],
             "status": rec["status"],
             "error": rec.get("error"),
             "run_dir": str(path.parent),
+            **tuning,
         }
         for key, value in overrides.items():
             column = override_keys.setdefault(
@@ -172,6 +213,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     frame = pd.DataFrame(rows)
     columns = list(override_keys.values())
     frame = _tidy_overrides(frame, columns)
+    frame = _split_tuning_protocols(frame)
     frame = _split_reused_labels(frame)
     rest = [c for c in frame.columns if c not in BASE_COLUMNS and c not in columns]
     frame = frame[[*BASE_COLUMNS, *sorted(columns), *rest]]

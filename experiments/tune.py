@@ -93,6 +93,7 @@ def finish(target: Path, config: dict[str, Any], summary: sr.SweepSummary) -> di
         ),
         "sweep_hash": sr.sweep_hash(config),
         "sweep_dir": str(summary.folder),
+        "protocol": protocol_of(config),
     }
     if best is None:
         data["note"] = "no trial ok: bench uses the default config"
@@ -173,3 +174,41 @@ def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str
         raise ValueError(f"{path}: not a tuned-config file (expected a 'config' mapping)")
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return {**data, "path": str(path), "hash": digest}
+
+
+def protocol_of(config: dict[str, Any]) -> dict[str, Any]:
+    """The tuning protocol of a sweep config: what is the same for every preset it tunes.
+
+    ``{"search", "trials", "objective", "seed", "tuning_val_fraction"}``; a tuned run's
+    config in the report is its method under this protocol (``method@tuned``), since its
+    values differ per preset by design.
+    """
+    params = config.get("parameters", {})
+
+    def fixed(key: str, default: Any) -> Any:
+        spec = params.get(key)
+        return spec.get("value", default) if isinstance(spec, dict) else default
+
+    return {
+        "search": config.get("method"),
+        "trials": config.get("run_cap"),
+        "objective": fixed("objective", "nll"),
+        "seed": fixed("seed", 0),
+        "tuning_val_fraction": fixed("tuning_val_fraction", fixed("val_fraction", None)),
+    }
+
+
+def tuned_source(found: dict[str, Any]) -> dict[str, Any]:
+    """What ``bench --tuned`` records as a run's ``config_source``: the tuned file's path
+    and hash, the keys it set, and its protocol (None for a method with nothing to tune,
+    whose run is the default config)."""
+    protocol = found.get("protocol")
+    if protocol is None and found.get("sweep_file") and Path(found["sweep_file"]).is_file():
+        protocol = protocol_of(yaml.safe_load(Path(found["sweep_file"]).read_text()) or {})
+    return {
+        "path": found["path"],
+        "hash": found["hash"],
+        "keys": sorted(found.get("config") or {}),
+        "tuned": bool(found.get("tuned")),
+        "protocol": protocol,
+    }

@@ -1,0 +1,104 @@
+"""The report's tuning section on a tiny tuned grid: labels, tables and their numbers."""
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+from scipy import stats
+from typer.testing import CliRunner
+
+from udora.experiments import report_tuning
+from udora.experiments.cli import app
+from udora.experiments.results import load_runs
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tuned_grid(tmp_path_factory):
+    """tune blr (5 trials) on two tiny presets, bench default and --tuned into one folder."""
+    import pandas as pd
+
+    root = tmp_path_factory.mktemp("tuned_grid")
+    data = root / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    frame = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1])
+    frame.to_csv(data / "tiny.csv.gz", index=False)
+    presets = []
+    for name, ell in (("tinya", [1.0, 1.5]), ("tinyb", [0.5, 2.0])):
+        preset = {
+            "name": name, "suite": "test", "source": {"file": "tiny.csv.gz"},
+            "features": ["a", "b"], "pool_size": 120, "n_train": 40,
+            "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": ell}],
+            "noise": {"std_min": 0.1, "std_max": 0.3}, "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
+        }  # fmt: skip
+        path = root / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(preset))
+        presets.append(str(path))
+    common = ["--presets", ",".join(presets), "--data-dir", str(data), "--methods", "blr"]
+    tuned, out = root / "tuned", root / "results"
+    for args in (
+        ["tune", *common, "--trials", "5", "--out", str(tuned)],
+        ["bench", *common, "--out", str(out)],
+        ["bench", *common, "--tuned", str(tuned), "--out", str(out)],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+    return tuned, out
+
+
+def test_tuned_runs_are_one_config_per_protocol(tuned_grid):
+    _, out = tuned_grid
+    table, _ = load_runs(out)
+    assert sorted(table["config"].unique()) == ["blr", "blr@tuned"]
+    tuned = table[table["config"] == "blr@tuned"]
+    assert tuned["config_hash"].nunique() == 2  # its values differ per preset, by design
+    protocol = json.loads(tuned["tuning_protocol"].iloc[0])
+    assert protocol == {"search": "bayes", "trials": 5, "objective": "nll", "seed": 0,
+                        "tuning_val_fraction": 0.2}  # fmt: skip
+
+
+def test_tuned_vs_default_reads_the_runs_own_numbers(tuned_grid):
+    _, out = tuned_grid
+    table, _ = load_runs(out)
+    frame = report_tuning.tuned_vs_default(table)
+    assert frame["method"].tolist() == ["blr"] and frame["presets"].tolist() == [2]
+    records = [json.loads(p.read_text()) for p in out.glob("*/blr/*/seed-0/result.json")]
+    tuned = [r["metrics"]["spearman_eu"] for r in records if r["config_source"] != "default"]
+    default = [r["metrics"]["spearman_eu"] for r in records if r["config_source"] == "default"]
+    assert frame["EU rho tuned"].iloc[0] == pytest.approx(np.mean(tuned), abs=1e-12)
+    assert frame["EU rho default"].iloc[0] == pytest.approx(np.mean(default), abs=1e-12)
+
+
+def test_objective_vs_oracle_against_scipy_on_the_trial_records(tuned_grid):
+    tuned, out = tuned_grid
+    table, _ = load_runs(out)
+    frame = report_tuning.objective_vs_oracle(table)
+    assert len(frame) == 2
+    for row in frame.to_dict("records"):
+        data = yaml.safe_load((tuned / row["preset"] / "blr.yaml").read_text())
+        files = (tuned / "sweeps").glob(f"{row['preset']}-blr-*/trial-*/trial.json")
+        trials = [json.loads(p.read_text()) for p in files]
+        assert len(trials) == 5 == row["trials"]
+        value = np.array([t["value"] for t in trials])
+        oracle = np.array([t["oracle"]["spearman_eu"] for t in trials])
+        assert row["rho(-objective, oracle EU rho)"] == pytest.approx(
+            stats.spearmanr(-value, oracle).statistic, abs=1e-12
+        )
+        chosen = next(t for t in trials if t["k"] == data["best_trial"])
+        assert chosen["value"] == value.min()  # selection by the objective alone
+        better = int(np.sum(oracle > chosen["oracle"]["spearman_eu"]))
+        assert row["chosen trial's oracle rank"] == 1 + better
+
+
+def test_report_has_the_tuning_section(tuned_grid):
+    _, out = tuned_grid
+    result = runner.invoke(app, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    text = (out / "report" / "report.md").read_text()
+    assert "## Tuning" in text and "bayes search, 5 trials, validation nll" in text
+    assert "| blr | 2 |" in text  # the tuned-against-default row over both presets
+    assert "### Chosen values" in text and "alpha=" in text
