@@ -8,13 +8,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 import yaml
+from processes import ENV, EXE, alive, children, last_line, wait_for
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -27,8 +26,6 @@ from udora.methods import register
 from udora.methods.base import MethodConfig, Prediction, UQMethod
 from udora.methods.registry import unregister
 
-EXE = str(Path(sys.executable).with_name("udora"))
-ENV = {**os.environ, "UDORA_JAX_CACHE": "off"}
 RESULTS = "*/*/*/seed-*/result.json"
 runner = CliRunner()
 
@@ -94,10 +91,6 @@ def _bench(args, **kw):
     return result.exit_code, result.output
 
 
-def _last_line(text):
-    return " ".join([line for line in text.splitlines() if line.strip()][-1].split())
-
-
 # 1. failures recorded, checks before fitting, exit codes
 
 
@@ -153,7 +146,7 @@ def test_failed_writes_make_bench_exit_1(tiny_preset, tmp_path, monkeypatch):
     code, text = _bench(["--presets", path, "--methods", "blr", "--seeds", "0,1",
                          "--out", tmp_path / "out", "--data-dir", data])  # fmt: skip
     assert code == 1 and "No space left on device" in text
-    assert _last_line(text).startswith("2 ran, 2 failed, 0 skipped, 0 already done")
+    assert last_line(text).startswith("2 ran, 2 failed, 0 skipped, 0 already done")
 
 
 def test_missing_data_is_recorded_as_skipped_and_exits_1(tiny_preset, tmp_path):
@@ -166,7 +159,7 @@ def test_missing_data_is_recorded_as_skipped_and_exits_1(tiny_preset, tmp_path):
             "--out", out, "--data-dir", data]  # fmt: skip
     code, text = _bench(args)
     assert code == 1, text
-    assert _last_line(text).startswith("2 ran, 0 failed, 2 skipped, 0 already done")
+    assert last_line(text).startswith("2 ran, 0 failed, 2 skipped, 0 already done")
     records = [json.loads(p.read_text()) for p in sorted(out.glob(RESULTS))]
     status = {(r["preset"], r["seed"]): r["status"] for r in records}
     assert status == {("tiny", 0): "ok", ("tiny", 1): "ok",
@@ -175,7 +168,7 @@ def test_missing_data_is_recorded_as_skipped_and_exits_1(tiny_preset, tmp_path):
     assert all("lost.csv.gz" in r["reason"] and r["error"] == r["reason"] for r in skipped)
     code, text = _bench(args)  # the rerun retries only what could not run
     assert code == 1
-    assert _last_line(text).startswith("0 ran, 0 failed, 2 skipped, 2 already done")
+    assert last_line(text).startswith("0 ran, 0 failed, 2 skipped, 2 already done")
 
 
 # 2. udora run checks its output before fitting
@@ -214,48 +207,21 @@ def test_a_swallowed_interrupt_still_stops_the_grid(tiny_preset, tmp_path, test_
 # 3. interrupts: a real `udora bench`, real SIGINT
 
 
-def _children(pid):
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-
-
-def _alive(procs):
-    out = []
-    for proc in procs:
-        try:
-            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                out.append(proc)
-        except psutil.NoSuchProcess:
-            pass
-    return out
-
-
 def _grid_cmd(path, data, out, jobs, seeds=40, *extra):
     return [EXE, "bench", "--presets", str(path), "--methods", "blr,gp_oracle",
             "--seeds", ",".join(map(str, range(seeds))), "--out", str(out),
             "--data-dir", str(data), "--jobs", str(jobs), *extra]  # fmt: skip
 
 
-def _wait(predicate, timeout=60.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _interrupt(proc, out, jobs, when):
     """Send SIGINT at ``when``; returns (seconds from the first SIGINT to exit, children)."""
     lock = out / LOCK_NAME
-    assert _wait(lambda: lock.exists() and lock.stat().st_size > 0), "the grid never started"
+    assert wait_for(lambda: lock.exists() and lock.stat().st_size > 0), "the grid never started"
     if jobs > 1:  # the pool's workers (and the resource tracker) are up
-        assert _wait(lambda: len(_children(proc.pid)) > jobs)
+        assert wait_for(lambda: len(children(proc.pid)) > jobs)
     if when != "first":
-        assert _wait(lambda: len(list(out.glob(RESULTS))) >= 3)
-    kids = _children(proc.pid)
+        assert wait_for(lambda: len(list(out.glob(RESULTS))) >= 3)
+    kids = children(proc.pid)
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     if when == "double":
@@ -287,11 +253,11 @@ def test_ctrl_c_stops_the_grid_at_once_and_keeps_finished_runs(tiny_preset, tmp_
     assert proc.returncode == 130, text
     assert took < 15, f"{took:.1f} s from SIGINT to exit"
     assert "interrupted" in text and "Traceback" not in text
-    assert _wait(lambda: not _alive(kids), 5), f"left running: {_alive(kids)}"
+    assert wait_for(lambda: not alive(kids), 5), f"left running: {alive(kids)}"
     finished = list(out.glob(RESULTS))
     assert len(finished) < 80
     assert all(json.loads(p.read_text())["status"] == "ok" for p in finished)
-    assert _last_line(text).startswith(f"interrupted: {len(finished)} ran, 0 failed")
+    assert last_line(text).startswith(f"interrupted: {len(finished)} ran, 0 failed")
 
 
 def test_lock_refuses_a_second_bench_and_wait_lock_resumes(tiny_preset, tmp_path):
@@ -301,7 +267,7 @@ def test_lock_refuses_a_second_bench_and_wait_lock_resumes(tiny_preset, tmp_path
     first = subprocess.Popen(_grid_cmd(path, data, out, 1), env=ENV, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
     lock = out / LOCK_NAME
-    assert _wait(lambda: lock.exists() and lock.stat().st_size > 0)
+    assert wait_for(lambda: lock.exists() and lock.stat().st_size > 0)
     wait_cmd = _grid_cmd(path, data, out, 1, 40, "--wait-lock")
     waiter = subprocess.Popen(wait_cmd, env=ENV, text=True, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT)  # fmt: skip
@@ -319,7 +285,7 @@ def test_lock_refuses_a_second_bench_and_wait_lock_resumes(tiny_preset, tmp_path
     waiter.wait(timeout=120)
     text = waiter.stdout.read()
     assert waiter.returncode == 0, text
-    assert _last_line(text).startswith(f"{80 - kept} ran, 0 failed, 0 skipped, {kept} already")
+    assert last_line(text).startswith(f"{80 - kept} ran, 0 failed, 0 skipped, {kept} already")
     results = list(out.glob(RESULTS))
     assert len(results) == 80 and not list(out.glob("*/*/*/.seed-*"))
     assert lock.read_text() == ""  # released: names nobody

@@ -1,0 +1,46 @@
+"""Helpers for tests that drive a real ``udora`` process: its children, waiting, output."""
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+EXE = str(Path(sys.executable).with_name("udora"))
+ENV = {**os.environ, "UDORA_JAX_CACHE": "off"}
+
+
+def children(pid):
+    """Every descendant process of ``pid`` (workers, the resource tracker)."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def alive(procs):
+    """Those of ``procs`` still running (zombies count as gone)."""
+    out = []
+    for proc in procs:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def wait_for(predicate, timeout=60.0):
+    """Poll ``predicate`` every 50 ms until true (True) or ``timeout`` seconds (False)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def last_line(text):
+    """The last non-empty line of ``text``, whitespace collapsed."""
+    return " ".join([line for line in text.splitlines() if line.strip()][-1].split())
