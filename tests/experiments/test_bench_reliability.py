@@ -316,3 +316,25 @@ def test_run_folders_respect_the_umask(tiny_preset, tmp_path, umask):
         assert folder.stat().st_mode & 0o777 == 0o777 & ~umask, folder
     for name in ("result.json", "predictions.npz"):
         assert (res.path / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
+
+
+def test_set_scoped_to_one_method_of_a_grid(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    common = ["bench", "--presets", str(path), "--data-dir", str(data), "--out", str(tmp_path)]
+    ok = runner.invoke(app, [*common, "--methods", "blr,gp_oracle", "--set", "blr.alpha=0.5"])
+    assert ok.exit_code == 0, ok.output
+    records = {r["method"]: r for r in (json.loads(p.read_text())
+               for p in tmp_path.glob(RESULTS))}  # fmt: skip
+    assert records["blr"]["config"]["alpha"] == 0.5 and records["blr"]["overrides"] == {
+        "alpha": 0.5
+    }
+    assert records["gp_oracle"]["overrides"] == {}
+    absent = runner.invoke(app, [*common, "--methods", "blr", "--set", "gp_linear.mean=zero"])
+    assert absent.exit_code == 2
+    assert "gp_linear.mean: gp_linear is not among the grid's methods (blr)" in absent.output
+    # a config error is a ValueError, which the console script prints as one line, exit 2
+    unscoped = runner.invoke(app, [*common, "--methods", "blr,gp_oracle", "--set", "alpha=0.5"])
+    assert isinstance(unscoped.exception, ValueError)
+    message = str(unscoped.exception)
+    assert "unknown field(s) ['alpha']" in message
+    assert "--set gp_oracle.<field>=value sets a field for gp_oracle only" in message
