@@ -175,6 +175,25 @@ def test_every_method_gets_a_sweep_whose_proposal_reaches_its_config(tmp_path, m
     assert kwargs["val_fraction"] == tuning.VAL_FRACTION
 
 
+def test_wandb_sweep_reads_the_file_as_written(tmp_path):
+    """What `wandb sweep FILE` does on this machine before it contacts the server: wandb's
+    own loader reads the file, and W&B's schema (the ``sweeps`` package, which the local
+    controller validates with) has no complaint except ``run_cap``, a documented W&B key
+    that the older ``sweeps`` 0.2 schema lacks and the server accepts."""
+    from wandb.sdk.launch.sweeps import utils as wandb_sweep_utils
+
+    out = tmp_path / "s.yaml"
+    result = runner.invoke(app, ["sweep", "init", "--preset", "concrete", "--method", "swag",
+                                 "--trials", "5", "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    loaded = wandb_sweep_utils.load_sweep_config(str(out))
+    assert loaded == yaml.safe_load(out.read_text())
+    problems = sweeps.schema_violations_from_proposed_config(loaded)
+    assert problems == ["Additional properties are not allowed ('run_cap' was unexpected)"]
+    rest = {k: v for k, v in loaded.items() if k != "run_cap"}
+    assert sweeps.schema_violations_from_proposed_config(rest) == []
+
+
 def test_grid_needs_finite_values(tmp_path):
     out = tmp_path / "g.yaml"
     args = ["sweep", "init", "--preset", "concrete", "--method", "gp_linear", "--search", "grid",
