@@ -32,6 +32,7 @@ def _measure(cache: str) -> dict:
 
     from udora import methods
     from udora.methods.nn.method import validation_split
+    from udora.methods.nn.optim import hyperparams
     from udora.methods.nn.trainer import lower_members
 
     rng = np.random.default_rng(0)
@@ -51,6 +52,7 @@ def _measure(cache: str) -> dict:
     rows = jnp.tile(jnp.arange(fit_idx.size, dtype=jnp.int32), (K, 1))
     keys = jax.random.split(jax.random.key(0), K)
     n_epochs = jnp.asarray(EPOCHS, jnp.int32)
+    hp = hyperparams(cfg)
 
     def compile_and_run(rows, keys):
         t0 = time.perf_counter()
@@ -58,19 +60,19 @@ def _measure(cache: str) -> dict:
         t1 = time.perf_counter()
         program = lowered.compile()
         t2 = time.perf_counter()
-        out = jax.block_until_ready(program(keys, rows, *args, n_epochs, None, ()))
+        out = jax.block_until_ready(program(keys, rows, *args, n_epochs, None, (), hp))
         t3 = time.perf_counter()
         return program, {"trace_s": t1 - t0, "compile_s": t2 - t1, "first_run_s": t3 - t2}, out
 
     vmapped, v_times, out = compile_and_run(rows, keys)
     assert int(np.min(out[2])) == EPOCHS, "early stopping must be off for a fixed workload"
-    v_times["train_s"] = _best_of(lambda: vmapped(keys, rows, *args, n_epochs, None, ()))
+    v_times["train_s"] = _best_of(lambda: vmapped(keys, rows, *args, n_epochs, None, (), hp))
 
     single, s_times, _ = compile_and_run(rows[:1], keys[:1])
 
     def ten_fits():
         return [
-            single(keys[k : k + 1], rows[k : k + 1], *args, n_epochs, None, ()) for k in range(K)
+            single(keys[k : k + 1], rows[k : k + 1], *args, n_epochs, None, (), hp) for k in range(K)
         ]
 
     s_times["train_s"] = _best_of(ten_fits)

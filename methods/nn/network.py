@@ -3,8 +3,8 @@
 :func:`make_network` builds the configured residual MLP with an ``n_out``-wide head;
 :func:`predict_members` evaluates K variable sets (a leading K axis on every leaf) at the
 same inputs in one jitted, vmapped program, deterministic or with MC dropout. Programs are
-cached per :func:`program_key` of the config, so configs that differ only in array sizes
-or loop bounds share one compiled program.
+cached per :func:`program_key` of the config, so configs that differ only in array sizes,
+loop bounds or the optimizer's call-time numbers share one compiled program.
 """
 
 from __future__ import annotations
@@ -27,9 +27,14 @@ def make_network(cfg: NNConfig, n_out: int = 2) -> ResidualMLP:
 
 
 def program_key(cfg: NNConfig) -> NNConfig:
-    """``cfg`` with the fields that need no new program (K, epochs) set to constants."""
-    # Fields that only change array sizes or loop bounds do not need a new program.
-    return cfg.model_copy(update={"n_members": 1, "n_epochs": 1})
+    """``cfg`` with the fields that need no new program set to constants: K and epochs
+    (array sizes, loop bounds) and the optimizer numbers passed at call time
+    (:data:`udora.methods.nn.optim.DYNAMIC`)."""
+    from udora.methods.nn.optim import DYNAMIC
+
+    fixed = {field: type(cfg).model_fields[field].default
+             for field in DYNAMIC.get(cfg.optimizer, {}).values()}  # fmt: skip
+    return cfg.model_copy(update={"n_members": 1, "n_epochs": 1, **fixed})
 
 
 @functools.lru_cache(maxsize=64)

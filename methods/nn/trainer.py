@@ -12,8 +12,10 @@ Under vmap the loop runs until every member is done; a member that is done no lo
 changes.
 
 Programs are cached on their static parts (config key, loss, terms, trackers, gradient
-clip); the data, the rows, the epoch budget, the initial variables and the terms'
-arrays are call arguments, so changing only them does not recompile.
+clip); the data, the rows, the epoch budget, the initial variables, the terms' arrays
+and the optimizer's numbers (:func:`udora.methods.nn.optim.hyperparams`: Adam's and SGD's
+learning rate, momentum, weight decay, ...) are call arguments, so changing only them
+does not recompile.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import optax
 
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.network import Variables, make_network, program_key
-from udora.methods.nn.optim import make_optimizer
+from udora.methods.nn.optim import hyperparams, make_optimizer, set_hyperparams
 from udora.methods.nn.step import Batch, GaussianNLL, LossTerm, PointLoss, make_train_step
 from udora.methods.nn.trackers import Tracker, best_epoch, checkpoints, last_epoch, swag_moments
 
@@ -55,7 +57,7 @@ def _epoch_program(
         raw = net.apply({"params": params, **state}, X_val, train=False)
         return jnp.mean(loss(raw, y_val))
 
-    def train_one(key, rows, X, y, X_val, y_val, n_epochs, init, term_args):
+    def train_one(key, rows, X, y, X_val, y_val, n_epochs, init, term_args, hp):
         k_init, k_drop, k_shuffle = jax.random.split(key, 3)
         if init is None:
             init = net.init({"params": k_init, "dropout": k_drop}, X[:1], train=False)
@@ -97,12 +99,13 @@ def _epoch_program(
             return (e < n_epochs) & jnp.logical_not(stop)
 
         tracked0 = tuple(t.init(params, state) for t in trackers)
-        carry0 = (params, state, tx.init(params), jnp.zeros((), jnp.int32), tracked0)
+        opt_state = set_hyperparams(tx.init(params), hp)
+        carry0 = (params, state, opt_state, jnp.zeros((), jnp.int32), tracked0)
         params, state, _, n_run, tracked = jax.lax.while_loop(go_on, epoch, carry0)
         results = tuple(t.result(s) for t, s in zip(trackers, tracked, strict=True))
         return {"params": params, **state}, results, n_run
 
-    in_axes = (0, 0, None, None, None, None, None, 0, None)
+    in_axes = (0, 0, None, None, None, None, None, 0, None, None)
     return jax.jit(jax.vmap(train_one, in_axes=in_axes))
 
 
@@ -146,7 +149,8 @@ def run_epochs(
     loss = GaussianNLL(cfg.head) if loss is None else loss
     program = _epoch_program(program_key(cfg), loss, tuple(terms), tuple(trackers), grad_clip)
     budget = jnp.asarray(n_epochs, jnp.int32)
-    return program(keys, rows, X, y, X_val, y_val, budget, init, tuple(term_args))
+    hp = hyperparams(cfg)
+    return program(keys, rows, X, y, X_val, y_val, budget, init, tuple(term_args), hp)
 
 
 def schedule_tracker(cfg: NNConfig) -> Tracker:
@@ -222,10 +226,11 @@ def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:
 
     ``data`` are ``X, y, X_val, y_val, rows, keys`` as in :func:`run_epochs`.
     ``.compile()`` on it times compilation alone (benchmarks); the compiled program takes
-    ``(keys, rows, X, y, X_val, y_val, n_epochs, None, ())`` with ``n_epochs`` int32.
+    ``(keys, rows, X, y, X_val, y_val, n_epochs, None, (), hyperparams(cfg))`` with
+    ``n_epochs`` int32.
     """
     loss = GaussianNLL(cfg.head)
     program = _epoch_program(program_key(cfg), loss, (), (schedule_tracker(cfg),), None)
     X, y, X_val, y_val, rows, keys = data
     n_epochs = jnp.asarray(cfg.n_epochs, jnp.int32)
-    return program.lower(keys, rows, X, y, X_val, y_val, n_epochs, None, ())
+    return program.lower(keys, rows, X, y, X_val, y_val, n_epochs, None, (), hyperparams(cfg))

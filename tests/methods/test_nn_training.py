@@ -137,6 +137,65 @@ def test_n_epochs_is_the_budget_and_programs_are_reused():
     assert program._cache_size() == 1, "one trace serves both budgets and both data sets"
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_optimizer_numbers_are_call_arguments_of_one_program(optimizer):
+    """A sweep's trials of one architecture share a compiled program: learning rate,
+    momentum, weight decay (and Adam's b2, eps) reach it at call time. Each config's
+    result is the one optax's plain (constant-hyperparameter) transformation gives."""
+    import optax
+
+    X, y = _data()
+    rows = jnp.arange(64, dtype=jnp.int32)[None, :]
+    keys = jax.random.split(jax.random.key(3), 1)
+    base = NNConfig(width=8, blocks=1, n_epochs=1, batch_size=64, val_fraction=0.0,
+                    optimizer=optimizer)  # fmt: skip
+    adam_only = {"adam_b2": 0.95, "adam_eps": 1e-7} if optimizer == "adam" else {}
+    configs = [
+        base.model_copy(update={"learning_rate": 1e-3, "momentum": 0.9, "weight_decay": 1e-4}),
+        base.model_copy(update={"learning_rate": 3e-2, "momentum": 0.7, "weight_decay": 1e-2,
+                                **adam_only}),
+    ]  # fmt: skip
+    _, _, _ = train_members(configs[0], X, y, X[:0], y[:0], rows, keys)
+    misses = _epoch_program.cache_info().misses
+    net = make_network(base, 2)
+    for cfg in configs:
+        trained, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys)
+        # one epoch = one full-batch step from the same init, by plain optax
+        init = net.init(
+            {"params": jax.random.split(keys[0], 3)[0], "dropout": jax.random.split(keys[0], 3)[1]},
+            X[:1],
+            train=False,
+        )
+        if optimizer == "adam":
+            tx = optax.adamw(
+                cfg.learning_rate,
+                b1=cfg.momentum,
+                b2=cfg.adam_b2,
+                eps=cfg.adam_eps,
+                weight_decay=cfg.weight_decay,
+            )
+        else:
+            tx = optax.chain(
+                optax.add_decayed_weights(cfg.weight_decay),
+                optax.sgd(cfg.learning_rate, momentum=cfg.momentum),
+            )
+        loss = GaussianNLL(cfg.head)
+
+        def objective(p, xb=X, yb=y, loss=loss):
+            return jnp.mean(loss(net.apply({"params": p}, xb, train=True), yb))
+
+        params = init["params"]
+        batch = jax.random.permutation(jax.random.fold_in(jax.random.split(keys[0], 3)[2], 0),
+                                       rows[0])  # fmt: skip
+        grads = jax.grad(objective)(params, X[batch], y[batch])
+        updates, _ = tx.update(grads, tx.init(params), params)
+        expected = optax.apply_updates(params, updates)
+        for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(trained["params"]),
+                        strict=True):  # fmt: skip
+            np.testing.assert_allclose(b[0], a, rtol=1e-5, atol=1e-6)
+    assert _epoch_program.cache_info().misses == misses, "a new program per learning rate"
+
+
 def test_default_schedule_runs_n_epochs_and_keeps_the_last_iterate():
     # The paper's schedule: no early stopping, even with a validation split that would stop
     # this overfitting net (the early-stopping test above stops the same setting early).

@@ -118,18 +118,25 @@ def test_drift_fraction_of_exact_trends_and_of_no_trend():
     assert drift_fraction(noisy) == pytest.approx(_linear_trend_r2(noisy), rel=1e-10)
 
 
+@pytest.mark.slow
 def test_burn_in_lowers_the_drift_fraction():
-    # A short pretraining (30 epochs, not a minimum) then collection: at seed 1 the drift
-    # fraction is 0.97 with no burn-in and 0.48 after 200 burn-in epochs (measured).
+    # A short pretraining (30 epochs, not a minimum) then collection. SGD at the SWAG
+    # learning rate is chaotic, so one seed's fraction moves with float32 rounding (seed 1:
+    # 0.48 or 0.70 after burn-in, depending on how the optimizer's constants are rounded);
+    # over seeds 1-3 (measured): 0.97, 0.94, 0.90 without burn-in, 0.70, 0.45, 0.55 after
+    # 200 burn-in epochs.
     task = make_task()
     cfg = {"width": 16, "blocks": 1, "n_epochs": 30, "n_checkpoints": 8, "epochs_per_checkpoint": 2}
     drift = {
-        b: methods.get_method("swag", **cfg, swag_burn_in=b).fit(task.X, task.y, seed=1)
+        (b, seed): methods.get_method("swag", **cfg, swag_burn_in=b).fit(task.X, task.y, seed=seed)
         for b in (0, 200)
+        for seed in (1, 2, 3)
     }
-    assert drift[0].drift_fraction_ > 0.9
-    assert drift[200].drift_fraction_ < 0.7
-    assert drift[200].diagnostics() == {"drift_fraction": drift[200].drift_fraction_}
+    before = np.array([drift[0, s].drift_fraction_ for s in (1, 2, 3)])
+    after = np.array([drift[200, s].drift_fraction_ for s in (1, 2, 3)])
+    assert np.all(after < before)
+    assert before.mean() > 0.85 and after.mean() < 0.7
+    assert drift[200, 1].diagnostics() == {"drift_fraction": drift[200, 1].drift_fraction_}
 
 
 @pytest.fixture(scope="module")
