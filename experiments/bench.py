@@ -72,10 +72,7 @@ def make_grid(
                 try:
                     runs.append(resolve(spec, data_dir) if data_dir is not None else resolve(spec))
                 except ConfigError as err:
-                    if len(method_names) > 1 and set(mine) & set(overrides or {}):
-                        hint = f"; --set {method}.<field>=value sets a field for {method} only"
-                        raise ConfigError(f"{err}{hint}") from None
-                    raise
+                    raise ConfigError(f"{err}{_scope_hint(method, mine, method_names)}") from None
     return runs
 
 
@@ -100,6 +97,23 @@ def scoped_overrides(
         elif head == method:
             out[field] = value
     return out
+
+
+def _scope_hint(method: str, mine: dict[str, Any], method_names: list[str]) -> str:
+    """For a grid-wide --set key that ``method`` lacks: which methods have it, and how to
+    set it for them only (empty when no other method of the grid has it)."""
+    fields = methods.get_method_class(method).Config.model_fields
+    hints = []
+    for key in (k for k in mine if k not in fields and "." not in k):
+        owners = [
+            m
+            for m in method_names
+            if m != method and key in methods.get_method_class(m).Config.model_fields
+        ]
+        if owners:
+            scoped = " ".join(f"--set {m}.{key}=..." for m in owners)
+            hints.append(f"{key} is a field of {', '.join(owners)} only: use {scoped}")
+    return "; " + "; ".join(hints) if hints else ""
 
 
 def suite_presets(suite: str) -> list[str]:

@@ -334,7 +334,8 @@ def _show_method(name: str) -> None:
         table.add_row(field_name, kind, repr(field.get_default(call_default_factory=True)))
     out.print(table)
     as_json = {"separators": (", ", ": "), "default": str}
-    out.print(f"search space: {json.dumps(cls.Config.SEARCH_SPACE, **as_json)}", **plain)
+    space = json.dumps(cls.Config().search_space(), **as_json)
+    out.print(f"search space (default optimizer): {space}", **plain)
     out.print(f"quick budget (--quick): {json.dumps(cls.Config.QUICK, **as_json)}", **plain)
 
 

@@ -5,11 +5,17 @@ JAX callback (or any ``except BaseException``) can swallow, and then the grid ra
 end. Here the interrupt is also remembered in a flag that the grid checks after every run
 (:func:`requested`), and while the grid is already stopping further Ctrl-C only add to the
 flag, so the cleanup (terminating workers) is never cut short (docs/running.md, "A grid").
+
+An interrupt raised where Python cannot propagate it (JAX's garbage-collection callback,
+a ``__del__``) would print "Exception ignored in ..." with a traceback; while the handler
+is installed, ``sys.unraisablehook`` drops a :class:`KeyboardInterrupt` silently, since the
+flag has recorded it and the grid stops at its next check.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +50,15 @@ def _handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
 
+def _quiet_unraisable(previous):
+    def hook(unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _state["count"] > 0:
+            return  # recorded in the flag; the grid stops at its next check
+        previous(unraisable)
+
+    return hook
+
+
 @contextmanager
 def catch_interrupts() -> Iterator[None]:
     """Install the recording SIGINT handler for the block (nested uses share the outer one).
@@ -56,6 +71,8 @@ def catch_interrupts() -> Iterator[None]:
     outer = _state["depth"] == 0
     if outer:
         previous = signal.signal(signal.SIGINT, _handler)
+        previous_hook = sys.unraisablehook
+        sys.unraisablehook = _quiet_unraisable(previous_hook)
         _state.update(count=0, stopping=False)
     _state["depth"] += 1
     try:
@@ -64,6 +81,7 @@ def catch_interrupts() -> Iterator[None]:
         _state["depth"] -= 1
         if outer:
             signal.signal(signal.SIGINT, signal.SIG_IGN if _state["ignore"] else previous)
+            sys.unraisablehook = previous_hook
             _state.update(count=0, stopping=False, ignore=False)
 
 

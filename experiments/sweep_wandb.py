@@ -15,16 +15,23 @@ from udora.experiments.sweep_trials import load_trials, run_trial
 
 
 def wandb_api_key() -> str | None:
-    """The W&B API key from WANDB_API_KEY or the netrc written by ``wandb login``; or None."""
+    """The W&B API key from ``WANDB_API_KEY`` or the netrc that ``wandb login`` writes
+    (``$NETRC`` or ``~/.netrc``, the entry of ``WANDB_BASE_URL``'s host, default
+    ``api.wandb.ai``); or None. Reads the file itself: wandb's own accessor prints a
+    deprecation warning, and the "no credentials" answer must stay one line."""
+    import netrc
+    from urllib.parse import urlparse
+
     key = os.environ.get("WANDB_API_KEY")
     if key:
         return key
+    host = urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname
+    path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
     try:
-        import wandb
-
-        return wandb.api.api_key or None
-    except Exception:  # no wandb, or no settings readable: no credentials
+        entry = netrc.netrc(str(path)).authenticators(host or "api.wandb.ai")
+    except (OSError, netrc.NetrcParseError):
         return None
+    return (entry[2] or None) if entry else None
 
 
 def run_on_wandb(

@@ -337,4 +337,35 @@ def test_set_scoped_to_one_method_of_a_grid(tiny_preset, tmp_path):
     assert isinstance(unscoped.exception, ValueError)
     message = str(unscoped.exception)
     assert "unknown field(s) ['alpha']" in message
-    assert "--set gp_oracle.<field>=value sets a field for gp_oracle only" in message
+    assert "alpha is a field of blr only: use --set blr.alpha=..." in message
+
+
+def test_an_interrupt_no_one_can_raise_prints_no_traceback(monkeypatch):
+    """Ctrl-C landing in a destructor or JAX's GC callback: recorded, not printed."""
+    import gc
+    import sys
+
+    from udora.experiments import interrupts
+
+    class RaisesOnDelete:
+        def __del__(self):
+            raise KeyboardInterrupt
+
+    seen = []
+
+    def recorder(unraisable):
+        seen.append(type(unraisable.exc_value))
+
+    monkeypatch.setattr(sys, "unraisablehook", recorder)
+    with interrupts.catch_interrupts():
+        RaisesOnDelete()
+        gc.collect()
+        assert seen == [KeyboardInterrupt]  # no Ctrl-C yet: passed on as usual
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler raises as soon as the signal is delivered
+        assert interrupts.requested()
+        RaisesOnDelete()
+        gc.collect()
+        assert seen == [KeyboardInterrupt]  # after Ctrl-C: dropped, the flag has it
+    assert sys.unraisablehook is recorder

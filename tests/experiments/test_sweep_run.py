@@ -126,9 +126,19 @@ def test_wandb_without_credentials_exits_2_and_runs_nothing(tiny_preset, tmp_pat
     assert "no W&B credentials" in result.output and not out.exists()
 
 
-def test_wandb_api_key_reads_the_environment(monkeypatch, tmp_path):
+def test_wandb_api_key_reads_the_environment_then_the_netrc(monkeypatch, tmp_path):
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
     assert sweep_wandb.wandb_api_key() == "x" * 40
+    monkeypatch.delenv("WANDB_API_KEY")
+    monkeypatch.delenv("WANDB_BASE_URL", raising=False)
+    rc = tmp_path / "netrc"
+    monkeypatch.setenv("NETRC", str(rc))
+    assert sweep_wandb.wandb_api_key() is None  # no file
+    rc.write_text("machine example.org login user password nope\n")
+    rc.chmod(0o600)
+    assert sweep_wandb.wandb_api_key() is None  # no entry for W&B
+    rc.write_text("machine api.wandb.ai login user password " + "k" * 40 + "\n")
+    assert sweep_wandb.wandb_api_key() == "k" * 40
 
 
 def test_best_config_ignores_every_oracle_array(tiny_preset, tmp_path, monkeypatch):
