@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from udora.experiments.cli_errors import usage_error as _usage_error
+from udora.experiments.cli_study import ablate_cmd
 from udora.experiments.cli_tuning import sweep_app, tune_cmd
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ oracle_app = typer.Typer(help="Build and inspect oracle tasks.", no_args_is_help
 app.add_typer(oracle_app, name="oracle")
 app.add_typer(sweep_app, name="sweep")
 app.command("tune")(tune_cmd)
+app.command("ablate")(ablate_cmd)
 console = Console()
 
 
