@@ -24,6 +24,7 @@ from udora.experiments.results import (
     per_dataset,
     ranking_agreement,
 )
+from udora.experiments.study import read_study, study_section
 
 
 def _save(fig, out: Path, stem: str) -> str:
@@ -124,6 +125,9 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
             pivot = per_dataset(table, metric)
             lines += [f"## {metric} per preset x config (mean over seeds)", "", _md(pivot), ""]
     lines += tuning_lines(table, _md)
+    study = read_study(results_dir)
+    if study is not None:
+        lines += study_section(table, study, out, _md)
     lines += ["## Calibration", "", f"![AU]({images['calib_au']}) ![EU]({images['calib_eu']})", ""]
     lines += ["## Risk-coverage (EU estimate vs the EU target)", ""]
     lines += [f"![risk-coverage]({name})" for name in rc] + [""]

@@ -1,6 +1,7 @@
 """Ablation studies: the YAML spec, its errors, the grid it resolves, and `udora ablate`."""
 
 import json
+import re
 
 import pytest
 import yaml
@@ -19,7 +20,10 @@ from udora.experiments.study import (
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("name", shipped_studies())
+@pytest.mark.parametrize(
+    "name",
+    [n if n == "width" else pytest.param(n, marks=pytest.mark.slow) for n in shipped_studies()],
+)
 def test_every_shipped_study_resolves_its_whole_grid(name, shared_data):
     study = load_study(name)
     runs = study_runs(study, shared_data)
@@ -105,3 +109,92 @@ def test_ablate_needs_a_file_or_a_factor(tmp_path):
     assert neither.exit_code == 2 and "give a study file or --factor" in neither.output
     no_methods = runner.invoke(app, ["ablate", "--factor", "width=16,32", "--out", str(tmp_path)])
     assert no_methods.exit_code == 2 and "--factor needs --methods" in no_methods.output
+
+
+@pytest.fixture(scope="module")
+def n_train_study(tmp_path_factory):
+    """`udora ablate` on preset.n_train (20, 30, 40; log2) for blr and gp_oracle on two
+    tiny presets, seeds 0-2, then `udora report`."""
+    import numpy as np
+    import pandas as pd
+
+    root = tmp_path_factory.mktemp("study")
+    data = root / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    frame = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1])
+    frame.to_csv(data / "tiny.csv.gz", index=False)
+    paths = []
+    for name, ell in (("tinya", [1.0, 1.5]), ("tinyb", [0.5, 2.0])):
+        preset = {
+            "name": name, "suite": "test", "source": {"file": "tiny.csv.gz"},
+            "features": ["a", "b"], "pool_size": 120, "n_train": 40,
+            "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": ell}],
+            "noise": {"std_min": 0.1, "std_max": 0.6}, "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
+        }  # fmt: skip
+        path = root / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(preset))
+        paths.append(str(path))
+    out = root / "abl"
+    args = ["ablate", "--factor", "preset.n_train=20,30,40", "--scale", "log2", "--methods",
+            "blr,gp_oracle", "--presets", ",".join(paths), "--seeds", "0,1,2",
+            "--data-dir", str(data), "--out", str(out)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = runner.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0, report.output
+    return out
+
+
+def _section(text, heading):
+    start = text.index(heading)
+    end = text.find("\n### ", start + 1)
+    return text[start : end if end > 0 else len(text)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("metric", ["spearman_eu", "spearman_mean_f"])
+def test_report_slopes_and_w_equal_a_recomputation_from_the_runs(n_train_study, metric):
+    """The issue's check: the report's mean slope and Kendall's W, recomputed from the
+    result.json files with scipy (linregress; W from rank sums, no ties)."""
+    import re
+
+    import numpy as np
+    from scipy import stats
+
+    out = n_train_study
+    records = [json.loads(p.read_text()) for p in out.glob("*/*/*/seed-*/result.json")]
+    assert len(records) == 2 * 2 * 3 * 3 and all(r["status"] == "ok" for r in records)
+    cells = {}
+    for r in records:
+        key = (r["method"], r["preset"])
+        cells.setdefault(key, []).append((np.log2(r["overrides"]["preset.n_train"]),
+                                          r["metrics"][metric]))  # fmt: skip
+    slopes = [stats.linregress(*zip(*pts, strict=True)).slope for pts in cells.values()]
+    w_per_preset = []
+    for preset in ("tinya", "tinyb"):
+        grid = np.array([[np.mean([r["metrics"][metric] for r in records
+                                   if r["preset"] == preset and r["method"] == m
+                                   and r["overrides"]["preset.n_train"] == n])
+                          for m in ("blr", "gp_oracle")] for n in (20, 30, 40)])  # fmt: skip
+        ranks = np.argsort(np.argsort(grid, axis=1), axis=1) + 1.0  # rank methods per level
+        m_raters, n_items = ranks.shape
+        s = np.sum((ranks.sum(axis=0) - m_raters * (n_items + 1) / 2) ** 2)
+        w_per_preset.append(12 * s / (m_raters**2 * (n_items**3 - n_items)))
+    text = _section((out / "report" / "report.md").read_text(), f"### preset_n_train: {metric}")
+    reported_slope = float(re.search(r"mean slope ([+-][0-9]+\.[0-9]+)", text).group(1))
+    reported_w = float(re.search(r"Kendall's W across levels ([0-9]+\.[0-9]+)", text).group(1))
+    assert reported_slope == pytest.approx(np.mean(slopes), abs=5e-5)
+    assert reported_w == pytest.approx(np.mean(w_per_preset), abs=5e-4)
+
+
+@pytest.mark.slow
+def test_report_of_a_study_has_its_figures(n_train_study):
+    text = (n_train_study / "report" / "report.md").read_text()
+    assert "## Ablation: preset_n_train" in text
+    assert "`preset.n_train` at 20, 30, 40 (log2 scale), 2 methods, 2 presets" in text
+    for link in re.findall(r"\]\((ablation_[^)]+\.png)\)", text):
+        assert (n_train_study / "report" / link).is_file()
+        assert (n_train_study / "report" / link.replace(".png", ".pdf")).is_file()
+    assert len(re.findall(r"\]\((ablation_[^)]+\.png)\)", text)) >= 6

@@ -137,7 +137,7 @@ def test_n_epochs_is_the_budget_and_programs_are_reused():
     assert program._cache_size() == 1, "one trace serves both budgets and both data sets"
 
 
-@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+@pytest.mark.parametrize("optimizer", [pytest.param("adam", marks=pytest.mark.slow), "sgd"])
 def test_optimizer_numbers_are_call_arguments_of_one_program(optimizer):
     """A sweep's trials of one architecture share a compiled program: learning rate,
     momentum, weight decay (and Adam's b2, eps) reach it at call time. Each config's
