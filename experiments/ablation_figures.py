@@ -28,14 +28,23 @@ def save(fig: Figure, out, stem: str) -> str:
     return f"{stem}.png"
 
 
+def _label(level) -> str:
+    """A level as tick text: 20.0 -> "20"."""
+    if isinstance(level, float) and level.is_integer():
+        return str(int(level))
+    return str(level)
+
+
 def _heatmap(frame: pd.DataFrame, title: str, xlabel: str, ylabel: str, bar: str) -> Figure:
     """Annotated rows x columns heatmap of ``frame`` (shape (R, C)), diverging about 0."""
     values = frame.to_numpy(dtype=float)
     finite = np.abs(values[np.isfinite(values)])
     lim = max(float(finite.max()) if finite.size else 0.0, 1e-9)
     rows, cols = values.shape
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * cols + 2.5), max(2.5, 0.45 * rows + 1.5)))
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    width = max(6.0, 0.9 * cols + 3.5, 0.11 * len(title) + 1.0)
+    fig, ax = plt.subplots(figsize=(width, max(3.0, 0.45 * rows + 2.0)), layout="constrained")
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    ax.set_title(title, wrap=True)
     if values.size == 0:  # e.g. a metric undefined for every run
         ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
         return fig
@@ -46,10 +55,9 @@ def _heatmap(frame: pd.DataFrame, title: str, xlabel: str, ylabel: str, bar: str
         dark = np.isfinite(v) and abs(v) > 0.6 * lim
         ax.text(j, i, text, ha="center", va="center", fontsize=7,
                 color="white" if dark else "black")  # fmt: skip
-    ax.set_xticks(range(cols), [str(c) for c in frame.columns], rotation=30, ha="right")
+    ax.set_xticks(range(cols), [_label(c) for c in frame.columns], rotation=30, ha="right")
     ax.set_yticks(range(rows), [str(r) for r in frame.index])
-    fig.colorbar(image, ax=ax, label=bar)
-    fig.tight_layout()
+    fig.colorbar(image, ax=ax, label=bar, shrink=0.9)
     return fig
 
 
@@ -57,15 +65,15 @@ def slope_heatmap(slopes: pd.DataFrame, metric: str, xname: str) -> Figure:
     """OLS slope per method x preset (:func:`~udora.experiments.ablation.slopes`, index
     (method, preset), column ``slope``), annotated with 2 decimals."""
     grid = slopes["slope"].astype(float).unstack("preset")
-    return _heatmap(grid, f"Slope of {metric} per {xname}", "preset", "method",
-                    f"d {metric} / d {xname}")  # fmt: skip
+    return _heatmap(grid, f"Slope of {metric} per unit of {xname}", "preset", "method",
+                    "slope")  # fmt: skip
 
 
 def shift_heatmap(shifts: pd.DataFrame, metric: str, factor: str) -> Figure:
     """Mean shift from the cell's mean over levels per method x level
     (:func:`~udora.experiments.ablation.method_shifts`, shape (methods, L))."""
     return _heatmap(shifts, f"{metric}: shift from the mean over {factor} levels", factor,
-                    "method", f"{metric} shift")  # fmt: skip
+                    "method", "shift")  # fmt: skip
 
 
 def level_curves(runs: pd.DataFrame, levels: Sequence, pos: dict, metric: str,
@@ -89,7 +97,7 @@ def level_curves(runs: pd.DataFrame, levels: Sequence, pos: dict, metric: str,
                 q[:, j] = np.quantile(v, [0.25, 0.5, 0.75])
         ax.plot(x, q[1], label=method, **styles[method])
         ax.fill_between(x, q[0], q[2], color=styles[method]["color"], alpha=0.15, lw=0)
-    ax.set_xticks(x, [str(level) for level in levels])
+    ax.set_xticks(x, [_label(level) for level in levels])
     ax.set(title=f"{metric} by {factor}\n(median and 25-75% band over presets and seeds)",
            xlabel=factor, ylabel=metric)  # fmt: skip
     if methods:
