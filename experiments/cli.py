@@ -247,28 +247,18 @@ def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], o
     one line per method without a tuned file and one when --set overrides tuned values."""
     if tuned is None:
         return None, None
-    from udora.experiments.tune import load_tuned, tuned_source
-    from udora.oracle.preset import load_preset
+    from udora.experiments.tune import tuned_configs
 
-    if not tuned.is_dir():
-        raise ValueError(f"--tuned: {tuned} is not a folder (write one with `udora tune`)")
-    configs, sources, missing = {}, {}, {}
-    for preset in presets:
-        name = load_preset(preset).name
-        for method in methods:
-            found = load_tuned(tuned, name, method)
-            if found is None:
-                missing.setdefault(method, []).append(name)
-                continue
-            configs[(preset, method)] = dict(found.get("config") or {})
-            sources[(preset, method)] = tuned_source(found)
-            won = sorted(set(over) & set(configs[(preset, method)]))
-            if won:
-                console.print(f"{name}/{method}: --set {', '.join(won)} wins over {found['path']}",
-                              highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    configs, sources, missing = tuned_configs(tuned, presets, methods)
+    plain = {"highlight": False, "markup": False, "soft_wrap": True}
+    for (preset, method), config in configs.items():
+        won = sorted(set(over) & set(config))
+        if won:
+            path = sources[(preset, method)]["path"]
+            console.print(f"{preset}/{method}: --set {', '.join(won)} wins over {path}", **plain)
     for method, where in missing.items():
         console.print(f"{method}: no tuned file in {tuned} for {', '.join(where)}; default config",
-                      highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+                      **plain)  # fmt: skip
     return configs, sources
 
 

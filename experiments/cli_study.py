@@ -53,16 +53,11 @@ def ablate_cmd(
     run is ok, 1 when any failed or was skipped, 2 on a user error, 130 on Ctrl-C.
     """
     from udora.experiments import interrupts
-    from udora.experiments.bench import run_grid
     from udora.experiments.checks import UsageError, check_jobs, check_out_dir, parse_seeds
     from udora.experiments.lock import LockHeldError
     from udora.experiments.run import parse_set
-    from udora.experiments.study import (
-        load_study,
-        study_from_factor,
-        study_runs,
-        write_study,
-    )
+    from udora.experiments.study import load_study, study_from_factor, study_runs, write_study
+    from udora.experiments.study_run import run_study
 
     with interrupts.catch_interrupts():
         try:
@@ -84,15 +79,18 @@ def ablate_cmd(
             folder = out if out is not None else Path("ablations") / study.name
             check_jobs(jobs)
             check_out_dir(folder)
-            runs = study_runs(study, data_dir, origin=origin)
+            n_runs = len(study_runs(study, data_dir, origin=origin)) if study.tune is None else (
+                len(study.preset_names()) * len(study.methods) * len(study.levels)
+                * len(study.seeds))  # fmt: skip
             write_study(study, folder)
+            tuned = f", tuned per level ({study.tune.trials} trials)" if study.tune else ""
             console.print(
                 f"study {study.name}: {study.factor} at {len(study.levels)} levels "
-                f"{study.level_names()}, {len(runs)} runs",
+                f"{study.level_names()}, {n_runs} runs{tuned}",
                 highlight=False, markup=False, soft_wrap=True,
             )  # fmt: skip
-            summary = run_grid(runs, folder, jobs=jobs, data_dir=data_dir, console=console,
-                               wait_lock=wait_lock)  # fmt: skip
+            summary = run_study(study, folder, jobs=jobs, data_dir=data_dir, console=console,
+                                wait_lock=wait_lock, origin=origin)  # fmt: skip
         except (ValueError, KeyError, LockHeldError) as err:
             _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
         except KeyboardInterrupt:

@@ -152,6 +152,10 @@ def tune_cmd(
     objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
     seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
     out: Annotated[Path, typer.Option(help="Folder of tuned configs.")] = Path("tuned"),
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Hold a field: key=value (method.key for one method)."),
+    ] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Tune every preset x method by an offline bayes sweep on a validation split.
@@ -185,9 +189,11 @@ def tune_cmd(
 
     pairs = [(preset, method) for preset in names for method in chosen]
     try:
+        from udora.experiments.spec import parse_set
+
         summaries = tune_many(
             pairs, out, trials=trials, jobs=jobs, objective=objective, seed=seed,
-            data_dir=data_dir, on_trial=show, on_tuned=tuned,
+            fixed=parse_set(set_ or []), data_dir=data_dir, on_trial=show, on_tuned=tuned,
         )  # fmt: skip
     except (ValueError, KeyError, LockHeldError) as err:
         _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)

@@ -25,7 +25,6 @@ HEADLINE = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total")
 KEYS = ("preset", "method", "config")  # what a summary row is keyed by; seeds are averaged
 REQUIRED = ("preset", "method", "config_hash", "seed", "status", "metrics")
 BASE_COLUMNS = ("preset", "method", "config", "config_hash", "seed", "status", "error", "run_dir")
-TUNING_COLUMNS = ("tuning_protocol", "tuned_file")  # tuned runs only (bench --tuned)
 
 
 class LegacyRunsWarning(UserWarning):
@@ -93,7 +92,9 @@ def _tidy_overrides(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(config label, tuning columns) of a run.
+    """(config label, tuning columns) of a run. The tuning columns, for tuned runs only:
+    ``tuning_protocol`` (JSON), ``tuned_file``, ``tuning.objective``, ``tuning.trials``,
+    ``tuning.search``.
 
     A run of ``bench --tuned`` whose method was tuned is ``method@tuned``: its values differ
     per preset by design, and the config it stands for is the tuning protocol (search,
@@ -110,6 +111,7 @@ def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[st
     columns = {
         "tuning_protocol": json.dumps(protocol, sort_keys=True, default=str),
         "tuned_file": source.get("path"),
+        **{f"tuning.{k}": v for k, v in protocol.items() if k in ("objective", "trials", "search")},
     }
     return config_name(f"{rec['method']}@tuned", extra), columns
 

@@ -29,11 +29,23 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 STUDY_FILE = "study.yaml"
+TUNING_PREFIX = "tuning."  # a factor of the tuning protocol itself (tuning.objective)
 SCALES = ("log2", "linear", "ordinal")
 
 
 class StudyError(ValueError):
     """A study file or study arguments that cannot be used; the message names the key."""
+
+
+class TuneSpec(BaseModel):
+    """A study that tunes at every level: ``udora tune`` per level with these settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trials: int = Field(default=10, ge=1)
+    objective: Literal["nll", "rmse"] = "nll"
+    search: Literal["bayes", "random"] = "bayes"
+    seed: int = Field(default=0, ge=0)
 
 
 class Study(BaseModel):
@@ -51,6 +63,7 @@ class Study(BaseModel):
     methods: list[str] = Field(min_length=1)
     seeds: list[int] = Field(default=[0], min_length=1)
     set: dict[str, Any] = Field(default_factory=dict)
+    tune: TuneSpec | None = None
 
     @field_validator("levels")
     @classmethod
@@ -71,6 +84,15 @@ class Study(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Study:
+        if self.factor.startswith(TUNING_PREFIX):
+            if self.factor != f"{TUNING_PREFIX}objective" or self.tune is None:
+                raise ValueError(
+                    "factor: the only tuning factor is tuning.objective, with a tune: block"
+                )
+            if not set(self.level_values()) <= {"nll", "rmse"}:
+                raise ValueError(f"tuning.objective levels are nll and rmse, got {self.levels}")
+        if self.tune is not None and self.factor.startswith("preset."):
+            raise ValueError("tune: a tuned study's factor must be a method field")
         if self.factor in self.set:
             raise ValueError(f"set: {self.factor!r} is the factor; it cannot also be fixed")
         if self.scale in ("log2", "linear"):

@@ -22,6 +22,7 @@ from udora.experiments.tuning import (
     check_objective,
     check_val_fraction,
 )
+from udora.methods.base import ConfigError, make_config
 
 SEARCHES = ("bayes", "random", "grid")
 FIXED = ("preset", "method", "seed", "objective", "tuning_val_fraction")  # non-method keys
@@ -38,8 +39,13 @@ def sweep_config(
     trials: int = 20,
     seed: int = 0,
     val_fraction: float = VAL_FRACTION,
+    fixed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A W&B sweep configuration for tuning ``method`` on ``preset`` (see module doc).
+
+    ``fixed`` method fields (``{"optimizer": "sgd"}``) are single-value parameters, and the
+    space searched is that of the config with them set (the NN methods' optimizer-specific
+    ranges follow ``optimizer``); a fixed field is never also searched.
 
     Grid search needs finite values: a parameter with a continuous distribution
     (``uniform``, ``log_uniform_values``, ...) is an error naming it; ``int_uniform``
@@ -62,8 +68,13 @@ def sweep_config(
     check_val_fraction(val_fraction)
     load_preset(preset)  # an unknown preset raises, naming the valid ones
     cls = methods.get_method_class(method)
-    space = cls.Config().search_space()
-    clash = sorted(set(space) & set(FIXED))
+    held = dict(fixed or {})
+    try:
+        base = make_config(cls.Config, held)
+    except ConfigError as err:
+        raise SweepConfigError(f"--set: {err}") from None
+    space = {k: v for k, v in base.search_space().items() if k not in held}
+    clash = sorted((set(space) | set(held)) & set(FIXED))
     if clash:
         raise SweepConfigError(f"{method}: search-space keys {clash} clash with sweep keys")
     if search == "grid":
@@ -73,13 +84,13 @@ def sweep_config(
                 f"grid search needs finite values, but {method}'s {continuous} are continuous; "
                 "use --search random or bayes"
             )
-    fixed = {"preset": preset, "method": method, "seed": seed, "objective": objective,
+    sweep = {"preset": preset, "method": method, "seed": seed, "objective": objective,
              "tuning_val_fraction": val_fraction}  # fmt: skip
     return {
         "name": f"{preset}-{method}-{objective}",
         "method": search,
         "metric": {"name": OBJECTIVES[objective], "goal": "minimize"},
-        "parameters": {**{k: {"value": v} for k, v in fixed.items()}, **space},
+        "parameters": {**{k: {"value": v} for k, v in {**sweep, **held}.items()}, **space},
         "run_cap": trials,
         "command": list(COMMAND),
     }

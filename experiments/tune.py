@@ -45,10 +45,13 @@ def prepare(
     objective: str = "nll",
     seed: int = 0,
     search: str = "bayes",
+    fixed: dict[str, Any] | None = None,
 ) -> tuple[Path, dict[str, Any] | None, dict[str, Any] | None]:
     """(tuned file, its content when final already, the validated sweep config or None).
 
-    A method with no search space gets its pass-through file now and no sweep.
+    ``fixed`` method fields are held at their values and written into the tuned config
+    (:func:`udora.experiments.sweep_config.sweep_config`). A method with no search space
+    gets its pass-through file now (its config: the fixed fields) and no sweep.
     """
     from udora import methods
     from udora.oracle.preset import load_preset
@@ -56,14 +59,18 @@ def prepare(
     name = load_preset(preset).name
     target = tuned_path(out, name, method)
     cls = methods.get_method_class(method)
-    if not cls.Config().search_space():
+    held = dict(fixed or {})
+    if not {k: v for k, v in cls.Config().search_space().items() if k not in held}:
+        from udora.methods.base import make_config
+
+        default = make_config(cls.Config, held).to_dict()
         data = {"preset": name, "method": method, "tuned": False,
                 "note": "no tunable parameters: the default config",
-                "config": {}, "default_config": cls.Config().to_dict()}  # fmt: skip
+                "config": held, "default_config": default}  # fmt: skip
         _write_yaml(target, data)
         return target, data, None
     config = sc.sweep_config(
-        preset, method, objective=objective, search=search, trials=trials, seed=seed
+        preset, method, objective=objective, search=search, trials=trials, seed=seed, fixed=held
     )
     config["name"] = f"{name}-{method}-{objective}"
     sweeps_dir = Path(out) / "sweeps"
@@ -110,18 +117,25 @@ def tune_many(
     objective: str = "nll",
     seed: int = 0,
     search: str = "bayes",
+    fixed: dict[str, Any] | None = None,
     data_dir: str | Path | None = None,
     on_trial: Callable[[dict[str, Any]], None] | None = None,
     on_tuned: Callable[[Path, dict[str, Any], sr.SweepSummary | None], None] | None = None,
 ) -> list[sr.SweepSummary]:
     """Tune every (preset, method) of ``pairs``: one sweep each, all over ``jobs`` workers.
 
-    Every sweep file is written (and every bad name raised) before anything runs.
+    ``fixed`` holds method fields at values for every sweep (``optimizer: sgd``), with
+    ``<method>.<field>`` keys for one method, as ``bench --set``. Every sweep file is
+    written (and every bad name raised) before anything runs.
     ``on_tuned(path, content, summary)`` follows each tuned file as it is written (summary
     None for a pass-through). Returns the sweep summaries (interrupted ones after Ctrl-C).
     """
-    prepared = [prepare(p, m, out, trials=trials, objective=objective, seed=seed,
-                        search=search) for p, m in pairs]  # fmt: skip
+    from udora.experiments.bench import scoped_overrides
+
+    names = sorted({m for _, m in pairs})
+    kw = {"trials": trials, "objective": objective, "seed": seed, "search": search}
+    prepared = [prepare(p, m, out, **kw, fixed=scoped_overrides(fixed or {}, m, names))
+                for p, m in pairs]  # fmt: skip
     targets = {}
     configs = []
     for target, data, config in prepared:
@@ -179,7 +193,8 @@ def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str
 def protocol_of(config: dict[str, Any]) -> dict[str, Any]:
     """The tuning protocol of a sweep config: what is the same for every preset it tunes.
 
-    ``{"search", "trials", "objective", "seed", "tuning_val_fraction"}``; a tuned run's
+    ``{"search", "trials", "objective", "seed", "tuning_val_fraction"}`` and ``fixed``
+    (the method fields held at a value, when any); a tuned run's
     config in the report is its method under this protocol (``method@tuned``), since its
     values differ per preset by design.
     """
@@ -189,12 +204,15 @@ def protocol_of(config: dict[str, Any]) -> dict[str, Any]:
         spec = params.get(key)
         return spec.get("value", default) if isinstance(spec, dict) else default
 
+    held = {k: spec["value"] for k, spec in params.items()
+            if isinstance(spec, dict) and "value" in spec and k not in sc.FIXED}  # fmt: skip
     return {
         "search": config.get("method"),
         "trials": config.get("run_cap"),
         "objective": fixed("objective", "nll"),
         "seed": fixed("seed", 0),
         "tuning_val_fraction": fixed("tuning_val_fraction", fixed("val_fraction", None)),
+        **({"fixed": held} if held else {}),
     }
 
 
@@ -212,3 +230,28 @@ def tuned_source(found: dict[str, Any]) -> dict[str, Any]:
         "tuned": bool(found.get("tuned")),
         "protocol": protocol,
     }
+
+
+def tuned_configs(tuned: str | Path, presets: list[str], methods: list[str]):
+    """What ``bench --tuned`` reads: ``(configs, sources, missing)``.
+
+    ``configs[(preset, method)]`` is the tuned file's ``config`` (the overrides of that
+    pair), ``sources[(preset, method)]`` its :func:`tuned_source`, and ``missing[method]``
+    the preset names without a tuned file (those run the default config). ``preset`` is
+    as given (name or path). Raises ValueError when ``tuned`` is not a folder.
+    """
+    from udora.oracle.preset import load_preset
+
+    if not Path(tuned).is_dir():
+        raise ValueError(f"--tuned: {tuned} is not a folder (write one with `udora tune`)")
+    configs, sources, missing = {}, {}, {}
+    for preset in presets:
+        name = load_preset(preset).name
+        for method in methods:
+            found = load_tuned(tuned, name, method)
+            if found is None:
+                missing.setdefault(method, []).append(name)
+                continue
+            configs[(preset, method)] = dict(found.get("config") or {})
+            sources[(preset, method)] = tuned_source(found)
+    return configs, sources, missing

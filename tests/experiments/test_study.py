@@ -198,3 +198,70 @@ def test_report_of_a_study_has_its_figures(n_train_study):
         assert (n_train_study / "report" / link).is_file()
         assert (n_train_study / "report" / link.replace(".png", ".pdf")).is_file()
     assert len(re.findall(r"\]\((ablation_[^)]+\.png)\)", text)) >= 6
+
+
+def test_tuned_study_errors():
+    base = {"name": "s", "methods": ["blr"]}
+    with pytest.raises(ValueError, match=r"only tuning factor is tuning\.objective"):
+        load_study_dict({**base, "factor": "tuning.objective", "levels": ["nll", "rmse"]})
+    with pytest.raises(ValueError, match=r"tuning\.objective levels are nll and rmse"):
+        load_study_dict({**base, "factor": "tuning.objective", "levels": ["nll", "mae"],
+                         "tune": {"trials": 2}})  # fmt: skip
+    with pytest.raises(ValueError, match="a tuned study's factor must be a method field"):
+        load_study_dict({**base, "factor": "preset.n_train", "levels": [20, 30],
+                         "tune": {"trials": 2}})  # fmt: skip
+
+
+def load_study_dict(data):
+    from udora.experiments.study import Study
+
+    return Study(**data)
+
+
+def test_tune_holds_a_field_and_records_it_in_the_protocol(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    out = tmp_path / "tuned"
+    result = runner.invoke(app, ["tune", "--presets", str(path), "--methods", "blr,gp_oracle",
+                                 "--trials", "3", "--set", "blr.fit_intercept=false",
+                                 "--data-dir", str(data), "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    sweep = yaml.safe_load((out / "sweeps" / "tiny-blr.yaml").read_text())
+    assert sweep["parameters"]["fit_intercept"] == {"value": False}
+    tuned = yaml.safe_load((out / "tiny" / "blr.yaml").read_text())
+    assert tuned["config"]["fit_intercept"] is False and set(tuned["config"]) == {
+        "alpha", "sigma", "fit_intercept"}  # fmt: skip
+    assert tuned["protocol"]["fixed"] == {"fit_intercept": False}
+    trials = [json.loads(p.read_text()) for p in (out / "sweeps").glob("tiny-blr-*/trial-*/"
+                                                                         "trial.json")]  # fmt: skip
+    assert len(trials) == 3 and all(t["config"]["fit_intercept"] is False for t in trials)
+
+
+@pytest.mark.slow
+def test_a_tuned_study_tunes_every_level_then_reports_it(tiny_preset, tmp_path):
+    """tuning.objective at nll and rmse: a tune per level, then each level's tuned refits,
+    labelled as two tuning protocols and mapped back to the levels by the report."""
+    from udora.experiments.results import load_runs
+    from udora.experiments.study import study_table
+
+    path, data = tiny_preset
+    study = {"name": "objective", "factor": "tuning.objective", "levels": ["nll", "rmse"],
+             "presets": [str(path)], "methods": ["blr", "gp_oracle"], "seeds": [0, 1],
+             "tune": {"trials": 3}}  # fmt: skip
+    file = tmp_path / "objective.yaml"
+    file.write_text(yaml.safe_dump(study))
+    out = tmp_path / "abl"
+    result = runner.invoke(app, ["ablate", str(file), "--data-dir", str(data), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "8 runs, tuned per level (3 trials)" in result.output
+    for level, metric in (("nll", "val_nll"), ("rmse", "val_rmse")):
+        tuned = yaml.safe_load((out / "tuned" / level / "tiny" / "blr.yaml").read_text())
+        assert tuned["metric"] == metric and tuned["protocol"]["objective"] == level
+    table, _ = load_runs(out)
+    rows = study_table(table, load_study(out / STUDY_FILE))
+    blr = rows[rows["method"] == "blr"]
+    assert sorted(blr["tuning.objective"]) == ["nll", "nll", "rmse", "rmse"]
+    assert blr["config"].nunique() == 2  # one config per protocol, never averaged together
+    report = runner.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0, report.output
+    text = (out / "report" / "report.md").read_text()
+    assert "## Ablation: objective" in text and "'rmse' - 'nll': mean" in text
