@@ -213,15 +213,17 @@ def study_from_factor(
 
 
 def study_runs(study: Study, data_dir: str | Path | None = None, *, origin: str = "study"):
-    """Every resolved run of ``study`` (presets x methods x levels x seeds), in that order.
+    """Every resolved run of ``study`` (presets x methods x levels x seeds), in that order,
+    with default configs (a tuned study's runs get their tuned values when it runs).
 
     Raises StudyError naming ``origin`` when a preset, method, field or value is rejected.
     """
     from udora.experiments.bench import make_grid
 
     runs = []
+    tuning = study.factor.startswith(TUNING_PREFIX)  # not a config field: nothing to set
     for value in study.level_values():
-        overrides = {**study.set, study.factor: value}
+        overrides = dict(study.set) if tuning else {**study.set, study.factor: value}
         try:
             runs += make_grid(study.preset_names(), study.methods, study.seeds, overrides,
                               data_dir=data_dir)  # fmt: skip
