@@ -24,7 +24,8 @@ from udora.experiments.results import (
     per_dataset,
     ranking_agreement,
 )
-from udora.experiments.study import read_study, study_section
+from udora.experiments.study import read_study
+from udora.experiments.study_report import study_section
 
 
 def _save(fig, out: Path, stem: str) -> str:

@@ -68,7 +68,7 @@ class Study(BaseModel):
     @field_validator("levels")
     @classmethod
     def _two_or_more(cls, v: list[Any] | dict[str, Any]) -> list[Any] | dict[str, Any]:
-        names = list(v) if isinstance(v, dict) else [_name(x) for x in v]
+        names = list(v) if isinstance(v, dict) else [level_name(x) for x in v]
         if len(names) < 2:
             raise ValueError("a study needs at least two levels")
         if len(set(names)) != len(names):
@@ -96,7 +96,7 @@ class Study(BaseModel):
         if self.factor in self.set:
             raise ValueError(f"set: {self.factor!r} is the factor; it cannot also be fixed")
         if self.scale in ("log2", "linear"):
-            bad = [v for v in self.level_values() if not _number(v)]
+            bad = [v for v in self.level_values() if not is_number(v)]
             if bad or (self.scale == "log2" and any(v <= 0 for v in self.level_values())):
                 raise ValueError(
                     f"scale {self.scale} needs {'positive ' if self.scale == 'log2' else ''}"
@@ -108,7 +108,7 @@ class Study(BaseModel):
         """Display names of the levels, in order (the value itself for scalars)."""
         if isinstance(self.levels, dict):
             return list(self.levels)
-        return [_name(v) for v in self.levels]
+        return [level_name(v) for v in self.levels]
 
     def level_values(self) -> list[Any]:
         """The factor's value at each level, in order."""
@@ -128,11 +128,11 @@ class Study(BaseModel):
         return list(self.presets) if self.presets else suite_presets(self.suite or "dev")
 
 
-def _number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _name(v: Any) -> str:
+def level_name(v: Any) -> str:
     """A level's display name: strings as they are, other values as compact JSON."""
     import json
 
@@ -229,7 +229,7 @@ def study_runs(study: Study, data_dir: str | Path | None = None, *, origin: str 
                               data_dir=data_dir)  # fmt: skip
         except (ValueError, KeyError) as err:
             message = err.args[0] if isinstance(err, KeyError) and err.args else err
-            raise StudyError(f"{origin}: level {_name(value)}: {message}") from None
+            raise StudyError(f"{origin}: level {level_name(value)}: {message}") from None
     return runs
 
 
@@ -256,57 +256,3 @@ def read_study(results_dir: str | Path) -> Study | None:
     """The study of a results folder, or None when it is not a study folder."""
     path = Path(results_dir) / STUDY_FILE
     return load_study(path) if path.is_file() else None
-
-
-def study_table(table, study: Study):
-    """The rows of a runs table (``load_runs``) that belong to ``study``, with the factor's
-    column (named ``study.factor``) holding the level: its value on a numeric scale, its
-    name on the ordinal one.
-
-    A row belongs when its method, preset and seed are the study's and its factor cell
-    equals one of the levels (numbers compared by value, lists as their compact JSON,
-    which is how the table stores them).
-    """
-    import pandas as pd
-
-    column = study.factor if study.factor in table else f"override.{study.factor}"
-    if column not in table:
-        return table.iloc[0:0]
-    level = pd.Series(None, index=table.index, dtype=object)
-    numeric = pd.to_numeric(table[column], errors="coerce")
-    for name, value in zip(study.level_names(), study.level_values(), strict=True):
-        if _number(value):
-            mask = numeric == float(value)
-        else:
-            mask = table[column].astype(object) == (
-                value if isinstance(value, str) else _name(value)
-            )
-        level[mask] = float(value) if study.scale != "ordinal" else name
-    from udora.oracle.preset import load_preset
-
-    presets = {load_preset(p).name for p in study.preset_names()}
-    keep = (
-        level.notna()
-        & table["method"].isin(study.methods)
-        & table["preset"].isin(presets)
-        & table["seed"].isin(study.seeds)
-    )
-    return table[keep].assign(**{study.factor: level[keep]})
-
-
-def study_section(table, study: Study, out_dir, md) -> list[str]:
-    """The report's ablation section for ``study`` (:func:`udora.experiments.ablation.
-    ablation_lines` on :func:`study_table`)."""
-    from udora.experiments.ablation import ablation_lines
-
-    rows = study_table(table, study)
-    if rows.empty:
-        return [f"## Ablation: {study.name}", "", "(no runs of this study in the folder)", ""]
-    numeric = study.scale != "ordinal"
-    levels = [float(v) for v in study.level_values()] if numeric else study.level_names()
-    spec = {"name": study.name, "factor": study.factor, "levels": levels, "scale": study.scale}
-    lines = ablation_lines(rows, spec, Path(out_dir), md)
-    head = (f"Study `{study.name}`: `{study.factor}` at {', '.join(study.level_names())} "
-            f"({study.scale} scale), {rows['method'].nunique()} methods, "
-            f"{rows['preset'].nunique()} presets, seeds {sorted(set(rows['seed']))}.")  # fmt: skip
-    return [lines[0], "", head, *lines[1:]]

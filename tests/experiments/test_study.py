@@ -244,7 +244,7 @@ def test_a_tuned_study_tunes_every_level_then_reports_it(tiny_preset, tmp_path):
     """tuning.objective at nll and rmse: a tune per level, then each level's tuned refits,
     labelled as two tuning protocols and mapped back to the levels by the report."""
     from udora.experiments.results import load_runs
-    from udora.experiments.study import study_table
+    from udora.experiments.study_report import study_table
 
     path, data = tiny_preset
     study = {"name": "objective", "factor": "tuning.objective", "levels": ["nll", "rmse"],
