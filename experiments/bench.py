@@ -27,11 +27,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from udora import methods
 from udora.experiments import interrupts
-from udora.experiments.checks import UsageError, check_jobs, check_out_dir, missing_data
+from udora.experiments.checks import check_jobs, check_out_dir, missing_data
 from udora.experiments.legacy import is_current, legacy_note, legacy_results
 from udora.experiments.lock import results_lock
 from udora.experiments.run import load_result, record_skipped, run_resolved
-from udora.experiments.spec import ResolvedRun, RunSpec, resolve
+from udora.experiments.spec import ResolvedRun, RunSpec, resolve, scope_hint, scoped_overrides
 from udora.methods.base import ConfigError
 from udora.oracle.preset import list_presets
 
@@ -72,48 +72,8 @@ def make_grid(
                 try:
                     runs.append(resolve(spec, data_dir) if data_dir is not None else resolve(spec))
                 except ConfigError as err:
-                    raise ConfigError(f"{err}{_scope_hint(method, mine, method_names)}") from None
+                    raise ConfigError(f"{err}{scope_hint(method, mine, method_names)}") from None
     return runs
-
-
-def scoped_overrides(
-    overrides: dict[str, Any], method: str, method_names: list[str]
-) -> dict[str, Any]:
-    """The overrides of ``method`` in a grid of ``method_names``.
-
-    ``width=64`` applies to every method; ``nn_ensemble.width=64`` to ``nn_ensemble`` only
-    (a registered method's name before the dot); ``preset.n_train`` stays a preset field.
-    A scoped key whose method is not in the grid raises UsageError naming it.
-    """
-    known = set(methods.list_methods())
-    out = {}
-    for key, value in overrides.items():
-        head, dot, field = key.partition(".")
-        if not dot or head not in known:
-            out[key] = value
-        elif head not in method_names:
-            raise UsageError(f"--set {key}: {head} is not among the grid's methods "
-                             f"({', '.join(method_names)})")  # fmt: skip
-        elif head == method:
-            out[field] = value
-    return out
-
-
-def _scope_hint(method: str, mine: dict[str, Any], method_names: list[str]) -> str:
-    """For a grid-wide --set key that ``method`` lacks: which methods have it, and how to
-    set it for them only (empty when no other method of the grid has it)."""
-    fields = methods.get_method_class(method).Config.model_fields
-    hints = []
-    for key in (k for k in mine if k not in fields and "." not in k):
-        owners = [
-            m
-            for m in method_names
-            if m != method and key in methods.get_method_class(m).Config.model_fields
-        ]
-        if owners:
-            scoped = " ".join(f"--set {m}.{key}=..." for m in owners)
-            hints.append(f"{key} is a field of {', '.join(owners)} only: use {scoped}")
-    return "; " + "; ".join(hints) if hints else ""
 
 
 def suite_presets(suite: str) -> list[str]:

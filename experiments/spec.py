@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from udora import methods
+from udora.experiments.checks import UsageError
 from udora.oracle.preset import Preset, load_preset
 
 _SOURCES: dict[tuple[str, str | None], dict[str, str]] = {}  # (source key, dir) -> record
@@ -53,6 +54,46 @@ def split_overrides(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str
         k[len(PRESET_PREFIX) :]: v for k, v in overrides.items() if k.startswith(PRESET_PREFIX)
     }
     return method, preset
+
+
+def scoped_overrides(
+    overrides: dict[str, Any], method: str, method_names: list[str]
+) -> dict[str, Any]:
+    """The overrides of ``method`` in a grid of ``method_names``.
+
+    ``width=64`` applies to every method; ``nn_ensemble.width=64`` to ``nn_ensemble`` only
+    (a registered method's name before the dot); ``preset.n_train`` stays a preset field.
+    A scoped key whose method is not in the grid raises UsageError naming it.
+    """
+    known = set(methods.list_methods())
+    out = {}
+    for key, value in overrides.items():
+        head, dot, field = key.partition(".")
+        if not dot or head not in known:
+            out[key] = value
+        elif head not in method_names:
+            raise UsageError(f"--set {key}: {head} is not among the grid's methods "
+                             f"({', '.join(method_names)})")  # fmt: skip
+        elif head == method:
+            out[field] = value
+    return out
+
+
+def scope_hint(method: str, mine: dict[str, Any], method_names: list[str]) -> str:
+    """For a grid-wide --set key that ``method`` lacks: which methods have it, and how to
+    set it for them only (empty when no other method of the grid has it)."""
+    fields = methods.get_method_class(method).Config.model_fields
+    hints = []
+    for key in (k for k in mine if k not in fields and "." not in k):
+        owners = [
+            m
+            for m in method_names
+            if m != method and key in methods.get_method_class(m).Config.model_fields
+        ]
+        if owners:
+            scoped = " ".join(f"--set {m}.{key}=..." for m in owners)
+            hints.append(f"{key} is a field of {', '.join(owners)} only: use {scoped}")
+    return "; " + "; ".join(hints) if hints else ""
 
 
 @dataclass(frozen=True)

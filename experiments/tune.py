@@ -130,7 +130,7 @@ def tune_many(
     ``on_tuned(path, content, summary)`` follows each tuned file as it is written (summary
     None for a pass-through). Returns the sweep summaries (interrupted ones after Ctrl-C).
     """
-    from udora.experiments.bench import scoped_overrides
+    from udora.experiments.spec import scoped_overrides
 
     names = sorted({m for _, m in pairs})
     kw = {"trials": trials, "objective": objective, "seed": seed, "search": search}
