@@ -26,27 +26,22 @@ results lock; Ctrl-C stops cleanly, keeping finished trials.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import hashlib
 import json
-import multiprocessing
 import os
 import re
-import secrets
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from udora.experiments import interrupts
 from udora.experiments.lock import results_lock
 from udora.experiments.sweep_config import load_sweep_config
-from udora.experiments.sweep_trials import load_trials, run_trial, trial_line
+from udora.experiments.sweep_trials import load_trials, trial_line
 
 DEFAULT_TRIALS = 20  # when neither --trials nor the YAML's run_cap says
 
@@ -201,12 +196,13 @@ def run_sweeps(
     Ctrl-C every summary is marked ``interrupted`` and holds the trials on disk.
     """
     from udora.experiments.checks import check_jobs
+    from udora.experiments.sweep_engine import SweepEngine, SweepState
 
     caps = [trial_cap(c, trials) for c in configs]
     check_jobs(jobs)
     check_jobs(per_sweep)
     dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
-    states = [_Sweep(c, sweep_dir(c, out), cap) for c, cap in zip(configs, caps, strict=True)]
+    states = [SweepState(c, sweep_dir(c, out), cap) for c, cap in zip(configs, caps, strict=True)]
     if len({s.folder for s in states}) != len(states):
         raise ValueError("the same sweep is given twice")
     with interrupts.catch_interrupts(), contextlib.ExitStack() as locks:
@@ -215,135 +211,10 @@ def run_sweeps(
                 s.folder.mkdir(parents=True, exist_ok=True)
                 locks.enter_context(results_lock(s.folder, wait=wait_lock))
                 s.prepare()
-            _Engine(states, jobs, per_sweep, dd, on_trial, on_done).run()
+            SweepEngine(states, jobs, per_sweep, dd, on_trial, on_done).run()
         except KeyboardInterrupt:
             interrupts.stopping()
             for s in states:
                 s.summary.interrupted = True
                 s.summary.trials = load_trials(s.folder)
     return [s.summary for s in states]
-
-
-class _Sweep:
-    """One sweep's state in :func:`run_sweeps`: its trials so far and those in flight."""
-
-    def __init__(self, config: dict[str, Any], folder: Path, cap: int) -> None:
-        self.config, self.folder, self.cap = config, folder, cap
-        self.summary = SweepSummary(folder, goal=config.get("metric", {}).get("goal", "minimize"))
-        self.running: set[int] = set()  # trial numbers in flight
-        self.exhausted = False  # a grid with every point tried
-        self.reported = False
-
-    def prepare(self) -> None:
-        """Clear half-written trials, save the YAML once, read back finished trials."""
-        for tmp in self.folder.glob(".trial-*.tmp"):
-            shutil.rmtree(tmp, ignore_errors=True)
-        saved = self.folder / "sweep.yaml"
-        if not saved.exists():
-            tmp = self.folder / f".sweep.yaml.{secrets.token_hex(4)}.tmp"
-            tmp.write_text(yaml.safe_dump(self.config, sort_keys=False))
-            os.replace(tmp, saved)
-        self.summary.trials = load_trials(self.folder)
-
-    @property
-    def done(self) -> bool:
-        return not self.running and (self.exhausted or len(self.summary.trials) >= self.cap)
-
-    def propose(self, n: int) -> list[tuple[int, dict[str, Any]]]:
-        """Up to ``n`` new (trial number, params); only when nothing of this sweep runs."""
-        n = min(n, self.cap - len(self.summary.trials))
-        if self.running or n < 1 or self.exhausted:
-            return []
-        batch = propose(self.config, self.summary.trials, n)
-        if not batch:
-            self.exhausted = True
-            return []
-        used = {t["k"] for t in self.summary.trials}
-        free = (k for k in range(self.cap + len(used) + len(batch)) if k not in used)
-        ks = [next(free) for _ in batch]
-        self.running.update(ks)
-        return list(zip(ks, batch, strict=True))
-
-    def finish(self, record: dict[str, Any]) -> None:
-        self.running.discard(record["k"])
-        self.summary.trials.append(record)
-        self.summary.trials.sort(key=lambda r: r["k"])
-        self.summary.ran += 1
-
-
-class _Engine:
-    """Keeps ``jobs`` workers busy with the trials of the sweeps (in process for one job)."""
-
-    def __init__(self, states, jobs, per_sweep, dd, on_trial, on_done) -> None:
-        self.states, self.jobs, self.per_sweep, self.dd = states, jobs, per_sweep, dd
-        self.on_trial, self.on_done = on_trial, on_done
-
-    def _report_finished(self) -> None:
-        for s in self.states:
-            if s.done and not s.reported:
-                s.reported = True
-                if self.on_done is not None:
-                    self.on_done(s.summary)
-
-    def _next(self, free: int) -> list[tuple[_Sweep, int, dict[str, Any]]]:
-        """New trials for ``free`` slots: sweeps already started first, then the next ones,
-        with at most ``jobs`` sweeps started and unfinished at a time."""
-        out: list[tuple[_Sweep, int, dict[str, Any]]] = []
-        started = 0
-        for s in self.states:
-            if free <= 0:
-                break
-            if s.done:
-                continue
-            if not s.running and started >= self.jobs:
-                continue
-            started += 1
-            for k, params in s.propose(min(free, self.per_sweep)):
-                out.append((s, k, params))
-                free -= 1
-            self._report_finished()  # a grid found exhausted
-        return out
-
-    def _finish(self, s: _Sweep, record: dict[str, Any]) -> None:
-        s.finish(record)
-        if self.on_trial is not None:
-            self.on_trial(record)
-
-    def run(self) -> None:
-        self._report_finished()  # sweeps complete on disk already
-        if self.jobs == 1:
-            from udora.experiments.jax_cache import configure_compilation_cache
-
-            configure_compilation_cache()
-            while batch := self._next(self.per_sweep):
-                for s, k, params in batch:
-                    self._finish(s, run_trial(s.folder, k, params, self.dd))
-                    if interrupts.requested():
-                        raise KeyboardInterrupt
-                self._report_finished()
-            return
-        from udora.experiments.bench import _init_worker, _stop_pool
-
-        ctx = multiprocessing.get_context("spawn")
-        pool = cf.ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_init_worker)
-        futures: dict[cf.Future, _Sweep] = {}
-        try:
-            while True:
-                for s, k, params in self._next(self.jobs - len(futures)):
-                    futures[pool.submit(run_trial, str(s.folder), k, params, self.dd)] = s
-                if not futures:
-                    break
-                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
-                for fut in sorted(done, key=lambda f: futures[f].folder.name):
-                    self._finish(futures.pop(fut), fut.result())
-                self._report_finished()
-                if interrupts.requested():
-                    raise KeyboardInterrupt
-        except BaseException:
-            interrupts.stopping()
-            for fut, s in futures.items():  # trials that finished before the stop still count
-                if fut.done() and not fut.cancelled() and fut.exception() is None:
-                    s.finish(fut.result())
-            _stop_pool(pool)
-            raise
-        pool.shutdown(wait=True)
