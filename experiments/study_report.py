@@ -7,8 +7,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from udora.experiments import ablation_figures as figs
+from udora.experiments.ablation import METRICS, positions, runs, summarise
 from udora.experiments.study import Study, is_number, level_name
 
 
@@ -21,8 +28,6 @@ def study_table(table, study: Study):
     equals one of the levels (numbers compared by value, lists as their compact JSON,
     which is how the table stores them).
     """
-    import pandas as pd
-
     column = study.factor if study.factor in table else f"override.{study.factor}"
     if column not in table:
         return table.iloc[0:0]
@@ -51,8 +56,6 @@ def study_table(table, study: Study):
 def study_section(table, study: Study, out_dir, md) -> list[str]:
     """The report's ablation section for ``study`` (:func:`udora.experiments.ablation.
     ablation_lines` on :func:`study_table`)."""
-    from udora.experiments.ablation import ablation_lines
-
     rows = study_table(table, study)
     if rows.empty:
         return [f"## Ablation: {study.name}", "", "(no runs of this study in the folder)", ""]
@@ -64,3 +67,73 @@ def study_section(table, study: Study, out_dir, md) -> list[str]:
             f"({study.scale} scale), {rows['method'].nunique()} methods, "
             f"{rows['preset'].nunique()} presets, seeds {sorted(set(rows['seed']))}.")  # fmt: skip
     return [lines[0], "", head, *lines[1:]]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%" if np.isfinite(x) else "n/a"
+
+
+def _paragraphs(*parts: str) -> list[str]:
+    return [line for part in parts for line in (part, "")]
+
+
+def _metric_lines(name: str, metric: str, r: dict, xname: str, md: Callable) -> list[str]:
+    """The text and tables of one metric's :func:`summarise` entry ``r``."""
+    sh, ag, p = r["shares"], r["agreement"], r["paired"]
+    return _paragraphs(
+        f"### {name}: {metric}",
+        f"{_pct(sh['negative'])} of {sh['pairs']} (method, preset) pairs have a negative "
+        f"slope against {xname}, {_pct(sh['significant_negative'])} significantly; mean "
+        f"slope {sh['mean_slope']:+.4f}.",
+        md(r["by_method"]),
+        md(r["levels"]),
+        f"Kendall's W across levels {ag['w_levels']:.3f} (1 - W {ag['one_minus_w_levels']:.3f}; "
+        f"{ag['presets']} presets, at least {ag['methods_levels']} methods); across presets "
+        f"{ag['w_presets']:.3f} (1 - W {ag['one_minus_w_presets']:.3f}; {ag['levels']} levels, "
+        f"at least {ag['methods_presets']} methods).",
+        *(() if p is None else (
+            f"{p['second']!r} - {p['first']!r}: mean {p['mean']:+.4f} (sd {p['sd']:.4f}) over "
+            f"{p['n']} pairs; {p['positive']} positive, {p['negative']} negative, sign test "
+            f"p = {p['p_value']:.3g}.",)),
+    )  # fmt: skip
+
+
+def ablation_lines(table, study: dict, out_dir: Path, md: Callable) -> list[str]:
+    """The markdown lines of the report section "## Ablation: <name>", figures saved.
+
+    ``study``: ``name``, ``factor``, ``levels``, ``scale``, optional ``default_level`` and
+    ``metrics`` (default :data:`METRICS`). ``md(frame, index=True)`` renders a table. Per
+    metric the section gives the slope shares, the mean slope per method, the per-level
+    means and shifts, W and 1 - W both ways and, for two levels, the paired differences;
+    each figure is written as PNG and PDF into ``out_dir`` and the PNG is linked.
+    """
+    name, factor, scale = study["name"], study["factor"], study["scale"]
+    levels, default = list(study["levels"]), study.get("default_level")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "ablation_" + re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").lower()
+    xname = {"log2": f"log2({factor})", "linear": factor, "ordinal": f"{factor} (level index)"}
+    result = summarise(table, factor, levels, scale, default, study.get("metrics", METRICS))
+    w_keys = ("w_levels", "one_minus_w_levels", "w_presets", "one_minus_w_presets")
+    head = pd.DataFrame.from_dict(
+        {m: {**r["shares"], **{k: r["agreement"][k] for k in w_keys}} for m, r in result.items()},
+        orient="index",
+    ).rename_axis("metric")
+    unset = f"; runs that leave it unset ran at {default!r}" if default is not None else ""
+    lines = _paragraphs(
+        f"## Ablation: {name}",
+        f"`{factor}` over {levels}{unset}. Per (method, preset): OLS slope against "
+        f"{xname[scale]} on every ok run (significant: 95% t interval, n - 2 df, below 0); "
+        "shift = a level's seed mean minus the mean over levels (cells complete over levels). "
+        "W across levels: raters = levels, mean over presets; across presets: the reverse.",
+        md(head),
+    )
+    for metric, r in result.items():
+        lines += _metric_lines(name, metric, r, xname[scale], md)
+        per_run = runs(table, factor, levels, metric, default)
+        pos = positions(levels, scale)
+        drawn = figs.study_figures(r, per_run, levels, pos, metric, factor, xname[scale])
+        links = [f"![{metric} {k}]({figs.save(f, out, f'{stem}_{k}_{metric}')})"
+                 for k, f in drawn.items()]  # fmt: skip
+        lines += _paragraphs(" ".join(links))
+    return lines

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from udora.experiments import ablation
+from udora.experiments import ablation, study_report
 from udora.experiments import ablation_figures as figs
 from udora.experiments.report import _md
 
@@ -228,7 +228,7 @@ def test_ablation_lines_write_figures_and_numbers(tmp_path):
     table = _width_table()
     study = {"name": "Width", "factor": "width", "levels": WIDTHS, "scale": "log2",
              "default_level": 64, "metrics": ["spearman_eu"]}  # fmt: skip
-    lines = ablation.ablation_lines(table, study, tmp_path, _md)
+    lines = study_report.ablation_lines(table, study, tmp_path, _md)
     text = "\n".join(lines)
     assert lines[0] == "## Ablation: Width"
     fits = _linregress_by_cell(table, "spearman_eu").values()
@@ -244,7 +244,7 @@ def test_ablation_lines_write_figures_and_numbers(tmp_path):
     table, values = _activation_table()
     study = {"name": "activation", "factor": "activation", "levels": ["relu", "tanh"],
              "scale": "ordinal", "default_level": "tanh", "metrics": ["spearman_eu"]}  # fmt: skip
-    text = "\n".join(ablation.ablation_lines(table, study, tmp_path, _md))
+    text = "\n".join(study_report.ablation_lines(table, study, tmp_path, _md))
     diff = np.array([t - r for r, t in values.values()])
     p = stats.binomtest(int(np.sum(diff > 0)), int(np.sum(diff != 0)), 0.5).pvalue
     assert f"sign test p = {p:.3g}" in text and f"mean {diff.mean():+.4f}" in text
