@@ -13,6 +13,7 @@ from udora.experiments.cli import app
 from udora.experiments.results import load_runs
 
 runner = CliRunner()
+pytestmark = pytest.mark.slow  # a tune and two benches (about 10 s): CI's slow set
 
 
 @pytest.fixture(scope="module")

@@ -221,6 +221,7 @@ def load_study_dict(data):
     return Study(**data)
 
 
+@pytest.mark.slow
 def test_tune_holds_a_field_and_records_it_in_the_protocol(tiny_preset, tmp_path):
     path, data = tiny_preset
     out = tmp_path / "tuned"
