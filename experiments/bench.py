@@ -104,10 +104,29 @@ class GridSummary:
                 f"{self.skipped} already done")  # fmt: skip
 
 
+def _exit_with_parent(parent: int, every: float = 1.0) -> None:
+    """End this worker soon after its parent process is gone (killed, say, by SIGKILL,
+    which gives the parent no chance to terminate its pool): a daemon thread polls the
+    parent pid and calls ``os._exit(1)`` once this process has been re-parented."""
+    import os
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="udora-parent-watch", daemon=True).start()
+
+
 def _init_worker() -> None:
-    """Pool workers ignore Ctrl-C (the parent terminates them) and share the JAX cache."""
+    """Pool workers ignore Ctrl-C (the parent terminates them), end when the parent dies,
+    and share the JAX cache."""
+    import os
+
     from udora.experiments.jax_cache import configure_compilation_cache
 
+    _exit_with_parent(os.getppid())
     interrupts.ignore_in_worker()
     configure_compilation_cache()
 

@@ -369,3 +369,17 @@ def test_an_interrupt_no_one_can_raise_prints_no_traceback(monkeypatch):
         gc.collect()
         assert seen == [KeyboardInterrupt]  # after Ctrl-C: dropped, the flag has it
     assert sys.unraisablehook is recorder
+
+
+def test_workers_end_when_the_grid_process_is_killed(tiny_preset, tmp_path):
+    """SIGKILL gives the parent no chance to stop its pool; the workers notice and exit."""
+    path, data = tiny_preset
+    out = tmp_path / "grid"
+    proc = subprocess.Popen(_grid_cmd(path, data, out, 2), env=ENV, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    assert wait_for(lambda: len(children(proc.pid)) > 2), "the pool never started"
+    assert wait_for(lambda: len(list(out.glob(RESULTS))) >= 1)
+    kids = children(proc.pid)
+    proc.kill()
+    proc.wait(timeout=10)
+    assert wait_for(lambda: not alive(kids), 10), f"left running: {alive(kids)}"
