@@ -103,6 +103,8 @@ def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[st
     by their overrides (:func:`config_name`).
     """
     source = rec.get("config_source")
+    if isinstance(source, dict) and "protocol" not in source and source.get("path"):
+        source = _read_source(source)
     protocol = source.get("protocol") if isinstance(source, dict) else None
     if not protocol:
         return config_name(rec["method"], overrides), {}
@@ -114,6 +116,27 @@ def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[st
         **{f"tuning.{k}": v for k, v in protocol.items() if k in ("objective", "trials", "search")},
     }
     return config_name(f"{rec['method']}@tuned", extra), columns
+
+
+def _read_source(source: dict[str, Any]) -> dict[str, Any]:
+    """A ``config_source`` recorded with only the tuned file's path and hash (before the
+    protocol was recorded): its keys and protocol read from that file, when it is still
+    there with the same hash; otherwise the record as it is (an untuned label)."""
+    import hashlib
+
+    import yaml
+
+    from udora.experiments.tune import tuned_source
+
+    path = Path(source["path"])
+    try:
+        text = path.read_text()
+    except OSError:
+        return source
+    if hashlib.sha256(text.encode()).hexdigest()[:12] != source.get("hash"):
+        return source
+    data = yaml.safe_load(text) or {}
+    return tuned_source({**data, "path": str(path), "hash": source["hash"]})
 
 
 def _split_tuning_protocols(frame: pd.DataFrame) -> pd.DataFrame:
