@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,9 @@ def objective_vs_oracle(table: pd.DataFrame) -> pd.DataFrame:
         if len(pairs) < 3:
             continue
         ks, values, oracle = (np.array(x, dtype=float) for x in zip(*pairs, strict=True))
-        rho = stats.spearmanr(-values, oracle).statistic
+        with warnings.catch_warnings():  # every trial ranked EU alike: rho undefined, NaN
+            warnings.simplefilter("ignore", stats.ConstantInputWarning)
+            rho = float(stats.spearmanr(-values, oracle).statistic)
         best = data.get("best_trial")
         rank = None
         if best is not None and best in ks:
