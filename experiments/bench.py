@@ -32,6 +32,8 @@ from udora.experiments.legacy import is_current, legacy_note, legacy_results
 from udora.experiments.lock import results_lock
 from udora.experiments.run import load_result, record_skipped, run_resolved
 from udora.experiments.spec import ResolvedRun, RunSpec, resolve, scope_hint, scoped_overrides
+from udora.experiments.workers import init_worker as _init_worker
+from udora.experiments.workers import stop_pool as _stop_pool
 from udora.methods.base import ConfigError
 from udora.oracle.preset import list_presets
 
@@ -104,33 +106,6 @@ class GridSummary:
                 f"{self.skipped} already done")  # fmt: skip
 
 
-def _exit_with_parent(parent: int, every: float = 1.0) -> None:
-    """End this worker soon after its parent process is gone (killed, say, by SIGKILL,
-    which gives the parent no chance to terminate its pool): a daemon thread polls the
-    parent pid and calls ``os._exit(1)`` once this process has been re-parented."""
-    import os
-    import threading
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(every)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="udora-parent-watch", daemon=True).start()
-
-
-def _init_worker() -> None:
-    """Pool workers ignore Ctrl-C (the parent terminates them), end when the parent dies,
-    and share the JAX cache."""
-    import os
-
-    from udora.experiments.jax_cache import configure_compilation_cache
-
-    _exit_with_parent(os.getppid())
-    interrupts.ignore_in_worker()
-    configure_compilation_cache()
-
-
 def _worker(
     run: ResolvedRun, out_dir: str, data_dir: str | None, wandb: bool, source: Any = None
 ) -> tuple[str, str]:
@@ -148,26 +123,6 @@ def _worker(
 def _clean_temporaries(out_dir: Path) -> None:
     for tmp in out_dir.glob("*/*/*/.seed-*.tmp"):
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 2.0) -> None:
-    """Cancel queued runs and end the pool's processes now: SIGTERM, then SIGKILL.
-
-    ``ProcessPoolExecutor.shutdown`` waits for running calls, and its exit hook joins the
-    manager thread, which hung on a second Ctrl-C; terminating the workers first lets that
-    thread see them gone and return.
-    """
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
-        if proc.is_alive():
-            proc.terminate()
-    deadline = time.monotonic() + grace
-    for proc in procs:
-        proc.join(timeout=max(0.0, deadline - time.monotonic()))
-        if proc.is_alive():
-            proc.kill()
-            proc.join(timeout=grace)
 
 
 def run_grid(

@@ -122,10 +122,10 @@ class SweepEngine:
                         raise KeyboardInterrupt
                 self._report_finished()
             return
-        from udora.experiments.bench import _init_worker, _stop_pool
+        from udora.experiments.workers import init_worker, stop_pool
 
         ctx = multiprocessing.get_context("spawn")
-        pool = cf.ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_init_worker)
+        pool = cf.ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=init_worker)
         futures: dict[cf.Future, SweepState] = {}
         try:
             while True:
@@ -144,6 +144,6 @@ class SweepEngine:
             for fut, s in futures.items():  # trials that finished before the stop still count
                 if fut.done() and not fut.cancelled() and fut.exception() is None:
                     s.finish(fut.result())
-            _stop_pool(pool)
+            stop_pool(pool)
             raise
         pool.shutdown(wait=True)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import yaml
 from scipy import stats
+from tiny_presets import two_tiny_presets
 from typer.testing import CliRunner
 
 from udora.experiments import report_tuning
@@ -20,26 +21,9 @@ pytestmark = pytest.mark.slow  # a tune and two benches (about 10 s): CI's slow 
 @pytest.fixture(scope="module")
 def tuned_grid(tmp_path_factory):
     """tune blr (5 trials) on two tiny presets, bench default and --tuned into one folder."""
-    import pandas as pd
 
     root = tmp_path_factory.mktemp("tuned_grid")
-    data = root / "data"
-    data.mkdir()
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(120, 2))
-    frame = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1])
-    frame.to_csv(data / "tiny.csv.gz", index=False)
-    presets = []
-    for name, ell in (("tinya", [1.0, 1.5]), ("tinyb", [0.5, 2.0])):
-        preset = {
-            "name": name, "suite": "test", "source": {"file": "tiny.csv.gz"},
-            "features": ["a", "b"], "pool_size": 120, "n_train": 40,
-            "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": ell}],
-            "noise": {"std_min": 0.1, "std_max": 0.3}, "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
-        }  # fmt: skip
-        path = root / f"{name}.yaml"
-        path.write_text(yaml.safe_dump(preset))
-        presets.append(str(path))
+    presets, data = two_tiny_presets(root, std_max=0.3)
     common = ["--presets", ",".join(presets), "--data-dir", str(data), "--methods", "blr"]
     tuned, out = root / "tuned", root / "results"
     for args in (

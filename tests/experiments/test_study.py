@@ -5,6 +5,7 @@ import re
 
 import pytest
 import yaml
+from tiny_presets import two_tiny_presets
 from typer.testing import CliRunner
 
 from udora.experiments.cli import app
@@ -118,27 +119,9 @@ def test_ablate_needs_a_file_or_a_factor(tmp_path):
 def n_train_study(tmp_path_factory):
     """`udora ablate` on preset.n_train (20, 30, 40; log2) for blr and gp_oracle on two
     tiny presets, seeds 0-2, then `udora report`."""
-    import numpy as np
-    import pandas as pd
 
     root = tmp_path_factory.mktemp("study")
-    data = root / "data"
-    data.mkdir()
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(120, 2))
-    frame = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1])
-    frame.to_csv(data / "tiny.csv.gz", index=False)
-    paths = []
-    for name, ell in (("tinya", [1.0, 1.5]), ("tinyb", [0.5, 2.0])):
-        preset = {
-            "name": name, "suite": "test", "source": {"file": "tiny.csv.gz"},
-            "features": ["a", "b"], "pool_size": 120, "n_train": 40,
-            "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": ell}],
-            "noise": {"std_min": 0.1, "std_max": 0.6}, "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
-        }  # fmt: skip
-        path = root / f"{name}.yaml"
-        path.write_text(yaml.safe_dump(preset))
-        paths.append(str(path))
+    paths, data = two_tiny_presets(root, std_max=0.6)
     out = root / "abl"
     args = ["ablate", "--factor", "preset.n_train=20,30,40", "--scale", "log2", "--methods",
             "blr,gp_oracle", "--presets", ",".join(paths), "--seeds", "0,1,2",

@@ -1,0 +1,28 @@
+"""Two tiny presets on one 120-row table, for tests that need a grid over presets."""
+
+import numpy as np
+import pandas as pd
+import yaml
+
+
+def two_tiny_presets(root, std_max=0.3):
+    """Write ``root/data/tiny.csv.gz`` and presets ``tinya``/``tinyb`` (RBF lengthscales
+    [1, 1.5] and [0.5, 2], 40 training points); returns (their YAML paths, the data folder)."""
+    data = root / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    frame = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1])
+    frame.to_csv(data / "tiny.csv.gz", index=False)
+    paths = []
+    for name, ell in (("tinya", [1.0, 1.5]), ("tinyb", [0.5, 2.0])):
+        preset = {
+            "name": name, "suite": "test", "source": {"file": "tiny.csv.gz"},
+            "features": ["a", "b"], "pool_size": 120, "n_train": 40,
+            "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": ell}],
+            "noise": {"std_min": 0.1, "std_max": std_max}, "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
+        }  # fmt: skip
+        path = root / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(preset))
+        paths.append(str(path))
+    return paths, data
