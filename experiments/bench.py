@@ -12,8 +12,6 @@ docs/running.md, "A grid", and docs/design.md, "The life of a run".
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import multiprocessing
 import shutil
 import time
 from collections.abc import Callable, Iterable
@@ -30,10 +28,9 @@ from udora.experiments import interrupts
 from udora.experiments.checks import check_jobs, check_out_dir, missing_data
 from udora.experiments.legacy import is_current, legacy_note, legacy_results
 from udora.experiments.lock import results_lock
-from udora.experiments.run import load_result, record_skipped, run_resolved
+from udora.experiments.run import load_result, record_failed, record_skipped, run_resolved
 from udora.experiments.spec import ResolvedRun, RunSpec, resolve, scope_hint, scoped_overrides
-from udora.experiments.workers import init_worker as _init_worker
-from udora.experiments.workers import stop_pool as _stop_pool
+from udora.experiments.workers import run_pool
 from udora.methods.base import ConfigError
 from udora.oracle.preset import list_presets
 
@@ -120,9 +117,13 @@ def _worker(
     return result.status, result.error or ""
 
 
+INFLIGHT = ".inflight"  # the pool's in-flight markers, under the results folder
+
+
 def _clean_temporaries(out_dir: Path) -> None:
     for tmp in out_dir.glob("*/*/*/.seed-*.tmp"):
         shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(out_dir / INFLIGHT, ignore_errors=True)
 
 
 def run_grid(
@@ -268,16 +269,15 @@ def _run_pool(
     done: Callable[[ResolvedRun, str, str], None],
     sources: dict[tuple[str, str], Any] | None = None,
 ) -> None:
-    """Run ``todo`` on ``jobs`` spawned workers; on any exit but success, stop them now."""
-    ctx = multiprocessing.get_context("spawn")
-    pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker)
-    try:
-        futures = {pool.submit(_worker, run, out, dd, wandb, (sources or {}).get(_key(run))): run
-                   for run in todo}  # fmt: skip
-        for fut in cf.as_completed(futures):
-            done(futures[fut], *fut.result())
-    except BaseException:
-        interrupts.stopping()  # a second Ctrl-C must not cut the cleanup short
-        _stop_pool(pool)
-        raise
-    pool.shutdown(wait=True)
+    """Run ``todo`` on ``jobs`` spawned workers; a run whose worker died is recorded failed.
+
+    See :func:`udora.experiments.workers.run_pool`: the other runs go on, on a fresh pool.
+    """
+
+    def crashed(args: tuple, reason: str) -> None:
+        record_failed(args[0], out, reason)
+        done(args[0], "failed", reason)
+
+    calls = [(run, out, dd, wandb, (sources or {}).get(_key(run))) for run in todo]
+    run_pool(calls, jobs, _worker, lambda args, res: done(args[0], *res), crashed,
+             Path(out) / INFLIGHT)  # fmt: skip

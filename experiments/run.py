@@ -194,6 +194,17 @@ def record_skipped(run: ResolvedRun, out_dir: str | Path, reason: str) -> Path:
     return final
 
 
+def record_failed(run: ResolvedRun, out_dir: str | Path, reason: str) -> Path:
+    """Write ``result.json`` with status ``failed`` for a run that never returned.
+
+    E.g. the worker process running it died (:mod:`udora.experiments.workers`); a later
+    grid retries it like any failed run.
+    """
+    final = run.run_dir(out_dir)
+    _write_atomically(final, {**_record(run, "failed"), "error": reason}, None)
+    return final
+
+
 def _make_temporary_dir(parent: Path, name: str) -> Path:
     """A new folder ``.<name>.<random>.tmp`` created like ``mkdir``, so the umask applies.
 

@@ -44,3 +44,13 @@ def wait_for(predicate, timeout=60.0):
 def last_line(text):
     """The last non-empty line of ``text``, whitespace collapsed."""
     return " ".join([line for line in text.splitlines() if line.strip()][-1].split())
+
+
+def times_ten_or_die(x, die_on, sleep=0.2):
+    """For pool tests, run in a worker: ``10 * x``, or death by SIGSEGV when ``x == die_on``."""
+    import signal
+
+    time.sleep(sleep)
+    if x == die_on:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return 10 * x

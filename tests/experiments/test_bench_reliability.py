@@ -383,3 +383,58 @@ def test_workers_end_when_the_grid_process_is_killed(tiny_preset, tmp_path):
     proc.kill()
     proc.wait(timeout=10)
     assert wait_for(lambda: not alive(kids), 10), f"left running: {alive(kids)}"
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_fails_that_run_and_the_grid_goes_on(tiny_preset, tmp_path):
+    """kill -9 of the worker running one run: that run is recorded failed with the signal,
+    the run beside it (its worker terminated by the broken pool) runs again, the rest run."""
+    path, data = tiny_preset
+    out = tmp_path / "grid"
+    cmd = [
+        EXE,
+        "bench",
+        "--presets",
+        str(path),
+        "--methods",
+        "nn_ensemble",
+        "--quick",
+        "--seeds",
+        "0,1,2,3,4,5",
+        "--out",
+        str(out),
+        "--data-dir",
+        str(data),
+        "--jobs",
+        "2",
+    ]
+    proc = subprocess.Popen(cmd, env=ENV, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)  # fmt: skip
+    inflight = out / ".inflight"
+
+    def marker():  # one run in flight for a while (a quick nn_ensemble fit takes seconds)
+        found = sorted(inflight.glob("*")) if inflight.is_dir() else []
+        if not found or not found[0].read_text():
+            return None
+        time.sleep(0.3)
+        return found[0] if found[0].exists() else None
+
+    assert wait_for(lambda: marker() is not None, 120), "no run was ever in flight"
+    victim = int(marker().read_text())
+    os.kill(victim, signal.SIGKILL)
+    text, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 1, text
+    assert "Traceback" not in text and "BrokenProcessPool" not in text
+    records = [json.loads(p.read_text()) for p in out.glob(RESULTS)]
+    assert len(records) == 6
+    failed = [r for r in records if r["status"] != "ok"]
+    assert len(failed) == 1, [r["error"] for r in failed]
+    reason = "the worker process running it died of SIGKILL (killed: out of memory, or kill -9)"
+    assert failed[0]["error"] == reason
+    said = f"seed {failed[0]['seed']}: the worker process running it died of SIGKILL"
+    assert said in " ".join(text.split())  # rich wraps the line
+    assert last_line(text).startswith("6 ran, 1 failed")
+    assert not inflight.exists()
+    rerun = subprocess.run(cmd, env=ENV, text=True, capture_output=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert last_line(rerun.stdout).startswith("1 ran, 0 failed, 0 skipped, 5 already done")
