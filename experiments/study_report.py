@@ -69,6 +69,11 @@ def study_section(table, study: Study, out_dir, md) -> list[str]:
     return [lines[0], "", head, *lines[1:]]
 
 
+def _label(level) -> str:
+    """A level as written in the study: ``16`` rather than ``16.0``."""
+    return f"{level:g}" if isinstance(level, float) else str(level)
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%" if np.isfinite(x) else "n/a"
 
@@ -86,7 +91,7 @@ def _metric_lines(name: str, metric: str, r: dict, xname: str, md: Callable) -> 
         f"slope against {xname}, {_pct(sh['significant_negative'])} significantly; mean "
         f"slope {sh['mean_slope']:+.4f}.",
         md(r["by_method"]),
-        md(r["levels"]),
+        md(r["levels"].rename(index=_label)),
         f"Kendall's W across levels {ag['w_levels']:.3f} (1 - W {ag['one_minus_w_levels']:.3f}; "
         f"{ag['presets']} presets, at least {ag['methods_levels']} methods); across presets "
         f"{ag['w_presets']:.3f} (1 - W {ag['one_minus_w_presets']:.3f}; {ag['levels']} levels, "
@@ -122,7 +127,7 @@ def ablation_lines(table, study: dict, out_dir: Path, md: Callable) -> list[str]
     unset = f"; runs that leave it unset ran at {default!r}" if default is not None else ""
     lines = _paragraphs(
         f"## Ablation: {name}",
-        f"`{factor}` over {levels}{unset}. Per (method, preset): OLS slope against "
+        f"`{factor}` over {', '.join(map(_label, levels))}{unset}. Per (method, preset): OLS slope against "
         f"{xname[scale]} on every ok run (significant: 95% t interval, n - 2 df, below 0); "
         "shift = a level's seed mean minus the mean over levels (cells complete over levels). "
         "W across levels: raters = levels, mean over presets; across presets: the reverse.",
