@@ -25,12 +25,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from udora import methods
 from udora.experiments import interrupts
-from udora.experiments.checks import check_jobs, check_out_dir, missing_data
+from udora.experiments.checks import check_out_dir, missing_data
+from udora.experiments.executors import ExecutorSpec, run_all
 from udora.experiments.legacy import is_current, legacy_note, legacy_results
 from udora.experiments.lock import results_lock
 from udora.experiments.run import load_result, record_failed, record_skipped, run_resolved
 from udora.experiments.spec import ResolvedRun, RunSpec, resolve, scope_hint, scoped_overrides
-from udora.experiments.workers import run_pool
 from udora.methods.base import ConfigError
 from udora.oracle.preset import list_presets
 
@@ -136,6 +136,7 @@ def run_grid(
     console: Console | None = None,
     wait_lock: bool = False,
     config_sources: dict[tuple[str, str], Any] | None = None,
+    executor: ExecutorSpec | None = None,
 ) -> GridSummary:
     """Run every run not already ``ok`` under ``out_dir`` while holding its lock; returns counts.
 
@@ -145,9 +146,11 @@ def run_grid(
     (:mod:`udora.experiments.legacy`). Raises :class:`udora.experiments.lock.LockHeldError`
     when another grid holds the folder, unless ``wait_lock``. ``config_sources[(preset_arg,
     method)]`` is recorded as each run's ``config_source`` (default ``"default"``).
+    ``executor`` (default: the local one with ``jobs``) says where the runs execute
+    (:mod:`udora.experiments.executors`).
     """
     console = console or Console()
-    check_jobs(jobs)
+    executor = (executor or ExecutorSpec(jobs=jobs)).check()
     check_out_dir(out_dir)
     out = Path(out_dir)
     summary = GridSummary()
@@ -155,7 +158,8 @@ def run_grid(
         try:
             out.mkdir(parents=True, exist_ok=True)
             with results_lock(out, wait=wait_lock):
-                _run_locked(runs, out, summary, jobs, data_dir, wandb, console, config_sources)
+                _run_locked(runs, out, summary, executor, data_dir, wandb, console,
+                            config_sources)  # fmt: skip
         except KeyboardInterrupt:
             # a Ctrl-C before the runs started (while waiting for the lock, say)
             interrupts.stopping()
@@ -167,7 +171,7 @@ def _run_locked(
     runs: list[ResolvedRun],
     out: Path,
     summary: GridSummary,
-    jobs: int,
+    executor: ExecutorSpec,
     data_dir: str | Path | None,
     wandb: bool,
     console: Console,
@@ -221,14 +225,7 @@ def _run_locked(
                 raise KeyboardInterrupt
 
         try:
-            if jobs <= 1:
-                from udora.experiments.jax_cache import configure_compilation_cache
-
-                configure_compilation_cache()
-                for run in todo:
-                    done(run, *_worker(run, str(out), dd, wandb, sources[_key(run)]))
-            else:
-                _run_pool(todo, jobs, str(out), dd, wandb, done, sources)
+            _run_on(executor.make(out / INFLIGHT), todo, str(out), dd, wandb, done, sources)
         except KeyboardInterrupt:
             interrupts.stopping()
             summary.interrupted = True
@@ -260,24 +257,29 @@ def _count_unreported(
             summary.failed += record.get("status") != "ok"
 
 
-def _run_pool(
+def _run_on(
+    executor: Any,
     todo: list[ResolvedRun],
-    jobs: int,
     out: str,
     dd: str | None,
     wandb: bool,
     done: Callable[[ResolvedRun, str, str], None],
-    sources: dict[tuple[str, str], Any] | None = None,
+    sources: dict[tuple[str, str], Any],
 ) -> None:
-    """Run ``todo`` on ``jobs`` spawned workers; a run whose worker died is recorded failed.
+    """Run ``todo`` on ``executor``; a run whose worker died is recorded failed, and so is
+    one whose folder this process cannot see (a Ray node writing to its own disk)."""
 
-    See :func:`udora.experiments.workers.run_pool`: the other runs go on, on a fresh pool.
-    """
+    def finished(args: tuple, value: tuple[str, str]) -> None:
+        run = args[0]
+        if value[0] == "ok" and not (run.run_dir(out) / "result.json").is_file():
+            value = ("failed", f"its result folder is not under {out} on this machine: on "
+                     "a cluster, the results folder must be shared by every node "
+                     "(docs/scaling.md)")  # fmt: skip
+        done(run, *value)
 
     def crashed(args: tuple, reason: str) -> None:
         record_failed(args[0], out, reason)
         done(args[0], "failed", reason)
 
-    calls = [(run, out, dd, wandb, (sources or {}).get(_key(run))) for run in todo]
-    run_pool(calls, jobs, _worker, lambda args, res: done(args[0], *res), crashed,
-             Path(out) / INFLIGHT)  # fmt: skip
+    calls = [(run, out, dd, wandb, sources.get(_key(run))) for run in todo]
+    run_all(executor, calls, _worker, finished, crashed)

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from udora.experiments import cli_options as opts
 from udora.experiments.cli_data import oracle_app, presets_app
 from udora.experiments.cli_errors import usage_error as _usage_error
 from udora.experiments.cli_study import ablate_cmd
@@ -103,6 +104,9 @@ def bench_cmd(
         Path | None,
         typer.Option(help="Folder written by `udora tune`: tuned configs (--set wins)."),
     ] = None,
+    executor: opts.Executor = "local",
+    address: opts.Address = None,
+    cpus_per_run: opts.CpusPerRun = None,
 ) -> None:
     """Run a grid of presets x methods x seeds; resumes, isolates failures, Ctrl-C safe.
 
@@ -112,14 +116,14 @@ def bench_cmd(
     from udora import methods as registry
     from udora.experiments import interrupts
     from udora.experiments.bench import QUICK_METHODS, make_grid, run_grid, suite_presets
-    from udora.experiments.checks import UsageError, check_jobs, check_out_dir, parse_seeds
+    from udora.experiments.checks import UsageError, check_out_dir, parse_seeds
     from udora.experiments.lock import LockHeldError
     from udora.experiments.run import parse_set
 
     with interrupts.catch_interrupts():
         try:
             seed_list = parse_seeds(seeds)
-            check_jobs(jobs)
+            spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
             check_out_dir(out)
             names = presets.split(",") if presets else suite_presets("quick" if quick else suite)
             default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
@@ -129,8 +133,8 @@ def bench_cmd(
             runs = make_grid(names, chosen, seed_list, over, quick=quick, data_dir=data_dir,
                              tuned=configs)  # fmt: skip
             summary = run_grid(
-                runs, out, jobs=jobs, data_dir=data_dir, wandb=wandb, console=console,
-                wait_lock=wait_lock, config_sources=sources,
+                runs, out, data_dir=data_dir, wandb=wandb, console=console,
+                wait_lock=wait_lock, config_sources=sources, executor=spec,
             )  # fmt: skip
         except (UsageError, LockHeldError) as err:
             _usage_error(err)

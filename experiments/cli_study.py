@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from udora.experiments import cli_options as opts
 from udora.experiments.cli_errors import usage_error as _usage_error
 
 console = Console()
@@ -46,6 +47,9 @@ def ablate_cmd(
     wait_lock: Annotated[
         bool, typer.Option("--wait-lock", help="Wait while another grid uses --out.")
     ] = False,
+    executor: opts.Executor = "local",
+    address: opts.Address = None,
+    cpus_per_run: opts.CpusPerRun = None,
 ) -> None:
     """Run an ablation study: presets x methods x levels x seeds, resumable like bench.
 
@@ -53,7 +57,7 @@ def ablate_cmd(
     run is ok, 1 when any failed or was skipped, 2 on a user error, 130 on Ctrl-C.
     """
     from udora.experiments import interrupts
-    from udora.experiments.checks import UsageError, check_jobs, check_out_dir, parse_seeds
+    from udora.experiments.checks import UsageError, check_out_dir, parse_seeds
     from udora.experiments.lock import LockHeldError
     from udora.experiments.run import parse_set
     from udora.experiments.study import load_study, study_from_factor, study_runs, write_study
@@ -77,7 +81,7 @@ def ablate_cmd(
                 )  # fmt: skip
                 origin = "--factor"
             folder = out if out is not None else Path("ablations") / study.name
-            check_jobs(jobs)
+            spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
             check_out_dir(folder)
             n_runs = len(study_runs(study, data_dir, origin=origin)) if study.tune is None else (
                 len(study.preset_names()) * len(study.methods) * len(study.levels)
@@ -89,8 +93,8 @@ def ablate_cmd(
                 f"{study.level_names()}, {n_runs} runs{tuned}",
                 highlight=False, markup=False, soft_wrap=True,
             )  # fmt: skip
-            summary = run_study(study, folder, jobs=jobs, data_dir=data_dir, console=console,
-                                wait_lock=wait_lock, origin=origin)  # fmt: skip
+            summary = run_study(study, folder, data_dir=data_dir, console=console,
+                                wait_lock=wait_lock, origin=origin, executor=spec)  # fmt: skip
         except (ValueError, KeyError, LockHeldError) as err:
             _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
         except KeyboardInterrupt:

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from udora.experiments import cli_options as opts
 from udora.experiments.cli_errors import usage_error as _usage_error
 
 console = Console()
@@ -95,6 +96,9 @@ def sweep_run_cmd(
     wandb: Annotated[
         bool, typer.Option("--wandb", help="Create the sweep on W&B and run it under an agent.")
     ] = False,
+    executor: opts.Executor = "local",
+    address: opts.Address = None,
+    cpus_per_run: opts.CpusPerRun = None,
 ) -> None:
     """Run (or resume) a sweep offline: `sweeps` proposes, trials run here, written to --out.
 
@@ -114,6 +118,7 @@ def sweep_run_cmd(
     try:
         config = load_sweep_config(file)
         sr.trial_cap(config, trials)
+        spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
     except (ValueError, KeyError) as err:
         _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
     if wandb:
@@ -128,8 +133,8 @@ def sweep_run_cmd(
         console.print(f"W&B sweep {sweep_id}; trials in {sr.sweep_dir(config, out)}", **plain)
         return
     try:
-        summary = sr.run_sweep(config, out, trials=trials, jobs=jobs, data_dir=data_dir,
-                               on_trial=show)  # fmt: skip
+        summary = sr.run_sweep(config, out, trials=trials, data_dir=data_dir, on_trial=show,
+                               executor=spec)  # fmt: skip
     except (ValueError, LockHeldError) as err:
         _usage_error(err)
     if summary.interrupted:
@@ -157,6 +162,9 @@ def tune_cmd(
         typer.Option("--set", help="Hold a field: key=value (method.key for one method)."),
     ] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+    executor: opts.Executor = "local",
+    address: opts.Address = None,
+    cpus_per_run: opts.CpusPerRun = None,
 ) -> None:
     """Tune every preset x method by an offline bayes sweep on a validation split.
 
@@ -191,8 +199,9 @@ def tune_cmd(
     try:
         from udora.experiments.spec import parse_set
 
+        spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
         summaries = tune_many(
-            pairs, out, trials=trials, jobs=jobs, objective=objective, seed=seed,
+            pairs, out, trials=trials, objective=objective, seed=seed, executor=spec,
             fixed=parse_set(set_ or []), data_dir=data_dir, on_trial=show, on_tuned=tuned,
         )  # fmt: skip
     except (ValueError, KeyError, LockHeldError) as err:

@@ -142,7 +142,9 @@ def level_name(v: Any) -> str:
 def _explain(err: ValidationError) -> str:
     first = err.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "study"
-    return f"{where}: {first['msg']}"
+    if first["type"] == "extra_forbidden":
+        return f"unknown key {where!r}; the keys are {', '.join(Study.model_fields)}"
+    return f"{where}: {first['msg'].removeprefix('Value error, ')}"
 
 
 def shipped_studies() -> list[str]:
@@ -154,11 +156,12 @@ def shipped_studies() -> list[str]:
 
 
 def study_path(arg: str | Path) -> Path:
-    """A study file: ``arg`` itself when it exists, else the shipped study of that name."""
+    """A study file: ``arg`` itself when it is a file, else the shipped study of that name
+    (a folder named like a shipped study, say its results, does not hide it)."""
     from importlib.resources import files
 
     path = Path(arg)
-    if path.exists() or path.suffix in (".yaml", ".yml") or len(path.parts) > 1:
+    if path.is_file() or path.suffix in (".yaml", ".yml") or len(path.parts) > 1:
         return path
     shipped = files("udora.experiments") / "studies" / f"{arg}.yaml"
     if not shipped.is_file():
@@ -219,9 +222,21 @@ def study_runs(study: Study, data_dir: str | Path | None = None, *, origin: str 
     Raises StudyError naming ``origin`` when a preset, method, field or value is rejected.
     """
     from udora.experiments.bench import make_grid
+    from udora.methods import get_method_class
 
     runs = []
     tuning = study.factor.startswith(TUNING_PREFIX)  # not a config field: nothing to set
+    if not tuning and not study.factor.startswith("preset."):
+        for method in study.methods:
+            try:
+                fields = get_method_class(method).Config.model_fields
+            except KeyError as err:
+                raise StudyError(f"{origin}: methods: {err.args[0] if err.args else err}") from None
+            if study.factor not in fields:
+                raise StudyError(
+                    f"{origin}: factor {study.factor!r}: method {method} has no such field "
+                    f"(its fields: `udora methods {method}`); drop the method or change the factor"
+                )
     for value in study.level_values():
         overrides = dict(study.set) if tuning else {**study.set, study.factor: value}
         try:

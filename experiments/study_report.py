@@ -127,8 +127,9 @@ def ablation_lines(table, study: dict, out_dir: Path, md: Callable) -> list[str]
     unset = f"; runs that leave it unset ran at {default!r}" if default is not None else ""
     lines = _paragraphs(
         f"## Ablation: {name}",
-        f"`{factor}` over {', '.join(map(_label, levels))}{unset}. Per (method, preset): OLS slope against "
-        f"{xname[scale]} on every ok run (significant: 95% t interval, n - 2 df, below 0); "
+        f"`{factor}` over {', '.join(map(_label, levels))}{unset}. Per (method, preset): OLS "
+        f"slope against {xname[scale]} on every ok run (significant: 95% t interval, n - 2 "
+        "df, below 0); "
         "shift = a level's seed mean minus the mean over levels (cells complete over levels). "
         "W across levels: raters = levels, mean over presets; across presets: the reverse.",
         md(head),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from udora.experiments.bench import GridSummary, make_grid, run_grid
+from udora.experiments.executors import ExecutorSpec
 from udora.experiments.study import TUNING_PREFIX, Study, StudyError, study_runs
 
 
@@ -40,15 +41,18 @@ def run_study(
     wait_lock: bool = False,
     on_trial: Callable[[dict[str, Any]], None] | None = None,
     origin: str = "study",
+    executor: ExecutorSpec | None = None,
 ) -> GridSummary:
     """Run ``study`` into ``out`` (see the module doc); the summed grid summary.
 
     Every level's runs are resolved before anything is fitted (errors name ``origin``).
+    ``executor`` (default: the local one with ``jobs``) runs the trials and the runs.
     """
+    executor = executor or ExecutorSpec(jobs=jobs)
     if study.tune is None:
         runs = study_runs(study, data_dir, origin=origin)
-        return run_grid(runs, out, jobs=jobs, data_dir=data_dir, console=console,
-                        wait_lock=wait_lock)  # fmt: skip
+        return run_grid(runs, out, data_dir=data_dir, console=console, wait_lock=wait_lock,
+                        executor=executor)  # fmt: skip
     from udora.experiments.tune import tune_many, tuned_configs
 
     presets = study.preset_names()
@@ -70,16 +74,17 @@ def run_study(
     total = GridSummary()
     for name, tune, held in plans:
         folder = tuned_dir(out, name)
-        summaries = tune_many(pairs, folder, jobs=jobs, fixed=held, data_dir=data_dir,
-                              on_trial=on_trial, **tune)  # fmt: skip
+        summaries = tune_many(pairs, folder, fixed=held, data_dir=data_dir,
+                              on_trial=on_trial, executor=executor, **tune)  # fmt: skip
         if any(s.interrupted for s in summaries):
             total.interrupted = True
             return total
         configs, sources, _ = tuned_configs(folder, presets, study.methods)
         runs = make_grid(presets, study.methods, study.seeds, held, data_dir=data_dir,
                          tuned=configs)  # fmt: skip
-        _add(total, run_grid(runs, out, jobs=jobs, data_dir=data_dir, console=console,
-                             wait_lock=wait_lock, config_sources=sources))  # fmt: skip
+        _add(total, run_grid(runs, out, data_dir=data_dir, console=console,
+                             wait_lock=wait_lock, config_sources=sources,
+                             executor=executor))  # fmt: skip
         if total.interrupted:
             return total
     return total

@@ -1,16 +1,14 @@
 """The scheduler of :func:`udora.experiments.sweep_run.run_sweeps`: sweeps and workers.
 
 :class:`SweepState` is one sweep's trials so far and in flight; :class:`SweepEngine` keeps
-``jobs`` workers (spawned once, so their caches and compiled programs serve every trial;
-in process for one job) busy with the sweeps' trials. A sweep proposes only when none of
+an executor's workers (spawned once, so their caches and compiled programs serve every
+trial; in process for one job) busy with the sweeps' trials. A sweep proposes only when none of
 its trials runs, up to ``per_sweep`` at once, so its proposals depend on its results
 alone (docs/design.md, "Tuning without the oracle").
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import multiprocessing
 import os
 import secrets
 import shutil
@@ -21,7 +19,7 @@ import yaml
 
 from udora.experiments import interrupts
 from udora.experiments.sweep_run import SweepSummary, propose
-from udora.experiments.sweep_trials import load_trials, run_trial
+from udora.experiments.sweep_trials import load_trial, load_trials, record_crashed_trial, run_trial
 
 
 class SweepState:
@@ -72,11 +70,13 @@ class SweepState:
 
 
 class SweepEngine:
-    """Keeps ``jobs`` workers busy with the trials of the sweeps (in process for one job)."""
+    """Keeps an executor's workers busy with the trials of the sweeps
+    (:mod:`udora.experiments.executors`); a trial whose worker died is recorded failed."""
 
-    def __init__(self, states, jobs, per_sweep, dd, on_trial, on_done) -> None:
-        self.states, self.jobs, self.per_sweep, self.dd = states, jobs, per_sweep, dd
-        self.on_trial, self.on_done = on_trial, on_done
+    def __init__(self, states, executor, per_sweep, dd, on_trial, on_done, marker_dir) -> None:
+        self.states, self.executor, self.per_sweep, self.dd = states, executor, per_sweep, dd
+        self.jobs = executor.jobs  # sweeps under way at once
+        self.on_trial, self.on_done, self.marker_dir = on_trial, on_done, marker_dir
 
     def _report_finished(self) -> None:
         for s in self.states:
@@ -111,39 +111,36 @@ class SweepEngine:
 
     def run(self) -> None:
         self._report_finished()  # sweeps complete on disk already
-        if self.jobs == 1:
-            from udora.experiments.jax_cache import configure_compilation_cache
-
-            configure_compilation_cache()
-            while batch := self._next(self.per_sweep):
-                for s, k, params in batch:
-                    self._finish(s, run_trial(s.folder, k, params, self.dd))
-                    if interrupts.requested():
-                        raise KeyboardInterrupt
-                self._report_finished()
-            return
-        from udora.experiments.workers import init_worker, stop_pool
-
-        ctx = multiprocessing.get_context("spawn")
-        pool = cf.ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=init_worker)
-        futures: dict[cf.Future, SweepState] = {}
+        ex = self.executor.make(self.marker_dir)
+        self.jobs = ex.capacity  # Ray's default: as many as the cluster holds
+        running: dict[int, tuple[SweepState, int, dict[str, Any]]] = {}
         try:
             while True:
-                for s, k, params in self._next(self.jobs - len(futures)):
-                    futures[pool.submit(run_trial, str(s.folder), k, params, self.dd)] = s
-                if not futures:
+                for s, k, params in self._next(ex.capacity - len(running)):
+                    running[ex.submit(run_trial, (str(s.folder), k, params, self.dd))] = (
+                        s,
+                        k,
+                        params,
+                    )
+                if not running:
                     break
-                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
-                for fut in sorted(done, key=lambda f: futures[f].folder.name):
-                    self._finish(futures.pop(fut), fut.result())
+                ended = [(running.pop(t), o) for t, o in ex.wait()]
+                for (s, k, params), outcome in sorted(ended, key=lambda e: e[0][0].folder.name):
+                    record = (
+                        outcome.value
+                        if outcome.crash is None
+                        else (record_crashed_trial(s.folder, k, params, outcome.crash))
+                    )
+                    self._finish(s, record)
                 self._report_finished()
                 if interrupts.requested():
                     raise KeyboardInterrupt
         except BaseException:
             interrupts.stopping()
-            for fut, s in futures.items():  # trials that finished before the stop still count
-                if fut.done() and not fut.cancelled() and fut.exception() is None:
-                    s.finish(fut.result())
-            stop_pool(pool)
+            ex.close(now=True)
+            for s, k, _ in running.values():  # trials written before the stop still count
+                record = load_trial(s.folder, k)
+                if record is not None:
+                    s.finish(record)
             raise
-        pool.shutdown(wait=True)
+        ex.close()

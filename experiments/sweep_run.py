@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from udora.experiments import interrupts
+from udora.experiments.executors import ExecutorSpec
 from udora.experiments.lock import results_lock
 from udora.experiments.sweep_config import load_sweep_config
 from udora.experiments.sweep_trials import load_trials, trial_line
@@ -162,6 +163,7 @@ def run_sweep(
     data_dir: str | Path | None = None,
     on_trial: Callable[[dict[str, Any]], None] | None = None,
     wait_lock: bool = False,
+    executor: ExecutorSpec | None = None,
 ) -> SweepSummary:
     """Run (or resume) the sweep of the YAML at ``path`` until it has ``trials`` trials.
 
@@ -171,8 +173,9 @@ def run_sweep(
     (bad ``trials``/``jobs``), LockHeldError (the folder is in use).
     """
     config = load_sweep_config(path) if not isinstance(path, dict) else path
-    (summary,) = run_sweeps([config], out, trials=trials, jobs=jobs, per_sweep=jobs,
-                            data_dir=data_dir, on_trial=on_trial, wait_lock=wait_lock)  # fmt: skip
+    spec = executor or ExecutorSpec(jobs=jobs)
+    (summary,) = run_sweeps([config], out, trials=trials, per_sweep=spec.jobs, data_dir=data_dir,
+                            on_trial=on_trial, wait_lock=wait_lock, executor=spec)  # fmt: skip
     return summary
 
 
@@ -187,6 +190,7 @@ def run_sweeps(
     on_trial: Callable[[dict[str, Any]], None] | None = None,
     on_done: Callable[[SweepSummary], None] | None = None,
     wait_lock: bool = False,
+    executor: ExecutorSpec | None = None,
 ) -> list[SweepSummary]:
     """Run (or resume) validated sweep ``configs`` over one pool of ``jobs`` workers.
 
@@ -194,12 +198,13 @@ def run_sweeps(
     ``per_sweep`` trials in flight (see module doc). ``on_done`` is called with a sweep's
     summary as soon as it has its trials. Returns one summary per config, in order; after
     Ctrl-C every summary is marked ``interrupted`` and holds the trials on disk.
+    ``executor`` (default: the local one with ``jobs``) says where trials execute.
     """
     from udora.experiments.checks import check_jobs
     from udora.experiments.sweep_engine import SweepEngine, SweepState
 
     caps = [trial_cap(c, trials) for c in configs]
-    check_jobs(jobs)
+    spec = (executor or ExecutorSpec(jobs=jobs)).check()
     check_jobs(per_sweep)
     dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
     states = [SweepState(c, sweep_dir(c, out), cap) for c, cap in zip(configs, caps, strict=True)]
@@ -211,7 +216,8 @@ def run_sweeps(
                 s.folder.mkdir(parents=True, exist_ok=True)
                 locks.enter_context(results_lock(s.folder, wait=wait_lock))
                 s.prepare()
-            SweepEngine(states, jobs, per_sweep, dd, on_trial, on_done).run()
+            marker_dir = Path(out) / ".inflight"
+            SweepEngine(states, spec, per_sweep, dd, on_trial, on_done, marker_dir).run()
         except KeyboardInterrupt:
             interrupts.stopping()
             for s in states:

@@ -41,6 +41,25 @@ def split_params(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _failed_record(k: int, params: dict[str, Any], error: str | None = None) -> dict[str, Any]:
+    kw = split_params(params)
+    return {
+        "schema": TRIAL_SCHEMA, "k": k, "params": params, "overrides": kw["config_overrides"],
+        "config": None, "objective": kw["objective"],
+        "metric": OBJECTIVES.get(kw["objective"], kw["objective"]), "value": None,
+        "status": "failed", "error": error, "timings": {},
+    }  # fmt: skip
+
+
+def record_crashed_trial(
+    folder: str | Path, k: int, params: dict[str, Any], reason: str
+) -> dict[str, Any]:
+    """Write ``folder/trial-<k>/`` as ``failed`` for a trial whose worker died; its record."""
+    record = _failed_record(k, params, reason)
+    _write_trial(Path(folder) / f"trial-{k}", record, None)
+    return record
+
+
 def run_trial(
     folder: str | Path, k: int, params: dict[str, Any], data_dir: str | None
 ) -> dict[str, Any]:
@@ -51,12 +70,7 @@ def run_trial(
     from udora.experiments import tuning
 
     kw = split_params(params)
-    record: dict[str, Any] = {
-        "schema": TRIAL_SCHEMA, "k": k, "params": params, "overrides": kw["config_overrides"],
-        "config": None, "objective": kw["objective"],
-        "metric": OBJECTIVES.get(kw["objective"], kw["objective"]), "value": None,
-        "status": "failed", "error": None, "timings": {},
-    }  # fmt: skip
+    record = _failed_record(k, params)
     arrays = None
     c0 = compile_seconds()
     t0 = time.perf_counter()
@@ -146,6 +160,14 @@ def _write_trial(final: Path, record: dict[str, Any], arrays: dict[str, Any] | N
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def load_trial(folder: str | Path, k: int) -> dict[str, Any] | None:
+    """Trial ``k``'s record under ``folder``, or None when it is not (readably) written."""
+    try:
+        return json.loads((Path(folder) / f"trial-{k}" / "trial.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
 
 
 def load_trials(folder: str | Path) -> list[dict[str, Any]]:

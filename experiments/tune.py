@@ -23,6 +23,7 @@ import yaml
 from udora.experiments import sweep_config as sc
 from udora.experiments import sweep_run as sr
 from udora.experiments import tuning
+from udora.experiments.executors import ExecutorSpec
 
 
 def tuned_path(out: str | Path, preset_name: str, method: str) -> Path:
@@ -121,6 +122,7 @@ def tune_many(
     data_dir: str | Path | None = None,
     on_trial: Callable[[dict[str, Any]], None] | None = None,
     on_tuned: Callable[[Path, dict[str, Any], sr.SweepSummary | None], None] | None = None,
+    executor: ExecutorSpec | None = None,
 ) -> list[sr.SweepSummary]:
     """Tune every (preset, method) of ``pairs``: one sweep each, all over ``jobs`` workers.
 
@@ -129,6 +131,7 @@ def tune_many(
     written (and every bad name raised) before anything runs.
     ``on_tuned(path, content, summary)`` follows each tuned file as it is written (summary
     None for a pass-through). Returns the sweep summaries (interrupted ones after Ctrl-C).
+    ``executor`` (default: the local one with ``jobs``) says where trials execute.
     """
     from udora.experiments.spec import scoped_overrides
 
@@ -153,7 +156,8 @@ def tune_many(
             on_tuned(target, data, summary)
 
     return sr.run_sweeps(configs, Path(out) / "sweeps", trials=trials, jobs=jobs, per_sweep=1,
-                         data_dir=data_dir, on_trial=on_trial, on_done=done)  # fmt: skip
+                         data_dir=data_dir, on_trial=on_trial, on_done=done,
+                         executor=executor)  # fmt: skip
 
 
 def tune_one(

@@ -4,23 +4,22 @@ Workers are spawned (``multiprocessing`` "spawn"), ignore Ctrl-C (the parent dec
 terminates them), end on their own when the parent dies, and share JAX's persistent
 compilation cache (docs/running.md, "A grid").
 
-:func:`run_pool` survives a worker that dies mid-call (a segfault in native code, the
-out-of-memory killer, ``kill -9``). ``concurrent.futures`` then breaks the whole pool and
-fails every outstanding call alike, so each call marks itself in flight with a file named
-by its index holding the worker's pid; after the break, the workers' exit codes say which
-one died first (the others were terminated by the pool, SIGTERM). That call is reported
-crashed; every other unfinished call runs again on a fresh pool.
+A worker may die mid-call (a segfault in native code, the out-of-memory killer, ``kill
+-9``); ``concurrent.futures`` then breaks the whole pool and fails every outstanding call
+alike. So each call marks itself in flight (:func:`tracked`: a file named by its ticket,
+holding the worker's pid); after the break, the workers' exit codes say which one died
+first (the others were terminated by the pool, SIGTERM), and
+:class:`udora.experiments.executors.LocalPool` reports that call crashed
+(:func:`crash_reason`) and resubmits the others to a fresh pool.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
 import os
-import shutil
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +45,42 @@ def exit_with_parent(parent: int, every: float = 1.0) -> None:
     threading.Thread(target=watch, name="udora-parent-watch", daemon=True).start()
 
 
-def init_worker() -> None:
-    """Pool workers ignore Ctrl-C (the parent terminates them), end when the parent dies,
-    and share the JAX cache."""
-    import os
+def thread_env(cpus: int) -> dict[str, str]:
+    """Environment that caps a run's OpenMP, BLAS and (for one core) XLA threads at
+    ``cpus``; set before JAX or numpy start their thread pools. CatBoost's threads are a
+    method config field (``thread_count``, default 1)."""
+    env = {name: str(cpus) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                        "MKL_NUM_THREADS")}  # fmt: skip
+    if cpus == 1:
+        flags = os.environ.get("XLA_FLAGS", "")
+        if "xla_cpu_multi_thread_eigen" not in flags:
+            env["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    return env
 
+
+def cap_threads(cpus: int) -> None:
+    """Cap this process's threads at ``cpus``: the environment of :func:`thread_env` for
+    libraries not loaded yet, and ``threadpoolctl`` for BLAS/OpenMP already loaded (the
+    spawned worker may have imported numpy with the parent's main module)."""
+    from threadpoolctl import threadpool_limits
+
+    os.environ.update(thread_env(cpus))
+    threadpool_limits(cpus)
+
+
+def init_worker(cores: list[int] | None = None, per_run: int = 0, slot: Any = None) -> None:
+    """Pool workers ignore Ctrl-C (the parent terminates them), end when the parent dies,
+    and share the JAX cache. With ``cores`` (the parent's usable cores), ``per_run`` and a
+    shared counter ``slot``, the k-th worker of a pool is pinned to ``per_run`` cores of
+    its own (``cores[k * per_run:]``, wrapping) and its thread pools are capped to match
+    (:func:`thread_env`); XLA sizes its pool by the cores a process may use."""
+    if cores and per_run and slot is not None:
+        with slot.get_lock():
+            k = slot.value
+            slot.value += 1
+        mine = {cores[(k * per_run + i) % len(cores)] for i in range(per_run)}
+        os.sched_setaffinity(0, mine)
+        cap_threads(per_run)
     from udora.experiments.jax_cache import configure_compilation_cache
 
     exit_with_parent(os.getppid())
@@ -92,90 +122,52 @@ def crash_reason(exitcode: int | None) -> str:
     return f"the worker process running it exited with code {exitcode}"
 
 
-def _tracked(fn: Callable[..., Any], marker_dir: str, index: int, args: tuple) -> Any:
-    """In a worker: ``fn(*args)``, with the file ``marker_dir/index`` (our pid) meanwhile."""
+def tracked(fn: Callable[..., Any], marker_dir: str, index: int, args: tuple) -> Any:
+    """In a worker: ``fn(*args)``, with the file ``marker_dir/index`` (our pid) meanwhile;
+    then :func:`release_if_crowded`."""
     marker = Path(marker_dir) / str(index)
     marker.write_text(str(os.getpid()))
     try:
         return fn(*args)
     finally:
         marker.unlink(missing_ok=True)
+        release_if_crowded()
 
 
-def run_pool(
-    calls: Sequence[tuple],
-    jobs: int,
-    fn: Callable[..., Any],
-    on_result: Callable[[tuple, Any], None],
-    on_crash: Callable[[tuple, str], None],
-    marker_dir: str | Path,
-) -> None:
-    """Call ``fn(*args)`` for every ``args`` of ``calls`` on ``jobs`` spawned workers.
-
-    ``on_result(args, value)`` gets each return value as it comes, in the parent.
-    A call whose worker process died gets ``on_crash(args, reason)`` instead (see the
-    module doc); the others run on. ``marker_dir`` (created, emptied, removed) holds the
-    in-flight markers. On any other exit (Ctrl-C, an error in a callback) the workers are
-    stopped at once and the exception propagates.
-    """
-    marker_dir = Path(marker_dir)
-    todo = dict(enumerate(calls))
-    empty_breaks = 0
-    while todo:
-        shutil.rmtree(marker_dir, ignore_errors=True)
-        marker_dir.mkdir(parents=True)
-        crashed = _one_pool(todo, jobs, fn, on_result, marker_dir)
-        if crashed is None:
-            break
-        empty_breaks = 0 if crashed else empty_breaks + 1
-        if empty_breaks >= MAX_EMPTY_BREAKS:
-            raise RuntimeError(f"worker processes died {MAX_EMPTY_BREAKS} times in a row "
-                               "with no run in flight; is the environment broken?")  # fmt: skip
-        # the workers the pool terminated itself died of SIGTERM; the first to die did not
-        culprits = {i: code for i, code in crashed.items() if code != -signal.SIGTERM}
-        for index, code in (culprits or dict.fromkeys(crashed)).items():
-            on_crash(todo.pop(index), crash_reason(code))
-    shutil.rmtree(marker_dir, ignore_errors=True)
-
-
-def _one_pool(
-    todo: dict[int, tuple],
-    jobs: int,
-    fn: Callable[..., Any],
-    on_result: Callable[[tuple, Any], None],
-    marker_dir: Path,
-) -> dict[int, int | None] | None:
-    """One pool over ``todo`` (finished calls are popped). ``None`` when every call finished;
-    after a break, the exit code of the worker of each call that was in flight."""
-    ctx = multiprocessing.get_context("spawn")
-    pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=init_worker)
-    procs: dict[int, Any] = {}
+def mappings_share() -> float | None:
+    """This process's memory mappings as a share of the kernel's per-process limit
+    (``vm.max_map_count``); None where that cannot be read (not Linux)."""
     try:
-        futures = {pool.submit(_tracked, fn, str(marker_dir), i, args): i
-                   for i, args in todo.items()}  # fmt: skip
-        procs.update(getattr(pool, "_processes", None) or {})
-        for fut in cf.as_completed(futures):
-            procs.update(getattr(pool, "_processes", None) or {})
-            if isinstance(fut.exception(), cf.process.BrokenProcessPool):
-                break
-            on_result(todo.pop(futures[fut]), fut.result())
-        else:
-            pool.shutdown(wait=True)
-            return None
-    except BaseException:
-        interrupts.stopping()  # a second Ctrl-C must not cut the cleanup short
-        stop_pool(pool)
-        raise
-    stop_pool(pool)
-    for proc in procs.values():  # joined, so their exit codes are known
-        proc.join(timeout=5)
-    for fut, index in futures.items():  # finished before the break, not yet reported
-        if index in todo and fut.done() and fut.exception() is None:
-            on_result(todo.pop(index), fut.result())
-    codes = {proc.pid: proc.exitcode for proc in procs.values()}
-    crashed: dict[int, int | None] = {}
-    for marker in marker_dir.iterdir():
-        index, pid = int(marker.name), int(marker.read_text() or 0)
-        if index in todo:
-            crashed[index] = codes.get(pid)
-    return crashed
+        limit = int(Path("/proc/sys/vm/max_map_count").read_text())
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps) / limit
+    except (OSError, ValueError):
+        return None
+
+
+def release_if_crowded(limit: float = 0.5) -> bool:
+    """Drop compiled programs once mappings pass ``limit`` of ``vm.max_map_count``.
+
+    Every program XLA compiles keeps a few memory mappings of machine code for as long as a
+    cache holds it; a worker that has run a few hundred runs of different shapes and
+    architectures reaches the kernel's limit (65,530 by default), and the next compile
+    fails ("LLVM ERROR: Unable to allocate section memory") or segfaults. So: clear every
+    ``functools`` cache of udora's modules (compiled training programs, networks, oracle
+    tasks), then JAX's own caches, and collect. Returns whether it cleared. Rebuilding
+    costs a compile per program (often a read of the persistent compilation cache).
+    """
+    import gc
+    import sys
+
+    share = mappings_share()
+    if share is None or share < limit:
+        return False
+    for name, module in list(sys.modules.items()):
+        if name.startswith("udora.") and module is not None:
+            for obj in list(vars(module).values()):
+                if callable(getattr(obj, "cache_clear", None)):
+                    obj.cache_clear()
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+    gc.collect()
+    return True

@@ -60,7 +60,7 @@ def _write(tmp_path, **study):
         ({"scale": "log2", "levels": [0, 1]}, r"scale log2 needs positive numeric"),
         ({"scale": "cubic"}, r"scale: "),
         ({"seeds": [0, 0]}, r"seeds must be distinct"),
-        ({"widthh": 3}, r"widthh: Extra inputs are not permitted"),
+        ({"widthh": 3}, r"unknown key 'widthh'; the keys are name, description, factor"),
         ({"set": {"alpha": 1.0}}, r"'alpha' is the factor"),
         ({"methods": []}, r"methods: "),
     ],
@@ -80,13 +80,21 @@ def test_study_file_unreadable_or_unknown(tmp_path):
         load_study("nope")
 
 
+def test_a_folder_named_like_a_shipped_study_does_not_hide_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "depth").mkdir()  # e.g. the results of `udora ablate depth --out depth`
+    assert load_study("depth").factor == "blocks"
+
+
 def test_a_level_a_method_rejects_is_named_before_anything_runs(tiny_preset, tmp_path):
     path, data = tiny_preset
     study = study_from_factor("alpha=0.5,-1", methods=["blr"], seeds=[0], presets=[str(path)])
     with pytest.raises(StudyError, match=r"--factor: level -1: .*alpha"):
         study_runs(study, data, origin="--factor")
     other = study_from_factor("width=8,16", methods=["blr"], seeds=[0], presets=[str(path)])
-    with pytest.raises(StudyError, match=r"level 8: .*unknown field.*width"):
+    message = (r"study: factor 'width': method blr has no such field \(its fields: `udora "
+               r"methods blr`\); drop the method or change the factor$")  # fmt: skip
+    with pytest.raises(StudyError, match=message):
         study_runs(other, data)
 
 

@@ -1,18 +1,21 @@
-"""The crash-tolerant worker pool: a worker that dies fails its call only (workers.run_pool)."""
+"""Executors: a worker that dies fails its call only; the others finish (executors.py)."""
 
 import signal
+from pathlib import Path
 
 import pytest
 from processes import times_ten_or_die
 
-from udora.experiments.workers import crash_reason, run_pool
+from udora.experiments.executors import InProcess, LocalPool, run_all
+from udora.experiments.workers import crash_reason
 
 
 def test_a_call_whose_worker_segfaults_is_reported_and_the_others_finish(tmp_path):
     results, crashes = {}, {}
     calls = [(x, 2) for x in range(6)]
-    run_pool(calls, 2, times_ten_or_die, lambda a, v: results.setdefault(a[0], v),
-             lambda a, why: crashes.setdefault(a[0], why), tmp_path / "inflight")  # fmt: skip
+    pool = LocalPool(2, 1, tmp_path / "inflight")
+    run_all(pool, calls, times_ten_or_die, lambda a, v: results.setdefault(a[0], v),
+            lambda a, why: crashes.setdefault(a[0], why))  # fmt: skip
     assert results == {x: 10 * x for x in (0, 1, 3, 4, 5)}
     assert crashes == {2: "the worker process running it died of SIGSEGV (a native crash)"}
     assert not (tmp_path / "inflight").exists()
@@ -30,3 +33,39 @@ def test_a_call_whose_worker_segfaults_is_reported_and_the_others_finish(tmp_pat
 def test_crash_reasons_name_the_signal(code, reason):
     assert crash_reason(code) == f"the worker process running it {reason}"
     assert "which one is unknown" in crash_reason(None)
+
+
+def test_in_process_runs_in_order():
+    seen = []
+    run_all(InProcess(), [(x, -1, 0) for x in range(4)], times_ten_or_die,
+            lambda a, v: seen.append(v), lambda a, why: seen.append(why))  # fmt: skip
+    assert seen == [0, 10, 20, 30]
+
+
+def test_crowded_mappings_are_released():
+    """Compiled programs hold memory mappings until their caches drop them (the cause of
+    'LLVM ERROR: Unable to allocate section memory' after a few hundred runs)."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    from udora.experiments import workers
+
+    held = functools.lru_cache(maxsize=None)(lambda i: jax.jit(lambda x: jnp.sin(x) * i))
+    workers.held_for_test = held  # a udora module's cache, as methods.nn.trainer's
+    try:
+        assert not workers.release_if_crowded(limit=1.0)
+        before = workers.mappings_share()
+        for i in range(80):
+            held(i)(jnp.ones(i + 1)).block_until_ready()
+        grown = workers.mappings_share()
+        assert workers.release_if_crowded(limit=0.0)
+        after = workers.mappings_share()
+    finally:
+        del workers.held_for_test
+    limit = int(Path("/proc/sys/vm/max_map_count").read_text())
+    print(f"mappings {before * limit:.0f} -> {grown * limit:.0f} -> {after * limit:.0f}")
+    assert (grown - before) * limit > 300  # a few mappings per compiled program
+    assert held.cache_info().currsize == 0
+    assert after - before < 0.2 * (grown - before)

@@ -1,0 +1,35 @@
+"""Command-line options shared by ``bench``, ``sweep run``, ``tune`` and ``ablate``: where
+their runs execute (:mod:`udora.experiments.executors`, docs/scaling.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from udora.experiments.executors import ExecutorSpec
+
+Executor = Annotated[
+    str, typer.Option("--executor", help="local (this machine's processes) or ray.")
+]
+Address = Annotated[
+    str | None,
+    typer.Option(
+        help="With --executor ray: auto or HOST:PORT of a running cluster "
+        "(default: start a local Ray)."
+    ),
+]
+CpusPerRun = Annotated[
+    int | None,
+    typer.Option(help="Cores per run (default: cores / --jobs locally, 1 on Ray)."),
+]
+
+
+def executor_spec(
+    executor: str, jobs: int, address: str | None, cpus_per_run: int | None
+) -> ExecutorSpec:
+    """The options as a checked :class:`ExecutorSpec` (a UsageError names a bad option)."""
+    from udora.experiments.executors import ExecutorSpec
+
+    return ExecutorSpec(executor, jobs, address, cpus_per_run).check()

@@ -1,0 +1,332 @@
+"""Where the runs of a grid and the trials of a sweep execute: in process, a local pool, Ray.
+
+Every executor takes calls ``fn(*args)`` (``submit``) and hands back finished ones
+(``wait``) as :class:`Outcome`: the call's value, or ``crash``, the reason its worker died
+before it returned. A crash fails that call only; the others go on. ``bench``, ``sweep
+run``, ``tune`` and ``ablate`` choose one with ``--executor local|ray`` (docs/scaling.md):
+
+- :class:`InProcess` (``--jobs 1``): the calls run one after another in this process.
+- :class:`LocalPool` (``--jobs J``): J spawned workers on this machine, each pinned to its
+  own ``cpus_per_run`` cores (:func:`udora.experiments.workers.init_worker`). A worker that
+  dies breaks a ``concurrent.futures`` pool, which fails every outstanding call alike;
+  in-flight marker files and the workers' exit codes tell which call's worker died
+  (:mod:`udora.experiments.workers`), the pool is respawned and the rest resubmitted.
+- :class:`RayPool` (``--executor ray``): each call is a Ray task with ``num_cpus =
+  cpus_per_run`` and no retries, on a running cluster (``address``) or on a local Ray
+  started for the command. Ray isolates tasks, so a killed worker fails its task alone.
+
+The calls write their own result folders (atomically), so with Ray on several machines
+the results folder and the data folder must be on a filesystem every node sees; the
+driver checks that each finished run's folder is there (docs/scaling.md, "What travels").
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import itertools
+import multiprocessing
+import os
+import shutil
+import signal
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from udora.experiments import interrupts
+from udora.experiments.checks import UsageError, check_jobs
+from udora.experiments.workers import (
+    MAX_EMPTY_BREAKS,
+    cap_threads,
+    crash_reason,
+    init_worker,
+    release_if_crowded,
+    stop_pool,
+    thread_env,
+    tracked,
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a call ended: ``value`` it returned, or ``crash``, why its worker died first."""
+
+    value: Any = None
+    crash: str | None = None
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """The command line's choice: ``kind``, ``jobs`` (calls in flight at once), Ray's
+    ``address`` (None: start a local Ray for this command) and ``cpus_per_run`` (None:
+    the machine's usable cores divided by ``jobs`` for the local pool, 1 for Ray)."""
+
+    kind: Literal["local", "ray"] = "local"
+    jobs: int = 1
+    address: str | None = None
+    cpus_per_run: int | None = None
+
+    def check(self) -> ExecutorSpec:
+        """Raise a UsageError naming the option that is wrong; returns ``self``."""
+        if self.kind not in ("local", "ray"):
+            raise UsageError(f"--executor: expected local or ray, got {self.kind!r}")
+        check_jobs(self.jobs)
+        if self.cpus_per_run is not None and self.cpus_per_run < 1:
+            raise UsageError(f"--cpus-per-run: expected an integer >= 1, got {self.cpus_per_run}")
+        if self.address is not None and self.kind != "ray":
+            raise UsageError("--address: only with --executor ray")
+        if self.kind == "ray":
+            import importlib.util
+
+            if importlib.util.find_spec("ray") is None:
+                raise UsageError('--executor ray: Ray is not installed (pip install "udora[ray]")')
+        return self
+
+    def make(self, marker_dir: str | Path) -> InProcess | LocalPool | RayPool:
+        """The executor; ``marker_dir`` holds a local pool's in-flight markers."""
+        if self.kind == "ray":
+            return RayPool(self.jobs, self.address, self.cpus_per_run or 1)
+        if self.jobs == 1:
+            return InProcess()
+        cores = len(os.sched_getaffinity(0))
+        per_run = self.cpus_per_run or max(1, cores // self.jobs)
+        return LocalPool(self.jobs, per_run, marker_dir)
+
+
+class InProcess:
+    """Calls run one at a time in this process, when ``wait`` asks for the next."""
+
+    def __init__(self) -> None:
+        from udora.experiments.jax_cache import configure_compilation_cache
+
+        configure_compilation_cache()
+        self.capacity = 1
+        self._queue: deque[tuple[int, Callable[..., Any], tuple]] = deque()
+        self._tickets = itertools.count()
+
+    def submit(self, fn: Callable[..., Any], args: tuple) -> int:
+        ticket = next(self._tickets)
+        self._queue.append((ticket, fn, args))
+        return ticket
+
+    @property
+    def outstanding(self) -> int:
+        return len(self._queue)
+
+    def wait(self) -> list[tuple[int, Outcome]]:
+        """Run the oldest queued call; ``[]`` when none is queued."""
+        if not self._queue:
+            return []
+        ticket, fn, args = self._queue.popleft()
+        try:
+            return [(ticket, Outcome(fn(*args)))]
+        finally:
+            release_if_crowded()
+
+    def close(self, now: bool = False) -> None:
+        self._queue.clear()
+
+
+class LocalPool:
+    """``jobs`` spawned workers pinned to ``cpus_per_run`` cores each; survives a dying
+    worker (module doc). ``marker_dir`` is created, emptied and removed."""
+
+    def __init__(self, jobs: int, cpus_per_run: int, marker_dir: str | Path) -> None:
+        self.capacity, self.cpus_per_run = jobs, cpus_per_run
+        self.marker_dir = Path(marker_dir)
+        self._calls: dict[int, tuple[Callable[..., Any], tuple]] = {}
+        self._futures: dict[cf.Future, int] = {}
+        self._tickets = itertools.count()
+        self._pool: cf.ProcessPoolExecutor | None = None
+        self._procs: dict[int, Any] = {}
+        self._empty_breaks = 0
+
+    def _start(self) -> cf.ProcessPoolExecutor:
+        if self._pool is None:
+            shutil.rmtree(self.marker_dir, ignore_errors=True)
+            self.marker_dir.mkdir(parents=True)
+            ctx = multiprocessing.get_context("spawn")
+            cores = sorted(os.sched_getaffinity(0))
+            slot = ctx.Value("i", 0)  # each worker of this pool takes the next core slot
+            self._pool = cf.ProcessPoolExecutor(
+                self.capacity, mp_context=ctx, initializer=init_worker,
+                initargs=(cores, self.cpus_per_run, slot),
+            )  # fmt: skip
+            self._procs = {}
+        return self._pool
+
+    def submit(self, fn: Callable[..., Any], args: tuple) -> int:
+        ticket = next(self._tickets)
+        self._calls[ticket] = (fn, args)
+        self._send(ticket)
+        return ticket
+
+    def _send(self, ticket: int) -> None:
+        fn, args = self._calls[ticket]
+        pool = self._start()
+        self._futures[pool.submit(tracked, fn, str(self.marker_dir), ticket, args)] = ticket
+        self._procs.update(getattr(pool, "_processes", None) or {})
+
+    @property
+    def outstanding(self) -> int:
+        return len(self._calls)
+
+    def wait(self) -> list[tuple[int, Outcome]]:
+        """Block until at least one outstanding call ended; ``[]`` when none is left."""
+        while self._futures:
+            done, _ = cf.wait(self._futures, return_when=cf.FIRST_COMPLETED)
+            self._procs.update(getattr(self._pool, "_processes", None) or {})
+            if any(isinstance(f.exception(), cf.process.BrokenProcessPool) for f in done):
+                out = self._recover()
+            else:
+                out = [self._pop(f) for f in done]
+            if out:
+                return out
+        return []
+
+    def _pop(self, fut: cf.Future) -> tuple[int, Outcome]:
+        ticket = self._futures.pop(fut)
+        del self._calls[ticket]
+        return ticket, Outcome(fut.result())
+
+    def _recover(self) -> list[tuple[int, Outcome]]:
+        """After a worker died: finished calls, the crashed ones, the rest resubmitted."""
+        pool, self._pool = self._pool, None
+        stop_pool(pool)
+        for proc in self._procs.values():  # joined, so their exit codes are known
+            proc.join(timeout=5)
+        out = [self._pop(f) for f in list(self._futures)
+               if f.done() and f.exception() is None]  # fmt: skip
+        codes = {proc.pid: proc.exitcode for proc in self._procs.values()}
+        crashed: dict[int, int | None] = {}
+        for marker in self.marker_dir.iterdir():
+            ticket, pid = int(marker.name), int(marker.read_text() or 0)
+            if ticket in self._calls:
+                crashed[ticket] = codes.get(pid)
+        self._empty_breaks = 0 if crashed else self._empty_breaks + 1
+        if self._empty_breaks >= MAX_EMPTY_BREAKS:
+            raise RuntimeError(f"worker processes died {MAX_EMPTY_BREAKS} times in a row "
+                               "with no run in flight; is the environment broken?")  # fmt: skip
+        # the workers the pool terminated itself died of SIGTERM; the first to die did not
+        # (an unknown code: a worker terminated while writing its marker, or not our child)
+        culprits = {t: code for t, code in crashed.items() if code not in (-signal.SIGTERM, None)}
+        for ticket, code in (culprits or dict.fromkeys(crashed)).items():
+            del self._calls[ticket]
+            out.append((ticket, Outcome(crash=crash_reason(code))))
+        self._futures = {}
+        for ticket in sorted(self._calls):
+            self._send(ticket)
+        return out
+
+    def close(self, now: bool = False) -> None:
+        """Stop the workers (``now``: cancel queued calls and terminate running ones)."""
+        if self._pool is not None:
+            stop_pool(self._pool) if now else self._pool.shutdown(wait=True)
+            self._pool = None
+        shutil.rmtree(self.marker_dir, ignore_errors=True)
+
+
+def _ray_call(fn: Callable[..., Any], args: tuple, cpus: int) -> Any:
+    """In a Ray worker: threads capped at ``cpus`` and the JAX cache, then ``fn(*args)``."""
+    from udora.experiments.jax_cache import configure_compilation_cache
+
+    cap_threads(cpus)
+    configure_compilation_cache()
+    try:
+        return fn(*args)
+    finally:
+        release_if_crowded()
+
+
+class RayPool:
+    """Calls as Ray tasks (``num_cpus = cpus_per_run``, no retries), at most ``jobs`` in
+    flight; on the cluster at ``address`` ("auto", "HOST:PORT") or a local Ray started
+    here and stopped by :meth:`close`."""
+
+    def __init__(self, jobs: int, address: str | None, cpus_per_run: int) -> None:
+        import ray
+
+        self.capacity, self.cpus_per_run = jobs, cpus_per_run
+        self._started = not ray.is_initialized()
+        if self._started:
+            env = {"env_vars": thread_env(cpus_per_run)}
+            kw: dict[str, Any] = {"address": address} if address else {"num_cpus": os.cpu_count()}
+            ray.init(**kw, runtime_env=env, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)  # fmt: skip
+        self._task = ray.remote(max_retries=0, num_cpus=cpus_per_run)(_ray_call)
+        if jobs == 1:  # not set: as many as the cluster's CPUs hold
+            self.capacity = max(1, int(ray.cluster_resources().get("CPU", 1)) // cpus_per_run)
+        self._refs: dict[Any, int] = {}
+        self._tickets = itertools.count()
+
+    def submit(self, fn: Callable[..., Any], args: tuple) -> int:
+        ticket = next(self._tickets)
+        self._refs[self._task.remote(fn, args, self.cpus_per_run)] = ticket
+        return ticket
+
+    @property
+    def outstanding(self) -> int:
+        return len(self._refs)
+
+    def wait(self) -> list[tuple[int, Outcome]]:
+        import ray
+        from ray.exceptions import RayError, RayTaskError
+
+        if not self._refs:
+            return []
+        done, _ = ray.wait(list(self._refs), num_returns=1)
+        out = []
+        for ref in done:
+            ticket = self._refs.pop(ref)
+            try:
+                out.append((ticket, Outcome(ray.get(ref))))
+            except RayTaskError as err:  # the call itself raised: a bug, not a crash
+                raise err.as_instanceof_cause() from None
+            except RayError as err:  # its worker (or node) died
+                out.append((ticket, Outcome(crash=f"the Ray worker running it died "
+                                                 f"({type(err).__name__})")))  # fmt: skip
+        return out
+
+    def close(self, now: bool = False) -> None:
+        import ray
+
+        if now:
+            for ref in self._refs:
+                ray.cancel(ref, force=True)
+        self._refs.clear()
+        if self._started and ray.is_initialized():
+            ray.shutdown()
+
+
+def run_all(
+    executor: InProcess | LocalPool | RayPool,
+    calls: Iterable[tuple],
+    fn: Callable[..., Any],
+    on_result: Callable[[tuple, Any], None],
+    on_crash: Callable[[tuple, str], None],
+) -> None:
+    """``fn(*args)`` for every ``args`` of ``calls`` on ``executor``; ``on_result(args,
+    value)`` or ``on_crash(args, reason)`` in this process as each ends. On any other exit
+    (Ctrl-C, an error in a callback) the executor is stopped at once and the exception
+    propagates; otherwise it is closed."""
+    pending: dict[int, tuple] = {}
+    queue = iter(calls)
+    try:
+        while True:
+            # keep one call queued per worker beyond those running, so none waits idle
+            while len(pending) < 2 * executor.capacity and (args := next(queue, None)):
+                pending[executor.submit(fn, args)] = args
+            if not pending:
+                break
+            for ticket, outcome in executor.wait():
+                args = pending.pop(ticket)
+                if outcome.crash is None:
+                    on_result(args, outcome.value)
+                else:
+                    on_crash(args, outcome.crash)
+    except BaseException:
+        interrupts.stopping()  # a second Ctrl-C must not cut the cleanup short
+        executor.close(now=True)
+        raise
+    executor.close()
