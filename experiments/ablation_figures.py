@@ -28,7 +28,7 @@ def save(fig: Figure, out, stem: str) -> str:
     return f"{stem}.png"
 
 
-def _label(level) -> str:
+def level_label(level) -> str:
     """A level as tick text: 20.0 -> "20"."""
     if isinstance(level, float) and level.is_integer():
         return str(int(level))
@@ -55,7 +55,7 @@ def _heatmap(frame: pd.DataFrame, title: str, xlabel: str, ylabel: str, bar: str
         dark = np.isfinite(v) and abs(v) > 0.6 * lim
         ax.text(j, i, text, ha="center", va="center", fontsize=7,
                 color="white" if dark else "black")  # fmt: skip
-    ax.set_xticks(range(cols), [_label(c) for c in frame.columns], rotation=30, ha="right")
+    ax.set_xticks(range(cols), [level_label(c) for c in frame.columns], rotation=30, ha="right")
     ax.set_yticks(range(rows), [str(r) for r in frame.index])
     fig.colorbar(image, ax=ax, label=bar, shrink=0.9)
     return fig
@@ -97,7 +97,7 @@ def level_curves(runs: pd.DataFrame, levels: Sequence, pos: dict, metric: str,
                 q[:, j] = np.quantile(v, [0.25, 0.5, 0.75])
         ax.plot(x, q[1], label=method, **styles[method])
         ax.fill_between(x, q[0], q[2], color=styles[method]["color"], alpha=0.15, lw=0)
-    ax.set_xticks(x, [_label(level) for level in levels])
+    ax.set_xticks(x, [level_label(level) for level in levels])
     ax.set(title=f"{metric} by {factor}\n(median and 25-75% band over presets and seeds)",
            xlabel=factor, ylabel=metric)  # fmt: skip
     if methods:
@@ -121,6 +121,7 @@ def paired_scatter(cells: pd.DataFrame, first, second, metric: str, factor: str)
     both = cells[["first", "second"]].to_numpy(dtype=float)
     lo, hi = (float(both.min()), float(both.max())) if both.size else (-1.0, 1.0)
     ax.plot([lo, hi], [lo, hi], "k:", lw=1, label="no change")
+    first, second = level_label(first), level_label(second)
     ax.set(title=f"{metric}: {factor} = {first} vs {second}", xlabel=f"{metric}, {first}",
            ylabel=f"{metric}, {second}")  # fmt: skip
     ax.legend(fontsize=7)

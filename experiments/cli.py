@@ -176,12 +176,18 @@ def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], o
 
 @app.command("report")
 def report_cmd(
-    results: Annotated[Path, typer.Argument(help="A results folder written by run/bench.")],
+    results: Annotated[
+        Path, typer.Argument(help="A results folder written by run, bench or ablate.")
+    ],
     out: Annotated[
         Path | None, typer.Option(help="Report folder (default RESULTS/report).")
     ] = None,
 ) -> None:
-    """Tables (parquet, csv), figures (PNG, PDF) and report.md from a results folder."""
+    """Tables (parquet, csv), figures (PNG, PDF) and report.md from a results folder.
+
+    A folder of `udora ablate` also gets the study's section: slopes, Kendall's W, shifts
+    and their figures (docs/ablations.md).
+    """
     import warnings
 
     from udora.experiments.legacy import legacy_note, legacy_results

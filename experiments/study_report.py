@@ -16,6 +16,7 @@ import pandas as pd
 
 from udora.experiments import ablation_figures as figs
 from udora.experiments.ablation import METRICS, positions, runs, summarise
+from udora.experiments.ablation_figures import level_label as _label
 from udora.experiments.study import Study, is_number, level_name
 
 
@@ -69,9 +70,28 @@ def study_section(table, study: Study, out_dir, md) -> list[str]:
     return [lines[0], "", head, *lines[1:]]
 
 
-def _label(level) -> str:
-    """A level as written in the study: ``16`` rather than ``16.0``."""
-    return f"{level:g}" if isinstance(level, float) else str(level)
+SHOWN = {"negative": "share negative", "significant_negative": "share significantly negative",
+         "mean_slope": "mean slope", "w_levels": "W across levels",
+         "one_minus_w_levels": "1 - W across levels", "w_presets": "W across presets",
+         "one_minus_w_presets": "1 - W across presets", "shift_sd": "sd of shift"}  # fmt: skip
+
+
+def _w(x: float) -> str:
+    return f"{x:.3f}" if np.isfinite(x) else "n/a"
+
+
+def pair_table(slopes: pd.DataFrame) -> pd.DataFrame:
+    """(methods, presets) of text: each cell's slope +- its standard error, ``*`` when
+    significantly negative, ``n/a`` when undefined (fewer than two finite runs)."""
+
+    def cell(r) -> str:
+        if not np.isfinite(r.slope):
+            return "n/a"
+        se = f" ± {r.stderr:.3f}" if np.isfinite(r.stderr) else ""
+        return f"{r.slope:+.3f}{se}{' *' if r.significant_negative else ''}"
+
+    text = pd.Series([cell(r) for r in slopes.itertuples()], index=slopes.index)
+    return text.unstack("preset").fillna("")
 
 
 def _pct(x: float) -> str:
@@ -89,17 +109,25 @@ def _metric_lines(name: str, metric: str, r: dict, xname: str, md: Callable) -> 
         f"### {name}: {metric}",
         f"{_pct(sh['negative'])} of {sh['pairs']} (method, preset) pairs have a negative "
         f"slope against {xname}, {_pct(sh['significant_negative'])} significantly; mean "
-        f"slope {sh['mean_slope']:+.4f}.",
-        md(r["by_method"]),
-        md(r["levels"].rename(index=_label)),
-        f"Kendall's W across levels {ag['w_levels']:.3f} (1 - W {ag['one_minus_w_levels']:.3f}; "
-        f"{ag['presets']} presets, at least {ag['methods_levels']} methods); across presets "
-        f"{ag['w_presets']:.3f} (1 - W {ag['one_minus_w_presets']:.3f}; {ag['levels']} levels, "
-        f"at least {ag['methods_presets']} methods).",
+        f"slope {sh['mean_slope']:+.4f}. Per (method, preset), the slope ± its standard "
+        "error (* significantly negative):",
+        md(pair_table(r["slopes"])),
+        "Per method, over presets:",
+        md(r["by_method"].rename(columns=SHOWN)),
+        "Per level: the mean over (method, preset) cells, its shift (the level's mean minus "
+        "each cell's mean over levels, averaged over cells), the sd of that shift over cells, "
+        "and the number of cells:",
+        md(r["levels"].rename(index=_label, columns=SHOWN)),
+        f"Kendall's W across levels {_w(ag['w_levels'])} (1 - W "
+        f"{_w(ag['one_minus_w_levels'])}; {ag['presets']} presets, at least "
+        f"{ag['methods_levels']} methods); across presets {_w(ag['w_presets'])} (1 - W "
+        f"{_w(ag['one_minus_w_presets'])}; {ag['levels']} levels, at least "
+        f"{ag['methods_presets']} methods). W needs at least two methods ranked by at least "
+        "two raters; n/a otherwise.",
         *(() if p is None else (
-            f"{p['second']!r} - {p['first']!r}: mean {p['mean']:+.4f} (sd {p['sd']:.4f}) over "
-            f"{p['n']} pairs; {p['positive']} positive, {p['negative']} negative, sign test "
-            f"p = {p['p_value']:.3g}.",)),
+            f"{_label(p['second'])} - {_label(p['first'])}: mean {p['mean']:+.4f} (sd "
+            f"{p['sd']:.4f}) over {p['n']} pairs; {p['positive']} positive, {p['negative']} "
+            f"negative, sign test p = {p['p_value']:.3g}.",)),
     )  # fmt: skip
 
 
@@ -132,7 +160,7 @@ def ablation_lines(table, study: dict, out_dir: Path, md: Callable) -> list[str]
         "df, below 0); "
         "shift = a level's seed mean minus the mean over levels (cells complete over levels). "
         "W across levels: raters = levels, mean over presets; across presets: the reverse.",
-        md(head),
+        md(head.rename(columns=SHOWN)),
     )
     for metric, r in result.items():
         lines += _metric_lines(name, metric, r, xname[scale], md)

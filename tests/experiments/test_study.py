@@ -165,7 +165,8 @@ def test_report_slopes_and_w_equal_a_recomputation_from_the_runs(n_train_study, 
         key = (r["method"], r["preset"])
         cells.setdefault(key, []).append((np.log2(r["overrides"]["preset.n_train"]),
                                           r["metrics"][metric]))  # fmt: skip
-    slopes = [stats.linregress(*zip(*pts, strict=True)).slope for pts in cells.values()]
+    fits = {key: stats.linregress(*zip(*pts, strict=True)) for key, pts in cells.items()}
+    slopes = [fit.slope for fit in fits.values()]
     w_per_preset = []
     for preset in ("tinya", "tinyb"):
         grid = np.array([[np.mean([r["metrics"][metric] for r in records
@@ -181,6 +182,14 @@ def test_report_slopes_and_w_equal_a_recomputation_from_the_runs(n_train_study, 
     reported_w = float(re.search(r"Kendall's W across levels ([0-9]+\.[0-9]+)", text).group(1))
     assert reported_slope == pytest.approx(np.mean(slopes), abs=5e-5)
     assert reported_w == pytest.approx(np.mean(w_per_preset), abs=5e-4)
+    table = text[text.index("| method | tinya") :].split("\n\n")[0].splitlines()
+    presets = [c.strip() for c in table[0].split("|")[2:-1]]
+    rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in table[2:]}
+    for (method, preset), fit in fits.items():  # each pair's slope and standard error
+        shown = rows[method][presets.index(preset)].strip()
+        flat = np.ptp([y for _, y in cells[method, preset]]) == 0  # scipy: se NaN; it is 0
+        se = 0.0 if flat else fit.stderr
+        assert shown.startswith(f"{fit.slope:+.3f} ± {se:.3f}"), (method, preset, shown)
 
 
 @pytest.mark.slow
