@@ -39,6 +39,13 @@ def ablate_cmd(
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="With --factor: fixed key=value overrides.")
     ] = None,
+    tune_trials: Annotated[
+        int | None,
+        typer.Option(
+            help="With --factor: tune the other fields at every level, N trials "
+            "per preset x method (udora tune; docs/ablations.md)."
+        ),
+    ] = None,
     jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
     out: Annotated[
         Path | None, typer.Option(help="Results folder (default ablations/<study name>).")
@@ -68,6 +75,8 @@ def ablate_cmd(
             if (study_file is None) == (factor is None):
                 raise UsageError("give a study file or --factor key=level1,level2,..., not both")
             if study_file is not None:
+                if tune_trials is not None:
+                    raise UsageError("--tune-trials: only with --factor (a file says `tune:`)")
                 study = load_study(study_file)
                 origin = str(study_file)
             else:
@@ -77,7 +86,7 @@ def ablate_cmd(
                     factor, name=name, scale=scale, suite=suite,
                     presets=presets.split(",") if presets else None,
                     methods=methods_.split(","), seeds=parse_seeds(seeds),
-                    fixed=parse_set(set_ or []),
+                    fixed=parse_set(set_ or []), tune_trials=tune_trials,
                 )  # fmt: skip
                 origin = "--factor"
             folder = out if out is not None else Path("ablations") / study.name

@@ -199,8 +199,10 @@ def study_from_factor(
     methods: list[str],
     seeds: list[int],
     fixed: dict[str, Any] | None = None,
+    tune_trials: int | None = None,
 ) -> Study:
-    """The study of ``udora ablate --factor key=v1,v2,...`` (values parsed as YAML scalars)."""
+    """The study of ``udora ablate --factor key=v1,v2,...`` (values parsed as YAML scalars);
+    ``tune_trials``: tune at every level with that many trials (``tune: {trials: N}``)."""
     key, sep, values = factor.partition("=")
     if not sep or not key.strip() or not values.strip():
         raise StudyError(f"--factor: expected key=value1,value2,..., got {factor!r}")
@@ -208,11 +210,12 @@ def study_from_factor(
     try:
         return Study(
             name=name or key.strip().replace(".", "_"), factor=key.strip(), levels=levels,
-            scale=scale, suite=suite, presets=presets, methods=methods, seeds=seeds,
-            set=dict(fixed or {}),
+            scale=scale, suite=suite if presets is None else None, presets=presets,
+            methods=methods, seeds=seeds, set=dict(fixed or {}),
+            tune=None if tune_trials is None else TuneSpec(trials=tune_trials),
         )  # fmt: skip
     except ValidationError as err:
-        raise StudyError(f"--factor/--scale: {_explain(err)}") from None
+        raise StudyError(f"--factor/--scale/--tune-trials: {_explain(err)}") from None
 
 
 def study_runs(study: Study, data_dir: str | Path | None = None, *, origin: str = "study"):

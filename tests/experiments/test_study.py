@@ -269,3 +269,15 @@ def test_a_tuned_study_tunes_every_level_then_reports_it(tiny_preset, tmp_path):
     assert report.exit_code == 0, report.output
     text = (out / "report" / "report.md").read_text()
     assert "## Ablation: objective" in text and "'rmse' - 'nll': mean" in text
+
+
+def test_factor_study_can_tune_and_drops_the_suite_for_presets(tmp_path):
+    study = study_from_factor("width=16,32", methods=["nn_ensemble"], seeds=[0],
+                              presets=["concrete"], tune_trials=3)  # fmt: skip
+    assert study.tune is not None and study.tune.trials == 3 and study.suite is None
+    assert study_from_factor("width=16,32", methods=["nn_ensemble"], seeds=[0]).tune is None
+    both = runner.invoke(app, ["ablate", "width", "--tune-trials", "3", "--out", str(tmp_path)])
+    assert both.exit_code == 2 and "--tune-trials: only with --factor" in both.output
+    zero = runner.invoke(app, ["ablate", "--factor", "width=16,32", "--methods", "nn_ensemble",
+                               "--tune-trials", "0", "--out", str(tmp_path)])  # fmt: skip
+    assert zero.exit_code == 2 and "--tune-trials: trials: Input should be greater" in zero.output
