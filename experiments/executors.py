@@ -204,14 +204,14 @@ class LocalPool:
             ticket, pid = int(marker.name), int(marker.read_text() or 0)
             if ticket in self._calls:
                 crashed[ticket] = codes.get(pid)
-        self._empty_breaks = 0 if crashed else self._empty_breaks + 1
+        # the workers the pool terminated itself died of SIGTERM; the first to die did not.
+        # None of them: the worker that died was idle, so every call here reruns.
+        culprits = {t: code for t, code in crashed.items() if code not in (-signal.SIGTERM, None)}
+        self._empty_breaks = 0 if culprits else self._empty_breaks + 1
         if self._empty_breaks >= MAX_EMPTY_BREAKS:
             raise RuntimeError(f"worker processes died {MAX_EMPTY_BREAKS} times in a row "
-                               "with no run in flight; is the environment broken?")  # fmt: skip
-        # the workers the pool terminated itself died of SIGTERM; the first to die did not
-        # (an unknown code: a worker terminated while writing its marker, or not our child)
-        culprits = {t: code for t, code in crashed.items() if code not in (-signal.SIGTERM, None)}
-        for ticket, code in (culprits or dict.fromkeys(crashed)).items():
+                               "with no run to blame; is the environment broken?")  # fmt: skip
+        for ticket, code in culprits.items():
             del self._calls[ticket]
             out.append((ticket, Outcome(crash=crash_reason(code))))
         self._futures = {}

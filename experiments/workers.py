@@ -25,8 +25,8 @@ from typing import Any
 
 from udora.experiments import interrupts
 
-# A break with no call in flight (a worker died starting up) this many times in a row is
-# not a run's fault: give up with an error instead of respawning forever.
+# A break with no run to blame (a worker died idle or starting up) this many times in a row
+# is not a run's fault: give up with an error instead of respawning forever.
 MAX_EMPTY_BREAKS = 3
 
 
@@ -108,11 +108,8 @@ def stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 2.0) -> None:
             proc.join(timeout=grace)
 
 
-def crash_reason(exitcode: int | None) -> str:
+def crash_reason(exitcode: int) -> str:
     """Why a run failed when the worker process running it died, from its exit code."""
-    if exitcode is None:
-        return ("a worker process ended abruptly while this run or one beside it was "
-                "running (which one is unknown); rerun to retry it")  # fmt: skip
     if exitcode < 0:
         name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else ""
         hint = {"SIGKILL": " (killed: out of memory, or kill -9)",

@@ -4,6 +4,7 @@ completes the sweeps with the same proposals an uninterrupted run makes."""
 import json
 import signal
 import subprocess
+import time
 
 import pytest
 from processes import ENV, EXE, alive, children, wait_for
@@ -76,3 +77,38 @@ def test_an_interrupted_sweep_proposes_what_an_uninterrupted_one_does(tiny_prese
     for key in straight:
         assert cut[key]["params"] == straight[key]["params"], key
         assert cut[key]["value"] == straight[key]["value"], key
+
+
+@pytest.mark.slow
+def test_a_trial_whose_worker_is_killed_is_recorded_failed_and_tuning_goes_on(
+    tiny_preset, tmp_path
+):
+    """kill -9 of the worker running a trial: that trial is `failed` with the signal, the
+    sweeps finish their trials and the tuned files are written."""
+    import os
+
+    path, data = tiny_preset
+    out = tmp_path / "tuned"
+    cmd = [EXE, "tune", "--presets", str(path), "--data-dir", str(data), "--out", str(out),
+           "--methods", "nn_ensemble", "--trials", "4", "--jobs", "2",
+           "--set", "n_epochs=30"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=ENV, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)  # fmt: skip
+    inflight = out / "sweeps" / ".inflight"
+
+    def marker():  # a trial in flight for a while (a quick nn_ensemble fit takes seconds)
+        found = sorted(inflight.glob("*")) if inflight.is_dir() else []
+        if not found or not found[0].read_text():
+            return None
+        time.sleep(0.3)
+        return found[0] if found[0].exists() else None
+
+    assert wait_for(lambda: marker() is not None, 120), "no trial was ever in flight"
+    os.kill(int(marker().read_text()), signal.SIGKILL)
+    text, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, text
+    records = _records(out)
+    failed = [r for r in records.values() if r["status"] != "ok"]
+    assert len(records) == 4 and len(failed) == 1, text
+    assert failed[0]["error"].startswith("the worker process running it died of SIGKILL")
+    assert (out / "tiny" / "nn_ensemble.yaml").is_file()

@@ -32,7 +32,6 @@ def test_a_call_whose_worker_segfaults_is_reported_and_the_others_finish(tmp_pat
 )
 def test_crash_reasons_name_the_signal(code, reason):
     assert crash_reason(code) == f"the worker process running it {reason}"
-    assert "which one is unknown" in crash_reason(None)
 
 
 def test_in_process_runs_in_order():
@@ -69,3 +68,25 @@ def test_crowded_mappings_are_released():
     assert (grown - before) * limit > 300  # a few mappings per compiled program
     assert held.cache_info().currsize == 0
     assert after - before < 0.2 * (grown - before)
+
+
+def test_an_idle_worker_that_dies_fails_nothing(tmp_path):
+    """The pool breaks and terminates the busy worker too; its call reruns, not fails."""
+    import os
+    import time
+
+    pool = LocalPool(2, 1, tmp_path / "inflight")
+    pool.submit(times_ten_or_die, (1, -1, 0.0))
+    pool.submit(times_ten_or_die, (2, -1, 0.0))
+    assert sorted(t for t, _ in pool.wait() + pool.wait()) == [0, 1]  # both workers up
+    pool.submit(times_ten_or_die, (3, -1, 3.0))
+    markers = tmp_path / "inflight"
+    deadline = time.monotonic() + 30
+    while not [m for m in markers.glob("*") if m.read_text()] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    busy = int(next(markers.glob("*")).read_text())
+    idle = next(pid for pid in pool._procs if pid != busy)
+    os.kill(idle, signal.SIGKILL)
+    ended = pool.wait()
+    pool.close()
+    assert [(o.value, o.crash) for _, o in ended] == [(30, None)]
