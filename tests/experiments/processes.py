@@ -54,3 +54,13 @@ def times_ten_or_die(x, die_on, sleep=0.2):
     if x == die_on:
         os.kill(os.getpid(), signal.SIGSEGV)
     return 10 * x
+
+
+def where_am_i(_):
+    """For pool tests, run in a worker: its pid, cores, thread caps and BLAS threads."""
+    import threadpoolctl
+
+    time.sleep(0.2)  # long enough for both workers of a pool to take calls
+    blas = [lib["num_threads"] for lib in threadpoolctl.threadpool_info()]
+    return (os.getpid(), sorted(os.sched_getaffinity(0)), os.environ.get("OMP_NUM_THREADS"),
+            os.environ.get("XLA_FLAGS", ""), blas)  # fmt: skip

@@ -4,7 +4,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from processes import times_ten_or_die
+from processes import times_ten_or_die, where_am_i
 
 from udora.experiments.executors import InProcess, LocalPool, run_all
 from udora.experiments.workers import crash_reason
@@ -90,3 +90,20 @@ def test_an_idle_worker_that_dies_fails_nothing(tmp_path):
     ended = pool.wait()
     pool.close()
     assert [(o.value, o.crash) for _, o in ended] == [(30, None)]
+
+
+def test_local_workers_are_pinned_to_their_own_cores(tmp_path):
+    import os
+
+    cores = sorted(os.sched_getaffinity(0))
+    seen = {}
+    run_all(LocalPool(2, 1, tmp_path / "inflight"), [(k,) for k in range(8)], where_am_i,
+            lambda a, v: seen.setdefault(v[0], v[1:]), lambda a, why: None)  # fmt: skip
+    pinned = [v[0] for v in seen.values()]
+    assert all(len(c) == 1 for c in pinned)
+    assert len(seen) == 2
+    if len(cores) >= 2:  # two workers, two different cores
+        assert pinned[0] != pinned[1]
+    for _, omp, xla, blas in seen.values():
+        assert omp == "1" and "--xla_cpu_multi_thread_eigen=false" in xla
+        assert all(n == 1 for n in blas)
