@@ -117,13 +117,11 @@ def _worker(
     return result.status, result.error or ""
 
 
-INFLIGHT = ".inflight"  # the pool's in-flight markers, under the results folder
-
-
 def _clean_temporaries(out_dir: Path) -> None:
     for tmp in out_dir.glob("*/*/*/.seed-*.tmp"):
         shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(out_dir / INFLIGHT, ignore_errors=True)
+    for markers in out_dir.glob(".inflight-*"):  # a pool's in-flight markers (executors.py)
+        shutil.rmtree(markers, ignore_errors=True)
 
 
 def run_grid(
@@ -225,7 +223,7 @@ def _run_locked(
                 raise KeyboardInterrupt
 
         try:
-            _run_on(executor.make(out / INFLIGHT), todo, str(out), dd, wandb, done, sources)
+            _run_on(executor.make(out), todo, str(out), dd, wandb, done, sources)
         except KeyboardInterrupt:
             interrupts.stopping()
             summary.interrupted = True
@@ -278,8 +276,13 @@ def _run_on(
         done(run, *value)
 
     def crashed(args: tuple, reason: str) -> None:
-        record_failed(args[0], out, reason)
-        done(args[0], "failed", reason)
+        run = args[0]
+        previous = load_result(run.run_dir(out))  # only runs not yet ok are in todo, so an
+        if is_current(previous) and previous.get("status") == "ok":  # ok one is this run's:
+            done(run, "ok", "")  # its worker died after writing it (Ray's cleanup, say)
+            return
+        record_failed(run, out, reason)
+        done(run, "failed", reason)
 
     calls = [(run, out, dd, wandb, sources.get(_key(run))) for run in todo]
     run_all(executor, calls, _worker, finished, crashed)

@@ -89,7 +89,7 @@ def bench_cmd(
         str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")
     ] = None,
     seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "0",
-    jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
+    jobs: opts.Jobs = None,
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value overrides.")] = None,
     wandb: Annotated[bool, typer.Option("--wandb", help="Log runs to W&B.")] = False,

@@ -10,6 +10,13 @@ import typer
 if TYPE_CHECKING:
     from udora.experiments.executors import ExecutorSpec
 
+Jobs = Annotated[
+    int | None,
+    typer.Option(
+        help="Runs (or trials) at once: worker processes (default 1); with "
+        "--executor ray, Ray tasks (default: as many as the cluster's CPUs hold)."
+    ),
+]
 Executor = Annotated[
     str, typer.Option("--executor", help="local (this machine's processes) or ray.")
 ]
@@ -22,14 +29,19 @@ Address = Annotated[
 ]
 CpusPerRun = Annotated[
     int | None,
-    typer.Option(help="Cores per run (default: cores / --jobs locally, 1 on Ray)."),
+    typer.Option(
+        help="Cores per run, for --jobs > 1 and Ray (default: cores / --jobs locally, 1 on Ray)."
+    ),
 ]
 
 
 def executor_spec(
-    executor: str, jobs: int, address: str | None, cpus_per_run: int | None
+    executor: str, jobs: int | None, address: str | None, cpus_per_run: int | None
 ) -> ExecutorSpec:
-    """The options as a checked :class:`ExecutorSpec` (a UsageError names a bad option)."""
+    """The options as a checked :class:`ExecutorSpec` (a UsageError names a bad option);
+    ``jobs`` None: 1 locally, the cluster's worth on Ray."""
     from udora.experiments.executors import ExecutorSpec
 
+    if jobs is None and executor != "ray":
+        jobs = 1
     return ExecutorSpec(executor, jobs, address, cpus_per_run).check()

@@ -46,7 +46,7 @@ def ablate_cmd(
             "per preset x method (udora tune; docs/ablations.md)."
         ),
     ] = None,
-    jobs: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
+    jobs: opts.Jobs = None,
     out: Annotated[
         Path | None, typer.Option(help="Results folder (default ablations/<study name>).")
     ] = None,

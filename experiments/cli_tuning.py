@@ -90,7 +90,7 @@ def sweep_run_cmd(
     trials: Annotated[
         int | None, typer.Option(help="Trials the sweep should have (default: its run_cap).")
     ] = None,
-    jobs: Annotated[int, typer.Option(help="Trials run in parallel (worker processes).")] = 1,
+    jobs: opts.Jobs = None,
     out: Annotated[Path, typer.Option(help="Folder of sweep folders.")] = Path("sweeps"),
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
     wandb: Annotated[
@@ -153,7 +153,7 @@ def tune_cmd(
         str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")
     ] = None,
     trials: Annotated[int, typer.Option(help="Trials per (preset, method) sweep.")] = 10,
-    jobs: Annotated[int, typer.Option(help="Trials run in parallel (worker processes).")] = 1,
+    jobs: opts.Jobs = None,
     objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
     seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
     out: Annotated[Path, typer.Option(help="Folder of tuned configs.")] = Path("tuned"),

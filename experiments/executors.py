@@ -58,12 +58,13 @@ class Outcome:
 
 @dataclass(frozen=True)
 class ExecutorSpec:
-    """The command line's choice: ``kind``, ``jobs`` (calls in flight at once), Ray's
+    """The command line's choice: ``kind``, ``jobs`` (calls in flight at once; None on Ray:
+    as many as the cluster holds), Ray's
     ``address`` (None: start a local Ray for this command) and ``cpus_per_run`` (None:
     the machine's usable cores divided by ``jobs`` for the local pool, 1 for Ray)."""
 
     kind: Literal["local", "ray"] = "local"
-    jobs: int = 1
+    jobs: int | None = 1
     address: str | None = None
     cpus_per_run: int | None = None
 
@@ -71,7 +72,10 @@ class ExecutorSpec:
         """Raise a UsageError naming the option that is wrong; returns ``self``."""
         if self.kind not in ("local", "ray"):
             raise UsageError(f"--executor: expected local or ray, got {self.kind!r}")
-        check_jobs(self.jobs)
+        if self.jobs is not None:
+            check_jobs(self.jobs)
+        elif self.kind == "local":
+            raise UsageError("--jobs: the local executor needs a number of workers")
         if self.cpus_per_run is not None and self.cpus_per_run < 1:
             raise UsageError(f"--cpus-per-run: expected an integer >= 1, got {self.cpus_per_run}")
         if self.address is not None and self.kind != "ray":
@@ -83,15 +87,15 @@ class ExecutorSpec:
                 raise UsageError('--executor ray: Ray is not installed (pip install "udora[ray]")')
         return self
 
-    def make(self, marker_dir: str | Path) -> InProcess | LocalPool | RayPool:
-        """The executor; ``marker_dir`` holds a local pool's in-flight markers."""
+    def make(self, marker_parent: str | Path) -> InProcess | LocalPool | RayPool:
+        """The executor; a local pool keeps its in-flight markers under ``marker_parent``."""
         if self.kind == "ray":
             return RayPool(self.jobs, self.address, self.cpus_per_run or 1)
         if self.jobs == 1:
             return InProcess()
         cores = len(os.sched_getaffinity(0))
         per_run = self.cpus_per_run or max(1, cores // self.jobs)
-        return LocalPool(self.jobs, per_run, marker_dir)
+        return LocalPool(self.jobs, per_run, marker_parent)
 
 
 class InProcess:
@@ -130,22 +134,29 @@ class InProcess:
 
 class LocalPool:
     """``jobs`` spawned workers pinned to ``cpus_per_run`` cores each; survives a dying
-    worker (module doc). ``marker_dir`` is created, emptied and removed."""
+    worker (module doc). Each pool's in-flight markers live in a fresh folder
+    ``.inflight-*`` under ``marker_parent`` (so two commands sharing a folder never mix
+    them), removed with the pool."""
 
-    def __init__(self, jobs: int, cpus_per_run: int, marker_dir: str | Path) -> None:
+    def __init__(self, jobs: int, cpus_per_run: int, marker_parent: str | Path) -> None:
         self.capacity, self.cpus_per_run = jobs, cpus_per_run
-        self.marker_dir = Path(marker_dir)
+        self.marker_parent = Path(marker_parent)
+        self.marker_dir = self.marker_parent / ".inflight-unused"
         self._calls: dict[int, tuple[Callable[..., Any], tuple]] = {}
         self._futures: dict[cf.Future, int] = {}
         self._tickets = itertools.count()
         self._pool: cf.ProcessPoolExecutor | None = None
         self._procs: dict[int, Any] = {}
         self._empty_breaks = 0
+        self._broken = False  # the pool broke while a call was being submitted
 
     def _start(self) -> cf.ProcessPoolExecutor:
         if self._pool is None:
+            import tempfile
+
             shutil.rmtree(self.marker_dir, ignore_errors=True)
-            self.marker_dir.mkdir(parents=True)
+            self.marker_parent.mkdir(parents=True, exist_ok=True)
+            self.marker_dir = Path(tempfile.mkdtemp(prefix=".inflight-", dir=self.marker_parent))
             ctx = multiprocessing.get_context("spawn")
             cores = sorted(os.sched_getaffinity(0))
             slot = ctx.Value("i", 0)  # each worker of this pool takes the next core slot
@@ -165,7 +176,12 @@ class LocalPool:
     def _send(self, ticket: int) -> None:
         fn, args = self._calls[ticket]
         pool = self._start()
-        self._futures[pool.submit(tracked, fn, str(self.marker_dir), ticket, args)] = ticket
+        try:
+            future = pool.submit(tracked, fn, str(self.marker_dir), ticket, args)
+        except (cf.process.BrokenProcessPool, RuntimeError):  # a worker died meanwhile
+            self._broken = True  # the call stays in _calls; wait() recovers and resends it
+            return
+        self._futures[future] = ticket
         self._procs.update(getattr(pool, "_processes", None) or {})
 
     @property
@@ -174,10 +190,14 @@ class LocalPool:
 
     def wait(self) -> list[tuple[int, Outcome]]:
         """Block until at least one outstanding call ended; ``[]`` when none is left."""
-        while self._futures:
-            done, _ = cf.wait(self._futures, return_when=cf.FIRST_COMPLETED)
+        while self._calls:
+            if self._futures:
+                done, _ = cf.wait(self._futures, return_when=cf.FIRST_COMPLETED)
+            else:
+                done = set()
             self._procs.update(getattr(self._pool, "_processes", None) or {})
-            if any(isinstance(f.exception(), cf.process.BrokenProcessPool) for f in done):
+            broken = any(isinstance(f.exception(), cf.process.BrokenProcessPool) for f in done)
+            if broken or self._broken or not self._futures:
                 out = self._recover()
             else:
                 out = [self._pop(f) for f in done]
@@ -188,16 +208,19 @@ class LocalPool:
     def _pop(self, fut: cf.Future) -> tuple[int, Outcome]:
         ticket = self._futures.pop(fut)
         del self._calls[ticket]
+        self._empty_breaks = 0  # a call finished: the pool works
         return ticket, Outcome(fut.result())
 
     def _recover(self) -> list[tuple[int, Outcome]]:
         """After a worker died: finished calls, the crashed ones, the rest resubmitted."""
-        pool, self._pool = self._pool, None
-        stop_pool(pool)
+        pool, self._pool, self._broken = self._pool, None, False
+        if pool is not None:
+            stop_pool(pool)
         for proc in self._procs.values():  # joined, so their exit codes are known
             proc.join(timeout=5)
+        broken = cf.process.BrokenProcessPool
         out = [self._pop(f) for f in list(self._futures)
-               if f.done() and f.exception() is None]  # fmt: skip
+               if f.done() and not isinstance(f.exception(), broken)]  # fmt: skip
         codes = {proc.pid: proc.exitcode for proc in self._procs.values()}
         crashed: dict[int, int | None] = {}
         for marker in self.marker_dir.iterdir():
@@ -225,6 +248,7 @@ class LocalPool:
             stop_pool(self._pool) if now else self._pool.shutdown(wait=True)
             self._pool = None
         shutil.rmtree(self.marker_dir, ignore_errors=True)
+        self._calls.clear()
 
 
 def _ray_call(fn: Callable[..., Any], args: tuple, cpus: int) -> Any:
@@ -241,38 +265,59 @@ def _ray_call(fn: Callable[..., Any], args: tuple, cpus: int) -> Any:
 
 class RayPool:
     """Calls as Ray tasks (``num_cpus = cpus_per_run``, no retries), at most ``jobs`` in
-    flight; on the cluster at ``address`` ("auto", "HOST:PORT") or a local Ray started
-    here and stopped by :meth:`close`."""
+    flight (the rest wait here); on the cluster at ``address`` ("auto", "HOST:PORT") or a
+    local Ray started here on this process's usable cores and stopped by :meth:`close`.
+    ``jobs=None``: as many as the cluster's CPUs hold."""
 
-    def __init__(self, jobs: int, address: str | None, cpus_per_run: int) -> None:
+    def __init__(self, jobs: int | None, address: str | None, cpus_per_run: int) -> None:
         import ray
 
-        self.capacity, self.cpus_per_run = jobs, cpus_per_run
+        self.cpus_per_run = cpus_per_run
         self._started = not ray.is_initialized()
         if self._started:
             env = {"env_vars": thread_env(cpus_per_run)}
-            kw: dict[str, Any] = {"address": address} if address else {"num_cpus": os.cpu_count()}
-            ray.init(**kw, runtime_env=env, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)  # fmt: skip
+            cores = len(os.sched_getaffinity(0))
+            kw: dict[str, Any] = {"address": address} if address else {"num_cpus": cores}
+            try:
+                ray.init(**kw, runtime_env=env, include_dashboard=False, log_to_driver=False,
+                         configure_logging=False)  # fmt: skip
+            except (ConnectionError, RuntimeError, ValueError) as err:
+                raise UsageError(
+                    f"--address {address}: cannot reach a Ray cluster: {err}"
+                ) from None
+        biggest = max((n.get("Resources", {}).get("CPU", 0) for n in ray.nodes() if n.get("Alive")),
+                      default=0)  # fmt: skip
+        if cpus_per_run > biggest:
+            self.close()
+            raise UsageError(f"--cpus-per-run {cpus_per_run}: the largest Ray node has "
+                             f"{biggest:g} CPUs; no run could start")  # fmt: skip
         self._task = ray.remote(max_retries=0, num_cpus=cpus_per_run)(_ray_call)
-        if jobs == 1:  # not set: as many as the cluster's CPUs hold
-            self.capacity = max(1, int(ray.cluster_resources().get("CPU", 1)) // cpus_per_run)
+        cluster = max(1, int(ray.cluster_resources().get("CPU", 1)) // cpus_per_run)
+        self.capacity = jobs or cluster
         self._refs: dict[Any, int] = {}
+        self._queue: deque[tuple[int, Callable[..., Any], tuple]] = deque()
         self._tickets = itertools.count()
 
     def submit(self, fn: Callable[..., Any], args: tuple) -> int:
         ticket = next(self._tickets)
-        self._refs[self._task.remote(fn, args, self.cpus_per_run)] = ticket
+        self._queue.append((ticket, fn, args))
+        self._fill()
         return ticket
+
+    def _fill(self) -> None:
+        while self._queue and len(self._refs) < self.capacity:
+            ticket, fn, args = self._queue.popleft()
+            self._refs[self._task.remote(fn, args, self.cpus_per_run)] = ticket
 
     @property
     def outstanding(self) -> int:
-        return len(self._refs)
+        return len(self._refs) + len(self._queue)
 
     def wait(self) -> list[tuple[int, Outcome]]:
         import ray
         from ray.exceptions import RayError, RayTaskError
 
+        self._fill()
         if not self._refs:
             return []
         done, _ = ray.wait(list(self._refs), num_returns=1)
@@ -286,6 +331,7 @@ class RayPool:
             except RayError as err:  # its worker (or node) died
                 out.append((ticket, Outcome(crash=f"the Ray worker running it died "
                                                  f"({type(err).__name__})")))  # fmt: skip
+        self._fill()
         return out
 
     def close(self, now: bool = False) -> None:
@@ -295,6 +341,7 @@ class RayPool:
             for ref in self._refs:
                 ray.cancel(ref, force=True)
         self._refs.clear()
+        self._queue.clear()
         if self._started and ray.is_initialized():
             ray.shutdown()
 
@@ -311,11 +358,11 @@ def run_all(
     (Ctrl-C, an error in a callback) the executor is stopped at once and the exception
     propagates; otherwise it is closed."""
     pending: dict[int, tuple] = {}
-    queue = iter(calls)
+    queue, end = iter(calls), object()
     try:
         while True:
             # keep one call queued per worker beyond those running, so none waits idle
-            while len(pending) < 2 * executor.capacity and (args := next(queue, None)):
+            while len(pending) < 2 * executor.capacity and (args := next(queue, end)) is not end:
                 pending[executor.submit(fn, args)] = args
             if not pending:
                 break

@@ -113,6 +113,7 @@ class SweepEngine:
         self._report_finished()  # sweeps complete on disk already
         ex = self.executor.make(self.marker_dir)
         self.jobs = ex.capacity  # Ray's default: as many as the cluster holds
+        self.per_sweep = self.per_sweep or ex.capacity
         running: dict[int, tuple[SweepState, int, dict[str, Any]]] = {}
         try:
             while True:

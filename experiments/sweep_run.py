@@ -185,7 +185,7 @@ def run_sweeps(
     *,
     trials: int | None = None,
     jobs: int = 1,
-    per_sweep: int = 1,
+    per_sweep: int | None = 1,
     data_dir: str | Path | None = None,
     on_trial: Callable[[dict[str, Any]], None] | None = None,
     on_done: Callable[[SweepSummary], None] | None = None,
@@ -205,7 +205,8 @@ def run_sweeps(
 
     caps = [trial_cap(c, trials) for c in configs]
     spec = (executor or ExecutorSpec(jobs=jobs)).check()
-    check_jobs(per_sweep)
+    if per_sweep is not None:  # None: as many as the executor runs at once
+        check_jobs(per_sweep)
     dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
     states = [SweepState(c, sweep_dir(c, out), cap) for c, cap in zip(configs, caps, strict=True)]
     if len({s.folder for s in states}) != len(states):
@@ -216,8 +217,7 @@ def run_sweeps(
                 s.folder.mkdir(parents=True, exist_ok=True)
                 locks.enter_context(results_lock(s.folder, wait=wait_lock))
                 s.prepare()
-            marker_dir = Path(out) / ".inflight"
-            SweepEngine(states, spec, per_sweep, dd, on_trial, on_done, marker_dir).run()
+            SweepEngine(states, spec, per_sweep, dd, on_trial, on_done, Path(out)).run()
         except KeyboardInterrupt:
             interrupts.stopping()
             for s in states:

@@ -410,10 +410,10 @@ def test_a_worker_killed_mid_run_fails_that_run_and_the_grid_goes_on(tiny_preset
     ]
     proc = subprocess.Popen(cmd, env=ENV, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)  # fmt: skip
-    inflight = out / ".inflight"
+    inflight = out
 
     def marker():  # one run in flight for a while (a quick nn_ensemble fit takes seconds)
-        found = sorted(inflight.glob("*")) if inflight.is_dir() else []
+        found = sorted(inflight.glob(".inflight-*/*")) if inflight.is_dir() else []
         if not found or not found[0].read_text():
             return None
         time.sleep(0.3)
@@ -434,7 +434,7 @@ def test_a_worker_killed_mid_run_fails_that_run_and_the_grid_goes_on(tiny_preset
     said = f"seed {failed[0]['seed']}: the worker process running it died of SIGKILL"
     assert said in " ".join(text.split())  # rich wraps the line
     assert last_line(text).startswith("6 ran, 1 failed")
-    assert not inflight.exists()
+    assert not list(out.glob(".inflight-*"))
     rerun = subprocess.run(cmd, env=ENV, text=True, capture_output=True, timeout=300)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert last_line(rerun.stdout).startswith("1 ran, 0 failed, 0 skipped, 5 already done")

@@ -268,7 +268,7 @@ def test_a_tuned_study_tunes_every_level_then_reports_it(tiny_preset, tmp_path):
     report = runner.invoke(app, ["report", str(out)])
     assert report.exit_code == 0, report.output
     text = (out / "report" / "report.md").read_text()
-    assert "## Ablation: objective" in text and "'rmse' - 'nll': mean" in text
+    assert "## Ablation: objective" in text and "rmse - nll: mean" in text
 
 
 def test_factor_study_can_tune_and_drops_the_suite_for_presets(tmp_path):

@@ -94,10 +94,10 @@ def test_a_trial_whose_worker_is_killed_is_recorded_failed_and_tuning_goes_on(
            "--set", "n_epochs=30"]  # fmt: skip
     proc = subprocess.Popen(cmd, env=ENV, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)  # fmt: skip
-    inflight = out / "sweeps" / ".inflight"
+    inflight = out / "sweeps"
 
     def marker():  # a trial in flight for a while (a quick nn_ensemble fit takes seconds)
-        found = sorted(inflight.glob("*")) if inflight.is_dir() else []
+        found = sorted(inflight.glob(".inflight-*/*")) if inflight.is_dir() else []
         if not found or not found[0].read_text():
             return None
         time.sleep(0.3)

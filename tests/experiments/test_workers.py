@@ -18,7 +18,7 @@ def test_a_call_whose_worker_segfaults_is_reported_and_the_others_finish(tmp_pat
             lambda a, why: crashes.setdefault(a[0], why))  # fmt: skip
     assert results == {x: 10 * x for x in (0, 1, 3, 4, 5)}
     assert crashes == {2: "the worker process running it died of SIGSEGV (a native crash)"}
-    assert not (tmp_path / "inflight").exists()
+    assert not list((tmp_path / "inflight").glob(".inflight-*"))
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_an_idle_worker_that_dies_fails_nothing(tmp_path):
     pool.submit(times_ten_or_die, (2, -1, 0.0))
     assert sorted(t for t, _ in pool.wait() + pool.wait()) == [0, 1]  # both workers up
     pool.submit(times_ten_or_die, (3, -1, 3.0))
-    markers = tmp_path / "inflight"
+    markers = pool.marker_dir
     deadline = time.monotonic() + 30
     while not [m for m in markers.glob("*") if m.read_text()] and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -107,3 +107,22 @@ def test_local_workers_are_pinned_to_their_own_cores(tmp_path):
     for _, omp, xla, blas in seen.values():
         assert omp == "1" and "--xla_cpu_multi_thread_eigen=false" in xla
         assert all(n == 1 for n in blas)
+
+
+def test_a_worker_that_dies_between_calls_does_not_end_the_pool(tmp_path):
+    """A worker killed while the parent is between wait() and submit(): submit finds the
+    pool broken; the call is sent again on a fresh pool, nothing fails."""
+    import os
+    import time
+
+    pool = LocalPool(2, 1, tmp_path)
+    pool.submit(times_ten_or_die, (1, -1, 0.0))
+    pool.submit(times_ten_or_die, (2, -1, 0.0))
+    assert len(pool.wait() + pool.wait()) == 2
+    os.kill(next(iter(pool._procs)), signal.SIGKILL)
+    time.sleep(1.0)  # the pool notices and marks itself broken
+    pool.submit(times_ten_or_die, (3, -1, 0.0))
+    assert pool._broken  # submit found the pool broken and kept the call
+    ended = pool.wait()
+    pool.close()
+    assert [(o.value, o.crash) for _, o in ended] == [(30, None)]
