@@ -41,6 +41,7 @@ def test_in_process_runs_in_order():
     assert seen == [0, 10, 20, 30]
 
 
+@pytest.mark.slow
 def test_crowded_mappings_are_released():
     """Compiled programs hold memory mappings until their caches drop them (the cause of
     'LLVM ERROR: Unable to allocate section memory' after a few hundred runs)."""
