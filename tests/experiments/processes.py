@@ -64,3 +64,21 @@ def where_am_i(_):
     blas = [lib["num_threads"] for lib in threadpoolctl.threadpool_info()]
     return (os.getpid(), sorted(os.sched_getaffinity(0)), os.environ.get("OMP_NUM_THREADS"),
             os.environ.get("XLA_FLAGS", ""), blas)  # fmt: skip
+
+
+def kill_a_worker_in_flight(folder, timeout=120.0):
+    """SIGKILL the worker of a call in flight under ``folder`` (a pool's marker file that
+    names a pid and is still there 0.3 s later, so the call is not just ending); its pid."""
+    import signal
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = sorted(Path(folder).glob(".inflight-*/*")) if Path(folder).is_dir() else []
+        pid = found[0].read_text() if found else ""
+        if pid:
+            time.sleep(0.3)
+            if found[0].exists():
+                os.kill(int(pid), signal.SIGKILL)
+                return int(pid)
+        time.sleep(0.05)
+    raise AssertionError(f"no call was ever in flight under {folder}")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from processes import ENV, EXE, alive, children, last_line, wait_for
+from processes import ENV, EXE, alive, children, kill_a_worker_in_flight, last_line, wait_for
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -410,18 +410,7 @@ def test_a_worker_killed_mid_run_fails_that_run_and_the_grid_goes_on(tiny_preset
     ]
     proc = subprocess.Popen(cmd, env=ENV, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)  # fmt: skip
-    inflight = out
-
-    def marker():  # one run in flight for a while (a quick nn_ensemble fit takes seconds)
-        found = sorted(inflight.glob(".inflight-*/*")) if inflight.is_dir() else []
-        if not found or not found[0].read_text():
-            return None
-        time.sleep(0.3)
-        return found[0] if found[0].exists() else None
-
-    assert wait_for(lambda: marker() is not None, 120), "no run was ever in flight"
-    victim = int(marker().read_text())
-    os.kill(victim, signal.SIGKILL)
+    kill_a_worker_in_flight(out)  # a quick nn_ensemble fit takes seconds
     text, _ = proc.communicate(timeout=300)
     assert proc.returncode == 1, text
     assert "Traceback" not in text and "BrokenProcessPool" not in text

@@ -4,10 +4,9 @@ completes the sweeps with the same proposals an uninterrupted run makes."""
 import json
 import signal
 import subprocess
-import time
 
 import pytest
-from processes import ENV, EXE, alive, children, wait_for
+from processes import ENV, EXE, alive, children, kill_a_worker_in_flight, wait_for
 
 TRIALS = "*/trial-*/trial.json"
 
@@ -85,7 +84,6 @@ def test_a_trial_whose_worker_is_killed_is_recorded_failed_and_tuning_goes_on(
 ):
     """kill -9 of the worker running a trial: that trial is `failed` with the signal, the
     sweeps finish their trials and the tuned files are written."""
-    import os
 
     path, data = tiny_preset
     out = tmp_path / "tuned"
@@ -94,17 +92,7 @@ def test_a_trial_whose_worker_is_killed_is_recorded_failed_and_tuning_goes_on(
            "--set", "n_epochs=30"]  # fmt: skip
     proc = subprocess.Popen(cmd, env=ENV, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)  # fmt: skip
-    inflight = out / "sweeps"
-
-    def marker():  # a trial in flight for a while (a quick nn_ensemble fit takes seconds)
-        found = sorted(inflight.glob(".inflight-*/*")) if inflight.is_dir() else []
-        if not found or not found[0].read_text():
-            return None
-        time.sleep(0.3)
-        return found[0] if found[0].exists() else None
-
-    assert wait_for(lambda: marker() is not None, 120), "no trial was ever in flight"
-    os.kill(int(marker().read_text()), signal.SIGKILL)
+    kill_a_worker_in_flight(out / "sweeps")  # a quick nn_ensemble trial takes seconds
     text, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, text
     records = _records(out)
