@@ -11,9 +11,10 @@ run``, ``tune`` and ``ablate`` choose one with ``--executor local|ray`` (docs/sc
   dies breaks a ``concurrent.futures`` pool, which fails every outstanding call alike;
   in-flight marker files and the workers' exit codes tell which call's worker died
   (:mod:`udora.experiments.workers`), the pool is respawned and the rest resubmitted.
-- :class:`RayPool` (``--executor ray``): each call is a Ray task with ``num_cpus =
-  cpus_per_run`` and no retries, on a running cluster (``address``) or on a local Ray
-  started for the command. Ray isolates tasks, so a killed worker fails its task alone.
+- ``RayPool`` (``--executor ray``, :mod:`udora.experiments.executor_ray`): each call is a
+  Ray task with ``num_cpus = cpus_per_run`` and no retries, on a running cluster
+  (``address``) or on a local Ray started for the command. Ray isolates tasks, so a
+  killed worker fails its task alone.
 
 The calls write their own result folders (atomically), so with Ray on several machines
 the results folder and the data folder must be on a filesystem every node sees; the
@@ -38,12 +39,10 @@ from udora.experiments import interrupts
 from udora.experiments.checks import UsageError, check_jobs
 from udora.experiments.workers import (
     MAX_EMPTY_BREAKS,
-    cap_threads,
     crash_reason,
     init_worker,
     release_if_crowded,
     stop_pool,
-    thread_env,
     tracked,
 )
 
@@ -54,6 +53,12 @@ class Outcome:
 
     value: Any = None
     crash: str | None = None
+
+
+# What every executor offers: ``capacity`` (calls run at once), ``submit(fn, args) ->
+# ticket``, ``wait() -> [(ticket, Outcome)]`` (blocks until one ends; [] when none is
+# left), ``outstanding`` and ``close(now)``.
+Executor = Any
 
 
 @dataclass(frozen=True)
@@ -87,9 +92,11 @@ class ExecutorSpec:
                 raise UsageError('--executor ray: Ray is not installed (pip install "udora[ray]")')
         return self
 
-    def make(self, marker_parent: str | Path) -> InProcess | LocalPool | RayPool:
+    def make(self, marker_parent: str | Path) -> Executor:
         """The executor; a local pool keeps its in-flight markers under ``marker_parent``."""
         if self.kind == "ray":
+            from udora.experiments.executor_ray import RayPool
+
             return RayPool(self.jobs, self.address, self.cpus_per_run or 1)
         if self.jobs == 1:
             return InProcess()
@@ -251,103 +258,8 @@ class LocalPool:
         self._calls.clear()
 
 
-def _ray_call(fn: Callable[..., Any], args: tuple, cpus: int) -> Any:
-    """In a Ray worker: threads capped at ``cpus`` and the JAX cache, then ``fn(*args)``."""
-    from udora.experiments.jax_cache import configure_compilation_cache
-
-    cap_threads(cpus)
-    configure_compilation_cache()
-    try:
-        return fn(*args)
-    finally:
-        release_if_crowded()
-
-
-class RayPool:
-    """Calls as Ray tasks (``num_cpus = cpus_per_run``, no retries), at most ``jobs`` in
-    flight (the rest wait here); on the cluster at ``address`` ("auto", "HOST:PORT") or a
-    local Ray started here on this process's usable cores and stopped by :meth:`close`.
-    ``jobs=None``: as many as the cluster's CPUs hold."""
-
-    def __init__(self, jobs: int | None, address: str | None, cpus_per_run: int) -> None:
-        import ray
-
-        self.cpus_per_run = cpus_per_run
-        self._started = not ray.is_initialized()
-        if self._started:
-            env = {"env_vars": thread_env(cpus_per_run)}
-            cores = len(os.sched_getaffinity(0))
-            kw: dict[str, Any] = {"address": address} if address else {"num_cpus": cores}
-            try:
-                ray.init(**kw, runtime_env=env, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False)  # fmt: skip
-            except (ConnectionError, RuntimeError, ValueError) as err:
-                raise UsageError(
-                    f"--address {address}: cannot reach a Ray cluster: {err}"
-                ) from None
-        biggest = max((n.get("Resources", {}).get("CPU", 0) for n in ray.nodes() if n.get("Alive")),
-                      default=0)  # fmt: skip
-        if cpus_per_run > biggest:
-            self.close()
-            raise UsageError(f"--cpus-per-run {cpus_per_run}: the largest Ray node has "
-                             f"{biggest:g} CPUs; no run could start")  # fmt: skip
-        self._task = ray.remote(max_retries=0, num_cpus=cpus_per_run)(_ray_call)
-        cluster = max(1, int(ray.cluster_resources().get("CPU", 1)) // cpus_per_run)
-        self.capacity = jobs or cluster
-        self._refs: dict[Any, int] = {}
-        self._queue: deque[tuple[int, Callable[..., Any], tuple]] = deque()
-        self._tickets = itertools.count()
-
-    def submit(self, fn: Callable[..., Any], args: tuple) -> int:
-        ticket = next(self._tickets)
-        self._queue.append((ticket, fn, args))
-        self._fill()
-        return ticket
-
-    def _fill(self) -> None:
-        while self._queue and len(self._refs) < self.capacity:
-            ticket, fn, args = self._queue.popleft()
-            self._refs[self._task.remote(fn, args, self.cpus_per_run)] = ticket
-
-    @property
-    def outstanding(self) -> int:
-        return len(self._refs) + len(self._queue)
-
-    def wait(self) -> list[tuple[int, Outcome]]:
-        import ray
-        from ray.exceptions import RayError, RayTaskError
-
-        self._fill()
-        if not self._refs:
-            return []
-        done, _ = ray.wait(list(self._refs), num_returns=1)
-        out = []
-        for ref in done:
-            ticket = self._refs.pop(ref)
-            try:
-                out.append((ticket, Outcome(ray.get(ref))))
-            except RayTaskError as err:  # the call itself raised: a bug, not a crash
-                raise err.as_instanceof_cause() from None
-            except RayError as err:  # its worker (or node) died
-                out.append((ticket, Outcome(crash=f"the Ray worker running it died "
-                                                 f"({type(err).__name__})")))  # fmt: skip
-        self._fill()
-        return out
-
-    def close(self, now: bool = False) -> None:
-        import ray
-
-        if now:
-            for ref in self._refs:
-                ray.cancel(ref, force=True)
-        self._refs.clear()
-        self._queue.clear()
-        if self._started and ray.is_initialized():
-            ray.shutdown()
-
-
 def run_all(
-    executor: InProcess | LocalPool | RayPool,
+    executor: Executor,
     calls: Iterable[tuple],
     fn: Callable[..., Any],
     on_result: Callable[[tuple, Any], None],
