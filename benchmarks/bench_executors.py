@@ -4,9 +4,12 @@ Runs the same ``udora bench`` grid (default: ``--quick``, seed 0) as fresh subpr
 the venv's ``udora`` script, into a fresh folder each, with ``--jobs 1``, ``--jobs J`` and
 ``--executor ray`` (a local Ray the command starts, one CPU per run), and prints per
 executor the wall seconds, runs per minute and the ratio to ``--jobs 1``; then checks that
-every executor wrote the same metrics (largest relative difference). Every command shares
-the JAX persistent compilation cache under ``--out``, warmed by one untimed ``--jobs 1``
-pass first, so the figures compare executors, not compilers. Run it on an idle machine.
+every executor wrote the same metrics: each against ``--jobs 1`` (whose one run may use
+every core, so BLAS and XLA may sum in another order), and Ray against ``--jobs J`` (the
+same cores per run), as runs with equal metrics and the largest relative difference.
+Every command shares the JAX persistent compilation cache under ``--out``, warmed by one
+untimed ``--jobs 1`` pass first, so the figures compare executors, not compilers. Run it
+on an idle machine.
 
     python benchmarks/bench_executors.py --jobs 2 --out bench-executors
     python benchmarks/bench_executors.py --presets concrete --methods blr,gp_oracle --seeds 0,1
@@ -87,13 +90,20 @@ def main() -> None:
     print(f"{'executor':<10} {'wall s':>8} {'runs/min':>9} {'speed-up':>9}")
     for name, s in seconds.items():
         print(f"{name:<10} {s:8.1f} {60 * runs / s:9.1f} {seconds['jobs 1'] / s:9.2f}")
-    base = found["jobs 1"]
-    for name, other in found.items():
+    pairs = [(name, "jobs 1") for name in found if name != "jobs 1"]
+    if "ray" in found:  # the same cores per run (one): the files should agree exactly
+        pairs.append(("ray", f"jobs {args.jobs}"))
+    for name, ref in pairs:
+        other, base = found[name], found[ref]
         same = sorted(other) == sorted(base)
         gaps = [np.abs(other[k] - base[k]) / np.maximum(np.abs(base[k]), 1e-12)
                 for k in base if k in other]  # fmt: skip
         worst = max((float(np.nanmax(g, initial=0.0)) for g in gaps), default=float("nan"))
-        print(f"{name}: same runs {same}; largest relative metric difference {worst:.2e}")
+        equal = sum(np.array_equal(other[k], base[k], equal_nan=True) for k in base if k in other)
+        print(
+            f"{name} vs {ref}: same runs {same}; {equal} of {len(base)} runs with equal "
+            f"metrics; largest relative metric difference {worst:.2e}"
+        )
 
 
 if __name__ == "__main__":

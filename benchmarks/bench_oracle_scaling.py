@@ -12,6 +12,7 @@ Run it on an idle machine; the largest points take minutes.
     python benchmarks/bench_oracle_scaling.py --preset diamonds --pools 5000,20000,53940 \\
         --trains 1000,2000,5000,10000,20000 --out bench-scaling
     python benchmarks/bench_oracle_scaling.py --pools 2000 --trains 250,500,1000   # minutes
+    python benchmarks/bench_oracle_scaling.py --pools 5000 --trains 1000 --merge   # remeasure one
 """
 
 from __future__ import annotations
@@ -107,9 +108,16 @@ def main() -> None:
     parser.add_argument("--trains", default="250,500,1000")
     parser.add_argument("--timeout", type=float, default=3600.0)
     parser.add_argument("--out", type=Path, default=Path("bench-scaling"))
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="Keep the points of --out/scaling.json not measured again.",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     points = []
+    previous = args.out / "scaling.json"
+    kept = json.loads(previous.read_text())["points"] if args.merge and previous.is_file() else []
     for pool in map(int, args.pools.split(",")):
         for train in (n for n in map(int, args.trains.split(",")) if n <= pool):
             point = measure(args.preset, pool, train, args.timeout)
@@ -117,6 +125,9 @@ def main() -> None:
             shown = (f"{point['seconds']:9.1f} s {point['peak_gb']:6.2f} GB" if "seconds"
                      in point else f"failed: {point['error']}")  # fmt: skip
             print(f"N = {pool:>6}  n = {train:>6}  {shown}", flush=True)
+    measured = {(p["N"], p["n"]) for p in points}
+    points = sorted([p for p in kept if (p["N"], p["n"]) not in measured] + points,
+                    key=lambda p: (p["N"], p["n"]))  # fmt: skip
     model = fit_model(points)
     print(f"model: t = {model['c']:.2f} + {model['a']:.3e} n^3 + {model['b']:.3e} N n^2 (s)")
     for N, slope in model["exponent_in_n"].items():

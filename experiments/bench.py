@@ -117,7 +117,9 @@ def _worker(
     return result.status, result.error or ""
 
 
-def _clean_temporaries(out_dir: Path) -> None:
+def clean_temporaries(out_dir: Path) -> None:
+    """Remove what killed commands left under ``out_dir``: half-written run folders
+    (``.seed-*.tmp``; ``diagnose`` folders too) and pools' in-flight markers."""
     for tmp in out_dir.glob("*/*/*/.seed-*.tmp"):
         shutil.rmtree(tmp, ignore_errors=True)
     for markers in out_dir.glob(".inflight-*"):  # a pool's in-flight markers (executors.py)
@@ -177,7 +179,7 @@ def _run_locked(
 ) -> None:
     sources = {(r.preset_arg, r.method): (config_sources or {}).get((r.preset_arg, r.method))
                for r in runs}  # fmt: skip
-    _clean_temporaries(out)
+    clean_temporaries(out)
     summary.legacy = len(legacy_results(out))
     if summary.legacy:
         note = f"note: {legacy_note(out, summary.legacy)}"

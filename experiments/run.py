@@ -20,6 +20,7 @@ import secrets
 import shutil
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -220,10 +221,28 @@ def _make_temporary_dir(parent: Path, name: str) -> Path:
             continue
 
 
-def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> None:
+def write_folder_atomically(
+    final: Path, fill: Callable[[Path], None], check_old: Callable[[Path], None] | None = None
+) -> None:
+    """Make ``final`` appear whole or not at all: ``fill(tmp)`` writes a temporary sibling
+    folder, which then replaces ``final`` (after ``check_old(final)``, which may raise to
+    keep an existing folder)."""
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = _make_temporary_dir(final.parent, final.name)
     try:
+        fill(tmp)
+        if final.exists():  # a failed earlier attempt: replace it
+            if check_old is not None:
+                check_old(final)
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> None:
+    def fill(tmp: Path) -> None:
         if prediction is not None:
             arrays = {
                 "mean": prediction.mean,
@@ -234,15 +253,13 @@ def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> N
                 arrays["member_means"] = prediction.member_means
             np.savez(tmp / "predictions.npz", **arrays)
         (tmp / "result.json").write_text(json.dumps(record, indent=1, allow_nan=False))
-        if final.exists():  # a failed earlier attempt: replace it
-            previous = load_result(final)
-            if previous is not None and not is_current(previous):
-                raise FileExistsError(f"{final}: holds a run of an older udora; not replaced")
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    def check_old(folder: Path) -> None:
+        previous = load_result(folder)
+        if previous is not None and not is_current(previous):
+            raise FileExistsError(f"{folder}: holds a run of an older udora; not replaced")
+
+    write_folder_atomically(final, fill, check_old)
 
 
 def load_result(run_dir: str | Path) -> dict[str, Any] | None:

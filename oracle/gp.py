@@ -157,3 +157,42 @@ def sample_conditional_marginals(
     cond = Conditioner.fit(kernel, Z_S, f_S, np.zeros(Z_S.shape[0]), mean)
     mu, var = cond.predict(Z)
     return mu + np.sqrt(var) * z, cond.jitter
+
+
+def sample_posterior_paths(
+    kernel,
+    Z: np.ndarray,
+    train_idx: np.ndarray,
+    y_S: np.ndarray,
+    noise_var_S: np.ndarray,
+    mean: float,
+    z_prior: np.ndarray,
+    z_noise: np.ndarray,
+) -> tuple[np.ndarray, float]:
+    """Joint draws of ``f | S`` over all of ``Z`` by pathwise conditioning (Matheron's rule).
+
+    With a joint prior draw ``f0 = m + L z_prior`` over ``Z`` (N, d) and noise
+    ``e = sigma_S z_noise`` at the training points ``Z[train_idx]`` (n of them, repeats
+    allowed), ``g = f0 + K_{Z S} A^-1 (y_S - f0_S - e)``, ``A = K_SS + diag(noise_var_S)``,
+    is an exact draw from the posterior given ``y_S`` (Wilson et al., 2020). No posterior
+    covariance is factored: only the prior Gram of ``Z`` (N x N) and ``A`` (n x n).
+
+    Args:
+        kernel: a GPJax kernel built inside ``jax.enable_x64(True)``.
+        Z: (N, d) standardised inputs; train_idx: (n,) indices into ``Z``.
+        y_S: (n,) observed targets; noise_var_S: (n,) their noise variances.
+        mean: the prior's constant mean.
+        z_prior: (N, M) and z_noise: (n, M) standard normals, one column per draw.
+
+    Returns:
+        ``(G (M, N), jitter of the prior Gram)``.
+    """
+    idx = np.asarray(train_idx)
+    L, jitter = cholesky_with_jitter(gram(kernel, Z, Z))
+    f0 = mean + L @ z_prior  # (N, M)
+    cond = Conditioner.fit(kernel, Z[idx], y_S, noise_var_S, mean)
+    resid = (np.asarray(y_S, dtype=np.float64) - mean)[:, None] - (f0[idx] - mean)
+    resid -= np.sqrt(np.asarray(noise_var_S, dtype=np.float64))[:, None] * z_noise
+    with jax.enable_x64(True):
+        weights = np.asarray(jsl.cho_solve((jnp.asarray(cond.chol), True), jnp.asarray(resid)))
+    return (f0 + gram(kernel, Z, Z[idx]) @ weights).T, jitter

@@ -23,7 +23,12 @@ import jax
 import numpy as np
 
 from udora.oracle.data import load_table_with_source
-from udora.oracle.gp import Conditioner, sample_conditional_marginals, sample_joint
+from udora.oracle.gp import (
+    Conditioner,
+    sample_conditional_marginals,
+    sample_joint,
+    sample_posterior_paths,
+)
 from udora.oracle.kernels import build_kernel
 from udora.oracle.noise import NoiseModel
 from udora.oracle.preset import Preset, load_preset
@@ -78,6 +83,34 @@ class OracleTask:
             n=int(self.train_idx.shape[0]),
             prior=self.prior if with_prior else None,
         )
+
+    def posterior_draws(self, draws: int, rng: np.random.Generator) -> np.ndarray:
+        """``draws`` joint draws of ``f | S`` over the whole pool, original units; (M, N).
+
+        Pathwise conditioning of the task's own prior on its training sample
+        (:func:`udora.oracle.gp.sample_posterior_paths`), float64. Their mean and variance
+        converge to ``post_mean`` and ``post_var``. Needs a joint prior draw over the pool,
+        so pools larger than :data:`JOINT_LIMIT` are refused.
+        """
+        N = self.X.shape[0]
+        if N > JOINT_LIMIT:
+            raise ValueError(
+                f"preset {self.preset.name!r}: posterior draws need a joint draw over the "
+                f"pool, at most {JOINT_LIMIT} points; this pool has {N} (set a smaller "
+                "preset.pool_size)"
+            )
+        if not isinstance(draws, int | np.integer) or draws < 1:
+            raise ValueError(f"draws: expected a positive integer, got {draws!r}")
+        std = self.prior.standardiser
+        Z = std.x(self.X)
+        noise_S = self.prior.noise.std(Z[self.train_idx]) ** 2
+        with jax.enable_x64(True):
+            kernel = build_kernel(list(self.prior.kernel), Z.shape[1])
+        G, _ = sample_posterior_paths(
+            kernel, Z, self.train_idx, std.y(self.y_train), noise_S, self.prior.mean_value,
+            rng.standard_normal((N, draws)), rng.standard_normal((self.train_idx.size, draws)),
+        )  # fmt: skip
+        return std.mean_back(G)
 
 
 def select_pool(preset: Preset, n_rows: int) -> np.ndarray:

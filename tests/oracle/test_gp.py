@@ -6,7 +6,14 @@ import pytest
 from numpy_kernels import numpy_sum_kernel
 from test_kernels import SPECS
 
-from udora.oracle.gp import JITTERS, Conditioner, cholesky_with_jitter, gram, sample_joint
+from udora.oracle.gp import (
+    JITTERS,
+    Conditioner,
+    cholesky_with_jitter,
+    gram,
+    sample_joint,
+    sample_posterior_paths,
+)
 from udora.oracle.kernels import build_kernel
 
 D = 3
@@ -78,3 +85,29 @@ def test_joint_prior_draws_have_the_kernel_covariance():
     # Monte Carlo: sd of a covariance estimate ~ sqrt(2/4000) * variance ~ 0.022 * 0.6
     np.testing.assert_allclose(draws.mean(axis=0), 0.5, atol=4 * np.sqrt(0.6 / 4000))
     np.testing.assert_allclose(np.cov(draws, rowvar=False), K, atol=0.07)
+
+
+def test_posterior_paths_have_the_dense_posterior_mean_and_covariance():
+    # pathwise draws over a pool that contains the training inputs (one of them twice),
+    # against the dense posterior covariance K - K_PS A^-1 K_SP; Monte Carlo, fixed seed
+    comps = [SPECS[5], SPECS[10]]
+    rng = np.random.default_rng(6)
+    Z = rng.normal(size=(50, D))
+    idx = np.array([*range(0, 40, 2), 4])  # 21 observations, input 4 twice
+    noise_var = rng.uniform(0.01, 0.2, size=idx.size)
+    y_S = rng.normal(size=idx.size)
+    M = 20_000
+    with jax.enable_x64(True):
+        kernel = build_kernel(comps, D)
+    z_prior, z_noise = rng.standard_normal((50, M)), rng.standard_normal((idx.size, M))
+    G, _ = sample_posterior_paths(kernel, Z, idx, y_S, noise_var, 0.3, z_prior, z_noise)
+    assert G.shape == (M, 50)
+    A = numpy_sum_kernel(comps, Z[idx], Z[idx]) + np.diag(noise_var)
+    K_PS = numpy_sum_kernel(comps, Z, Z[idx])
+    m = 0.3 + K_PS @ np.linalg.solve(A, y_S - 0.3)
+    cov = numpy_sum_kernel(comps, Z, Z) - K_PS @ np.linalg.solve(A, K_PS.T)
+    sd = np.sqrt(np.diag(cov))
+    assert np.max(np.abs(G.mean(axis=0) - m) / (sd / np.sqrt(M))) < 5.0
+    # each covariance entry's Monte Carlo sd is sqrt((S_ii S_jj + S_ij^2) / M)
+    se = np.sqrt((np.outer(sd, sd) ** 2 + cov**2) / M)
+    assert np.max(np.abs(np.cov(G.T) - cov) / se) < 6.0

@@ -75,6 +75,25 @@ def test_exact_gp_reference_is_oracle_perfect():
     assert np.isnan(s["crps_fair"]) and np.isnan(s["spread_skill"])  # no members
 
 
+def test_bias_metrics_are_nan_when_the_bias_is_round_off_only():
+    # a mean equal to m up to round-off (as gp_oracle's, computed by another code path)
+    # gives a bias target of 1e-26 against variances near 1: its agreements are undefined
+    task = _task(seed=4)
+    rng = np.random.default_rng(4)
+    n = task.f.size
+    off = task.post_mean * (1.0 + 1e-13 * rng.normal(size=n))
+    s = score(task, _prediction(off, task.noise_var, task.post_var * (1 + 1e-13)))
+    for key in ("spearman_eu_bias", "pearson_eu_bias", "spearman_eu_bias_crps",
+                "spearman_eu_bias_nll", "pearson_eu_bias_nll"):  # fmt: skip
+        assert np.isnan(s[key]), key
+    assert s["spearman_eu"] == pytest.approx(1.0, abs=1e-9)  # the rest is unaffected
+    # a real bias (1e-4 of the sd) is kept, and agrees with scipy
+    shifted = task.post_mean + 1e-4 * rng.normal(size=n)
+    s = score(task, _prediction(shifted, task.noise_var, task.post_var))
+    bias = (shifted - task.post_mean) ** 2
+    assert s["spearman_eu_bias"] == pytest.approx(stats.spearmanr(task.post_var, bias).statistic)
+
+
 def test_exact_gp_minimises_the_oracle_selective_utility():
     # the oracle form is the expected score under the posterior predictive, which the exact
     # GP reports: any other predictive must score at least as high (properness)

@@ -1,0 +1,211 @@
+"""udora diagnose: Equations 31-32 against direct computations and known answers (a linear
+fit of a quadratic, a well-specified GP), the sum check, and the command end to end."""
+
+import json
+
+import numpy as np
+import pytest
+from tiny_presets import two_tiny_presets
+from typer.testing import CliRunner
+
+from udora.experiments.cli import app
+from udora.experiments.diagnose import (
+    Diagnosis,
+    diagnose,
+    reference_indices,
+    reference_means,
+    run_diagnoses,
+)
+from udora.experiments.spec import RunSpec, resolve
+from udora.methods import get_method
+from udora.methods.base import MethodConfig, UQMethod
+from udora.methods.registry import register, unregister
+from udora.scoring.decomposition import decompose
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return two_tiny_presets(tmp_path_factory.mktemp("tiny"))
+
+
+def test_decompose_is_equations_31_and_32():
+    rng = np.random.default_rng(0)
+    M, N = 5, 30
+    f_hat, G, R = rng.normal(size=N), rng.normal(size=(M, N)), rng.normal(size=(M, N))
+    post_mean, post_var = rng.normal(size=N), rng.uniform(0.1, 1.0, size=N)
+    dec = decompose(f_hat, G, R, post_mean, post_var)
+    own, ref = (f_hat - G) ** 2, (R - G) ** 2
+    np.testing.assert_allclose(dec.estimation, (own - ref).mean(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(dec.approximation, ref.mean(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(dec.estimation + dec.approximation, own.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(dec.approximation_se, ref.std(axis=0, ddof=1) / np.sqrt(M))
+    means = dec.pool_means(scale=2.0)
+    assert means["sum"] == pytest.approx(own.mean() / 2.0)
+    assert means["sum_se"] == pytest.approx(own.mean(axis=1).std(ddof=1) / np.sqrt(M) / 2)
+    assert means["eu_target"] == pytest.approx(np.mean(post_var + (f_hat - post_mean) ** 2) / 2)
+    shares = dec.shares()
+    assert shares["estimation_share"] + shares["approximation_share"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"draws and references must both have shape \(M, 30\)"):
+        decompose(f_hat, G, R[:, :-1], post_mean, post_var)
+
+
+def test_sum_is_the_eu_target_up_to_monte_carlo_error():
+    # g_i ~ N(m, s2) independently per point: E (f - g)^2 = s2 + (f - m)^2 exactly
+    rng = np.random.default_rng(1)
+    N, M = 200, 400
+    m, s2 = rng.normal(size=N), rng.uniform(0.1, 1.0, size=N)
+    f_hat = m + rng.normal(size=N) * 0.5
+    G = m + np.sqrt(s2) * rng.normal(size=(M, N))
+    dec = decompose(f_hat, G, G + 0.1, m, s2)
+    assert abs(dec.sum_check()["z"]) < 4.0
+    assert abs(dec.sum_check()["relative_difference"]) < 0.05
+
+
+def test_reference_inputs_cover_the_pool_evenly():
+    rng = np.random.default_rng(2)
+    idx = reference_indices(7, 24, rng)
+    counts = np.bincount(idx, minlength=7)
+    assert idx.size == 24 and set(counts) == {3, 4} and counts.sum() == 24
+    assert np.array_equal(reference_indices(7, 24, np.random.default_rng(2)), idx)
+    assert np.array_equal(np.bincount(reference_indices(5, 3, rng), minlength=5) <= 1, [True] * 5)
+
+
+def test_linear_fit_of_a_quadratic_has_the_best_linear_fit_error():
+    # g_i(x) = x^2 + a_i x + b_i: the best linear fit under the pool's distribution leaves
+    # the residual r of x^2 on span{1, x} (least squares over the pool points, by lstsq);
+    # BLR with a flat prior on 60 replicates of every point must find approx(x) = r(x)^2
+    X = np.linspace(-1.0, 1.0, 200)[:, None]
+    x = X[:, 0]
+    rng = np.random.default_rng(3)
+    G = np.stack([x**2 + a * x + b for a, b in rng.normal(size=(3, 2))])
+    basis = np.column_stack([np.ones_like(x), x])
+    coef, *_ = np.linalg.lstsq(basis, x**2, rcond=None)
+    best_error = (x**2 - basis @ coef) ** 2
+    R, _ = reference_means(lambda: get_method("blr", alpha=1e-8, sigma=0.1), X, G,
+                           np.full(200, 0.01), 60 * 200, seed=0)  # fmt: skip
+    dec = decompose(G[0], G, R, G.mean(axis=0), np.zeros(200))
+    # the fitted coefficients carry sampling error ~ 0.1 / sqrt(12000) ~ 1e-3
+    np.testing.assert_allclose(dec.approximation, best_error, atol=5e-3)
+    assert dec.approximation.mean() == pytest.approx(best_error.mean(), rel=0.02)
+
+
+def _diagnose(path, data, method, scale, draws=8, **over):
+    run = resolve(RunSpec(path, method, 0, over), data)
+    record, arrays = diagnose(Diagnosis(run, draws, scale), str(data))
+    assert record["status"] == "ok", record["error"]
+    return record, arrays
+
+
+def test_well_specified_gp_has_vanishing_approximation(tiny):
+    # gp_oracle is the task's own GP: its reference fits' error is the posterior variance
+    # after K * 40 observations on 120 points, which shrinks like 1/K, while its estimation
+    # error is that of the 40 real observations
+    (path, _), data = tiny
+    small, arrays = _diagnose(path, data, "gp_oracle", scale=1)
+    large, _ = _diagnose(path, data, "gp_oracle", scale=30)
+    a1, a30 = small["normalised"]["approximation"], large["normalised"]["approximation"]
+    assert a30 < a1 / 10
+    assert a30 < 0.05 * large["normalised"]["eu_target"]
+    assert large["normalised"]["estimation"] > 10 * a30
+    for record in (small, large):
+        assert abs(record["sum_check"]["z"]) < 4.0
+    assert arrays["estimation"].shape == (120,) and np.all(arrays["approximation"] >= 0)
+    assert large["pool_size"] == 120 and large["reference_size"] == 30 * 40
+
+
+class _Config(MethodConfig):
+    pass
+
+
+class _FailsOnLargeSamples(UQMethod):
+    """Fits a constant, but raises when trained on more than 50 points."""
+
+    Config = _Config
+
+    def fit(self, X, y, *, seed, knowledge=None):
+        if X.shape[0] > 50:
+            raise RuntimeError("deliberate failure on a large sample")
+        self.mu_ = float(np.mean(y))
+        return self
+
+    def predict(self, X):
+        from udora.methods.base import Prediction
+
+        n = X.shape[0]
+        return Prediction(np.full(n, self.mu_), np.ones(n), np.ones(n))
+
+
+def test_a_failing_reference_fit_fails_its_diagnosis_only(tiny, tmp_path):
+    (path, _), data = tiny
+    register("test_fails_large")(_FailsOnLargeSamples)
+    try:
+        jobs = [Diagnosis(resolve(RunSpec(path, m, 0, {}), data), 2, 2)
+                for m in ("test_fails_large", "blr")]  # fmt: skip
+        summary = run_diagnoses(jobs, tmp_path / "out", data_dir=data)
+    finally:
+        unregister("test_fails_large")
+    assert (summary.done, summary.failed) == (2, 1)
+    failed = json.loads((jobs[0].folder(tmp_path / "out") / "decomposition.json").read_text())
+    assert failed["status"] == "failed"
+    assert "RuntimeError: deliberate failure on a large sample" in failed["error"]
+    assert (jobs[1].folder(tmp_path / "out") / "decomposition.npz").is_file()
+
+
+def test_cli_end_to_end_resumes_and_summarises(tiny, tmp_path):
+    (path_a, path_b), data = tiny
+    out = tmp_path / "diag"
+    args = ["diagnose", "--preset", f"{path_a},{path_b}", "--method", "blr,gp_linear",
+            "--draws", "3", "--scale", "2", "--n", "20,40", "--out", str(out),
+            "--data-dir", str(data)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "8 ran, 0 failed, 0 already done" in result.output
+    records = sorted(out.glob("*/*/*/seed-0-M3-K2/decomposition.json"))
+    assert len(records) == 8
+    for path in records:
+        record = json.loads(path.read_text())
+        assert record["status"] == "ok" and record["draws"] == 3 and record["scale"] == 2
+        with np.load(path.parent / "decomposition.npz") as z:
+            assert z["estimation"].shape == (120,)
+            # the stored pool means are the arrays' means, normalised by Var(y)
+            norm = record["normalised"]
+            assert norm["approximation"] == pytest.approx(
+                z["approximation"].mean() / record["target_variance"]
+            )
+    summary = (out / "summary.md").read_text()
+    assert summary.count("| blr |") == 2 and summary.count("| gp_linear |") == 2
+    assert (out / "errors_by_n.png").is_file() and (out / "shares.pdf").is_file()
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and "0 ran, 0 failed, 8 already done" in again.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--preset", "concrete", "--method", "blr", "--draws", "1"], "--draws: at least 2"),
+        (["--sanity", "--method", "blr"], "--sanity chooses the methods"),
+        (["--preset", "concrete"], "give --method M"),
+        (["--method", "blr"], "give --preset P"),
+        (["--preset", "concrete", "--method", "blr", "--n", "0"], "--n: expected positive"),
+        (["--preset", "concrete", "--method", "nope"], "nope"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(args, message, tmp_path):
+    result = runner.invoke(app, ["diagnose", *args, "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_pools_beyond_the_joint_limit_are_refused(tiny, monkeypatch):
+    import udora.oracle.task as task_module
+    from udora.oracle.preset import load_preset
+
+    (path, _), data = tiny
+    task = task_module.build_task(load_preset(path), 0, data_dir=data)
+    with pytest.raises(ValueError, match="draws: expected a positive integer"):
+        task.posterior_draws(0, np.random.default_rng(0))
+    monkeypatch.setattr(task_module, "JOINT_LIMIT", 100)
+    with pytest.raises(ValueError, match="at most 100 points; this pool has 120"):
+        task.posterior_draws(2, np.random.default_rng(0))
