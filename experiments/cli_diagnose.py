@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from udora.experiments import cli_options as opts
 from udora.experiments.cli_errors import usage_error as _usage_error
@@ -34,7 +35,8 @@ def diagnose_cmd(
         bool,
         typer.Option(
             "--sanity",
-            help="The paper's GP sanity check: gp_oracle and gp_linear (default --suite dev).",
+            help="The paper's GP sanity check: gp_oracle and gp_linear (default --suite dev, "
+            "--n 100,300,1000).",
         ),
     ] = False,
     seed: Annotated[int, typer.Option(help="The run's seed (task and fits).")] = 0,
@@ -71,9 +73,10 @@ def diagnose_cmd(
     from udora.experiments.bench import make_grid, suite_presets
     from udora.experiments.checks import UsageError, check_out_dir, check_seed
     from udora.experiments.diagnose import Diagnosis, run_diagnoses
-    from udora.experiments.diagnose_report import markdown, write_summary
+    from udora.experiments.diagnose_report import markdown
     from udora.experiments.lock import LockHeldError
     from udora.experiments.run import parse_set
+    from udora.oracle.preset import load_preset
 
     with interrupts.catch_interrupts():
         try:
@@ -92,32 +95,50 @@ def diagnose_cmd(
             check_seed(seed)
             check_out_dir(out)
             overrides = parse_set(set_ or [])
-            sizes = [_size(v) for v in _names(n)] if n else [None]
-            if sizes != [None] and "preset.n_train" in overrides:
+            sizes = [_size(v) for v in _names(n or ("100,300,1000" if sanity else None))]
+            if sizes and "preset.n_train" in overrides:
                 raise UsageError("give --n or --set preset.n_train, not both")
             diagnoses = []
-            for size in sizes:
+            for size in sizes or [None]:
+                usable = presets
+                if size is not None:
+                    pools = {p: overrides.get("preset.pool_size", load_preset(p).pool_size)
+                             for p in presets}  # fmt: skip
+                    usable = [p for p in presets if size <= pools[p]]
+                    for name in sorted(set(presets) - set(usable)):
+                        console.print(f"[yellow]skipped[/] {escape(name)} at n = {size}: its "
+                                      f"pool has {pools[name]} points")  # fmt: skip
+                if not usable:
+                    continue
                 extra = {} if size is None else {"preset.n_train": size}
-                runs = make_grid(presets, methods, [seed], {**overrides, **extra}, quick=quick,
+                runs = make_grid(usable, methods, [seed], {**overrides, **extra}, quick=quick,
                                  data_dir=data_dir)  # fmt: skip
                 diagnoses += [Diagnosis(run, draws, scale) for run in runs]
+            if not diagnoses:
+                raise UsageError("no preset's pool holds any of the --n sizes")
             spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
-            console.print(f"{len(diagnoses)} diagnoses: {len(presets)} presets x "
-                          f"{len(methods)} methods x {len(sizes)} sizes; M = {draws}, "
+            console.print(f"{len(diagnoses)} diagnoses ({len(presets)} presets, "
+                          f"{len(methods)} methods, {max(len(sizes), 1)} sizes); M = {draws}, "
                           f"K = {scale}", highlight=False)  # fmt: skip
-            summary = run_diagnoses(diagnoses, out, executor=spec, data_dir=data_dir,
-                                    console=console, wait_lock=wait_lock)  # fmt: skip
+            summary = run_diagnoses(
+                diagnoses, out, executor=spec, data_dir=data_dir, console=console,
+                wait_lock=wait_lock, summarise=True,
+            )  # fmt: skip
         except (ValueError, KeyError, LockHeldError) as err:
             _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
         except KeyboardInterrupt:
             interrupts.ignore_from_now()
             console.print("interrupted")
             raise typer.Exit(130) from None
-    report = write_summary(out)
-    if not report["groups"].empty:
+        if summary.interrupted:
+            interrupts.ignore_from_now()
+    report = summary.report
+    if report is not None and not report["groups"].empty:
         console.print(markdown(report["groups"]), highlight=False, markup=False, soft_wrap=True)
-    console.print(f"{summary.line()}; wrote {', '.join(p.name for p in report['written'])} "
-                  f"in {out}", highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    wrote = (f"; wrote {', '.join(p.name for p in report['written'])} in {out}" if report
+             else f"; results in {out}")  # fmt: skip
+    console.print(f"{'interrupted: ' if summary.interrupted else ''}{summary.line()}{wrote}",
+                  highlight=False, markup=False, soft_wrap=True)  # fmt: skip
     if summary.interrupted:
         raise typer.Exit(130)
     if not summary.ok:

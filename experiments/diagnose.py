@@ -48,6 +48,7 @@ from udora.methods.seeding import numpy_rng
 
 RECORD = "decomposition.json"
 ARRAYS = "decomposition.npz"
+SCHEMA = 1  # of decomposition.json; a rerun redoes diagnoses of another schema
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,14 @@ class Diagnosis:
                 raise ValueError(f"--{name}: expected a positive integer, got {value!r}")
         if self.draws < 2:
             raise ValueError("--draws: at least 2 (standard errors are over draws)")
+        from udora.oracle.task import JOINT_LIMIT
+
+        if self.run.preset.pool_size > JOINT_LIMIT:
+            raise ValueError(
+                f"preset {self.run.preset.name!r}: diagnose draws jointly over the pool, at "
+                f"most {JOINT_LIMIT} points; this pool has {self.run.preset.pool_size} "
+                "(set a smaller preset.pool_size)"
+            )
 
     @property
     def rel_dir(self) -> Path:
@@ -136,30 +145,32 @@ def diagnose(job: Diagnosis, data_dir: str | None = None) -> tuple[dict[str, Any
     """Run one diagnosis; its record (see module doc) and arrays (empty when it failed)."""
     run = job.run
     record: dict[str, Any] = {
-        "status": "failed", "error": None, "preset": run.preset.name, "method": run.method,
+        "schema": SCHEMA, "status": "failed", "error": None, "preset": run.preset.name,
+        "preset_arg": run.preset_arg, "method": run.method,
         "seed": run.seed, "label": run.label, "overrides": run.overrides,
         "config": run.config.to_dict(), "config_hash": run.config_hash,
         "identity": run.identity, "n_train": run.preset.n_train, "draws": job.draws,
         "scale": job.scale, "versions": _versions(run.method), "timings": {},
     }  # fmt: skip
     timings = record["timings"]
-    t0 = time.perf_counter()
-    task = _cached_task(run.preset.model_dump_json(), run.seed, data_dir)
-    timings["oracle"] = time.perf_counter() - t0
     arrays: dict[str, np.ndarray] = {}
     try:
         from udora.scoring.decomposition import decompose
 
+        record["data_source"] = run.check_data_source(data_dir)  # raises if not the hashed
+        t0 = time.perf_counter()
+        task = _cached_task(run.preset.model_dump_json(), run.seed, data_dir)
+        timings["oracle"] = time.perf_counter() - t0
         knowledge = task.knowledge(with_prior=type(run.make_method()).uses_task_prior)
         t0 = time.perf_counter()
         f_hat = _fit_mean(run.make_method, task.X_train, task.y_train, run.seed, knowledge,
                           task.X)  # fmt: skip
         timings["fit"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        G = task.posterior_draws(job.draws, numpy_rng(run.seed, "diagnose_draws"))
+        G, jitter = task.posterior_draws(job.draws, run.seed)
         timings["draws"] = time.perf_counter() - t0
         N, size = task.X.shape[0], job.scale * task.train_idx.size
-        record.update(pool_size=N, reference_size=size)
+        record.update(pool_size=N, reference_size=size, draws_jitter=jitter)
         big = dataclasses.replace(knowledge, n=size)
         R, per_reference = reference_means(run.make_method, task.X, G, task.noise_var, size,
                                            run.seed, big)  # fmt: skip
@@ -208,14 +219,25 @@ def load_diagnosis(folder: str | Path) -> dict[str, Any] | None:
 
 
 def _worker(job: Diagnosis, out: str, data_dir: str | None) -> tuple[str, str]:
-    """Diagnose and write; (status, error) for the driver."""
+    """Diagnose and write; (status, error) for the driver. Nothing a diagnosis raises
+    (but Ctrl-C) reaches the grid: it is this diagnosis's failure."""
     try:
         record, arrays = diagnose(job, data_dir)
-    except (ValueError, OSError) as err:  # e.g. the data cannot be found: this one fails
-        record = {"status": "failed", "error": f"{type(err).__name__}: {err}"}
-        arrays = {}
-    write_diagnosis(job.folder(out), _finite(record), arrays)
+        write_diagnosis(job.folder(out), _finite(record), arrays)
+    except Exception as err:
+        if interrupts.requested():
+            raise KeyboardInterrupt from err
+        record = {"schema": SCHEMA, "status": "failed", "error": f"{type(err).__name__}: {err}"}
+        try:
+            write_diagnosis(job.folder(out), record, {})
+        except Exception as again:  # e.g. the folder cannot be written: say so, go on
+            record["error"] += f"; its record could not be written: {again}"
     return record["status"], record.get("error") or ""
+
+
+def is_current(record: dict[str, Any] | None) -> bool:
+    """Whether ``record`` is a diagnosis of the current :data:`SCHEMA`."""
+    return record is not None and record.get("schema") == SCHEMA
 
 
 def _finite(value: Any) -> Any:
@@ -235,6 +257,7 @@ class DiagnoseSummary:
     failed: int = 0
     already: int = 0
     interrupted: bool = False
+    report: dict[str, Any] | None = None  # what write_summary wrote, when asked
 
     @property
     def ok(self) -> bool:
@@ -252,9 +275,12 @@ def run_diagnoses(
     data_dir: str | Path | None = None,
     console: Console | None = None,
     wait_lock: bool = False,
+    summarise: bool = False,
 ) -> DiagnoseSummary:
     """Every diagnosis not already ok under ``out``, on ``executor``, holding the folder's
-    lock; a worker that dies fails its diagnosis only. Ctrl-C keeps finished ones."""
+    lock; a worker that dies fails its diagnosis only. Ctrl-C keeps finished ones. With
+    ``summarise``, the folder's summary is written before the lock is released
+    (:func:`udora.experiments.diagnose_report.write_summary`; ``summary.report``)."""
     console = console or Console()
     spec = (executor or ExecutorSpec(jobs=1)).check()
     out = Path(out)
@@ -268,11 +294,15 @@ def run_diagnoses(
                 todo = []
                 for job in jobs:
                     previous = load_diagnosis(job.folder(out))
-                    if previous is not None and previous.get("status") == "ok":
+                    if is_current(previous) and previous.get("status") == "ok":
                         summary.already += 1
                     else:
                         todo.append(job)
                 _run(spec, todo, out, dd, console, summary)
+                if summarise and not summary.interrupted:
+                    from udora.experiments.diagnose_report import write_summary
+
+                    summary.report = write_summary(out)
         except KeyboardInterrupt:
             interrupts.stopping()
             summary.interrupted = True
@@ -300,7 +330,8 @@ def _run(spec: ExecutorSpec, todo: list[Diagnosis], out: Path, dd: str | None,
 
         def crashed(args: tuple, reason: str) -> None:
             job = args[0]
-            write_diagnosis(job.folder(out), {"status": "failed", "error": reason}, {})
+            write_diagnosis(job.folder(out), {"schema": SCHEMA, "status": "failed",
+                                              "error": reason}, {})  # fmt: skip
             done(job, "failed", reason)
 
         finished: Callable[[tuple, tuple[str, str]], None] = lambda a, v: done(a[0], *v)  # noqa: E731

@@ -84,13 +84,19 @@ class OracleTask:
             prior=self.prior if with_prior else None,
         )
 
-    def posterior_draws(self, draws: int, rng: np.random.Generator) -> np.ndarray:
-        """``draws`` joint draws of ``f | S`` over the whole pool, original units; (M, N).
+    def posterior_draws(self, draws: int, seed: int) -> tuple[np.ndarray, float]:
+        """``draws`` joint draws of ``f | S`` over the whole pool, original units.
 
         Pathwise conditioning of the task's own prior on its training sample
-        (:func:`udora.oracle.gp.sample_posterior_paths`), float64. Their mean and variance
-        converge to ``post_mean`` and ``post_var``. Needs a joint prior draw over the pool,
-        so pools larger than :data:`JOINT_LIMIT` are refused.
+        (:func:`udora.oracle.gp.sample_posterior_paths`), float64. The standard normals
+        come from the named streams ``posterior_draws_prior`` and ``posterior_draws_noise``
+        of ``seed``, one row per draw, so the first M of M' > M draws are the M draws.
+        Their mean and variance converge to ``post_mean`` and ``post_var`` (up to the
+        jitter the prior Gram of the pool needed, returned). Needs a joint prior draw
+        over the pool, so pools larger than :data:`JOINT_LIMIT` are refused.
+
+        Returns:
+            ``(G (M, N), relative jitter of the pool's prior Gram)``.
         """
         N = self.X.shape[0]
         if N > JOINT_LIMIT:
@@ -106,11 +112,13 @@ class OracleTask:
         noise_S = self.prior.noise.std(Z[self.train_idx]) ** 2
         with jax.enable_x64(True):
             kernel = build_kernel(list(self.prior.kernel), Z.shape[1])
-        G, _ = sample_posterior_paths(
+        z_prior = stream(seed, "posterior_draws_prior").standard_normal((draws, N)).T
+        z_noise = stream(seed, "posterior_draws_noise").standard_normal((draws, noise_S.size)).T
+        G, jitter = sample_posterior_paths(
             kernel, Z, self.train_idx, std.y(self.y_train), noise_S, self.prior.mean_value,
-            rng.standard_normal((N, draws)), rng.standard_normal((self.train_idx.size, draws)),
+            z_prior, z_noise,
         )  # fmt: skip
-        return std.mean_back(G)
+        return std.mean_back(G), jitter
 
 
 def select_pool(preset: Preset, n_rows: int) -> np.ndarray:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 __all__ = ["Decomposition", "decompose"]
 
@@ -65,12 +66,16 @@ class Decomposition:
 
     def sum_check(self) -> dict[str, float]:
         """Estimation + approximation against the exact EU target, pooled: the relative
-        difference and its z-score (difference over the Monte Carlo standard error)."""
+        difference, its z-score (difference over the Monte Carlo standard error) and the
+        two-sided p-value of z under Student's t with M - 1 degrees of freedom (the
+        standard error is estimated from M per-draw means)."""
         means = self.pool_means()
         diff = means["sum"] - means["eu_target"]
+        z = diff / means["sum_se"] if means["sum_se"] > 0 else float("nan")
         return {
             "relative_difference": diff / means["eu_target"],
-            "z": diff / means["sum_se"] if means["sum_se"] > 0 else float("nan"),
+            "z": z,
+            "p": float(2.0 * stats.t.sf(abs(z), self.draws - 1)) if np.isfinite(z) else z,
         }
 
     def shares(self) -> dict[str, float]:

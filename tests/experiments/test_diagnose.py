@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from scipy import stats
 from tiny_presets import two_tiny_presets
 from typer.testing import CliRunner
 
@@ -20,6 +21,8 @@ from udora.experiments.spec import RunSpec, resolve
 from udora.methods import get_method
 from udora.methods.base import MethodConfig, UQMethod
 from udora.methods.registry import register, unregister
+from udora.oracle.preset import load_preset
+from udora.oracle.task import build_task
 from udora.scoring.decomposition import decompose
 
 runner = CliRunner()
@@ -41,10 +44,17 @@ def test_decompose_is_equations_31_and_32():
     np.testing.assert_allclose(dec.approximation, ref.mean(axis=0), rtol=1e-13)
     np.testing.assert_allclose(dec.estimation + dec.approximation, own.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(dec.approximation_se, ref.std(axis=0, ddof=1) / np.sqrt(M))
+    np.testing.assert_allclose(dec.estimation_se, (own - ref).std(axis=0, ddof=1) / np.sqrt(M))
     means = dec.pool_means(scale=2.0)
     assert means["sum"] == pytest.approx(own.mean() / 2.0)
     assert means["sum_se"] == pytest.approx(own.mean(axis=1).std(ddof=1) / np.sqrt(M) / 2)
     assert means["eu_target"] == pytest.approx(np.mean(post_var + (f_hat - post_mean) ** 2) / 2)
+    est_draws = (own - ref).mean(axis=1)
+    assert means["estimation_se"] == pytest.approx(est_draws.std(ddof=1) / np.sqrt(M) / 2)
+    check = dec.sum_check()
+    z = (own.mean() - np.mean(post_var + (f_hat - post_mean) ** 2)) / (2 * means["sum_se"])
+    assert check["z"] == pytest.approx(z)
+    assert check["p"] == pytest.approx(2 * stats.t.sf(abs(z), M - 1))
     shares = dec.shares()
     assert shares["estimation_share"] + shares["approximation_share"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match=r"draws and references must both have shape \(M, 30\)"):
@@ -153,6 +163,54 @@ def test_a_failing_reference_fit_fails_its_diagnosis_only(tiny, tmp_path):
     assert (jobs[1].folder(tmp_path / "out") / "decomposition.npz").is_file()
 
 
+def test_an_error_outside_the_fit_fails_its_diagnosis_only(tiny, tmp_path, monkeypatch):
+    import udora.experiments.diagnose as diagnose_module
+
+    (path_a, path_b), data = tiny
+    real = diagnose_module._cached_task
+
+    def broken(preset_json, seed, data_dir):
+        if '"tinya"' in preset_json:
+            raise KeyError("column 'a' is missing")
+        return real(preset_json, seed, data_dir)
+
+    monkeypatch.setattr(diagnose_module, "_cached_task", broken)
+    jobs = [Diagnosis(resolve(RunSpec(p, "blr", 0, {}), data), 2, 2) for p in (path_a, path_b)]
+    summary = run_diagnoses(jobs, tmp_path / "out", data_dir=data, summarise=True)
+    assert (summary.done, summary.failed) == (2, 1)
+    record = json.loads((jobs[0].folder(tmp_path / "out") / "decomposition.json").read_text())
+    assert record["status"] == "failed" and "KeyError" in record["error"]
+    assert list(summary.report["rows"]["preset"]) == ["tinyb"]
+
+
+def _row(preset, n, est, se, method="m", setting="default"):
+    return {"preset": preset, "method": method, "config": "{}", "setting": setting, "seed": 0,
+            "draws": 4, "scale": 2, "n_train": n, "estimation": est, "approximation": 1.0,
+            "sum": est + 1.0, "eu_target": est + 1.0, "estimation_se": se,
+            "approximation_se": se, "sum_se": se, "sum_check_z": 0.5, "sum_check_p": 0.6,
+            "estimation_share": est / (est + 1.0), "seconds": 1.0,
+            "folder": f"{preset}/{method}/{n}"}  # fmt: skip
+
+
+def test_group_means_pool_errors_match_presets_and_refuse_duplicates():
+    import pandas as pd
+
+    from udora.experiments.diagnose_report import group_means
+
+    rows = pd.DataFrame([_row("a", 100, 0.4, 0.03), _row("b", 100, 0.2, 0.04),
+                         _row("a", 300, 0.1, 0.01), _row("c", 100, 0.9, 0.05),
+                         _row("a", 100, 0.3, 0.02, setting="width=64")])  # fmt: skip
+    groups = group_means(rows)
+    first = groups[(groups["n_train"] == 100) & (groups["setting"] == "default")].iloc[0]
+    assert first["presets"] == 3 and first["estimation"] == pytest.approx(0.5)
+    assert first["estimation_se"] == pytest.approx(np.sqrt(0.03**2 + 0.04**2 + 0.05**2) / 3)
+    assert len(groups) == 3  # another setting is another group, never averaged in
+    matched = group_means(rows, matched=True)  # only preset a has both n of its series
+    assert set(matched["preset_names"]) == {"a"} and len(matched) == 3
+    with pytest.raises(ValueError, match="a appears twice in one group"):
+        group_means(pd.concat([rows, rows.iloc[:1]]))
+
+
 def test_cli_end_to_end_resumes_and_summarises(tiny, tmp_path):
     (path_a, path_b), data = tiny
     out = tmp_path / "diag"
@@ -169,13 +227,21 @@ def test_cli_end_to_end_resumes_and_summarises(tiny, tmp_path):
         assert record["status"] == "ok" and record["draws"] == 3 and record["scale"] == 2
         with np.load(path.parent / "decomposition.npz") as z:
             assert z["estimation"].shape == (120,)
-            # the stored pool means are the arrays' means, normalised by Var(y)
-            norm = record["normalised"]
-            assert norm["approximation"] == pytest.approx(
-                z["approximation"].mean() / record["target_variance"]
+            # the EU target against a task rebuilt here and the method refitted here
+            preset = load_preset(record["preset_arg"]).with_overrides(
+                {"n_train": record["n_train"]}
             )
+            task = build_task(preset, 0, data_dir=data)
+            model = get_method(record["method"]).fit(task.X_train, task.y_train, seed=0)
+            mean = model.predict(task.X).mean
+            np.testing.assert_allclose(z["eu_target"], task.post_var + (mean - task.post_mean)
+                                       ** 2, rtol=1e-6)  # fmt: skip
+            assert record["target_variance"] == pytest.approx(np.var(task.y))
     summary = (out / "summary.md").read_text()
-    assert summary.count("| blr |") == 2 and summary.count("| gp_linear |") == 2
+    first, against_n = summary.split("## Against n")
+    for part in (first, against_n):  # both presets have both n: the two tables agree
+        assert part.count("| blr | default |") == 2 and part.count("| gp_linear |") == 2
+        assert part.count("| 2 | ") == 4  # two presets in every mean
     assert (out / "errors_by_n.png").is_file() and (out / "shares.pdf").is_file()
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "0 ran, 0 failed, 8 already done" in again.output
@@ -205,7 +271,22 @@ def test_pools_beyond_the_joint_limit_are_refused(tiny, monkeypatch):
     (path, _), data = tiny
     task = task_module.build_task(load_preset(path), 0, data_dir=data)
     with pytest.raises(ValueError, match="draws: expected a positive integer"):
-        task.posterior_draws(0, np.random.default_rng(0))
+        task.posterior_draws(0, 0)
     monkeypatch.setattr(task_module, "JOINT_LIMIT", 100)
     with pytest.raises(ValueError, match="at most 100 points; this pool has 120"):
-        task.posterior_draws(2, np.random.default_rng(0))
+        task.posterior_draws(2, 0)
+    run = resolve(RunSpec(path, "blr", 0, {}), data)
+    with pytest.raises(ValueError, match="diagnose draws jointly over the pool, at most 100"):
+        Diagnosis(run, 2, 2)
+
+
+def test_draws_nest_in_m_and_repeat_with_the_seed(tiny):
+    from udora.oracle.preset import load_preset
+    from udora.oracle.task import build_task
+
+    (path, _), data = tiny
+    task = build_task(load_preset(path), 0, data_dir=data)
+    small, jitter = task.posterior_draws(3, 5)
+    large, _ = task.posterior_draws(6, 5)
+    np.testing.assert_allclose(large[:3], small, rtol=1e-10)  # BLAS blocks by width
+    assert jitter == 0.0 and not np.array_equal(task.posterior_draws(3, 6)[0], small)
