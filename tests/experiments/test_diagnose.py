@@ -289,4 +289,4 @@ def test_draws_nest_in_m_and_repeat_with_the_seed(tiny):
     small, jitter = task.posterior_draws(3, 5)
     large, _ = task.posterior_draws(6, 5)
     np.testing.assert_allclose(large[:3], small, rtol=1e-10)  # BLAS blocks by width
-    assert jitter == 0.0 and not np.array_equal(task.posterior_draws(3, 6)[0], small)
+    assert jitter <= 1e-12 and not np.array_equal(task.posterior_draws(3, 6)[0], small)
