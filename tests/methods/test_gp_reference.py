@@ -108,3 +108,37 @@ def test_gp_linear_hyperparameters_maximise_the_dense_marginal_likelihood():
     np.testing.assert_allclose(pred.mean, y.mean() + y.std() * mean, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(pred.epistemic, y.var() * var, rtol=1e-5, atol=1e-9)
     np.testing.assert_allclose(pred.aleatoric, y.var() * noise, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mean", ["constant", "zero"])
+def test_gp_linear_weight_space_objective_is_gpjax_conjugate_mll(mean):
+    # the O(d^3) objective gp_linear optimises against GPJax's dense O(n^3) one, value and
+    # gradient, away from the optimum
+    import equinox as eqx
+    import gpjax as gpx
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from udora.methods.gp_linear import sufficient_statistics, weight_space_nmll
+
+    rng = np.random.default_rng(9)
+    with jax.enable_x64(True):
+        X, y = jnp.asarray(rng.normal(size=(150, 3))), jnp.asarray(rng.normal(size=(150, 1)))
+        meanf = (
+            gpx.mean_functions.Constant(0.4) if mean == "constant" else gpx.mean_functions.Zero()
+        )
+        prior = gpx.gps.Prior(kernel=gpx.kernels.Linear(variance=0.6, n_dims=3),
+                              mean_function=meanf, jitter=0.0)  # fmt: skip
+        model = prior * gpx.likelihoods.Gaussian(obs_stddev=0.3)
+        params, static = eqx.partition(model, eqx.is_array)
+        x0, unravel = ravel_pytree(params)
+        data, stats = gpx.Dataset(X=X, y=y), sufficient_statistics(X, y)
+        dense = jax.value_and_grad(
+            lambda x: -gpx.objectives.conjugate_mll(eqx.combine(unravel(x), static), data)
+        )(x0)
+        mine = jax.value_and_grad(
+            lambda x: weight_space_nmll(eqx.combine(unravel(x), static), stats)
+        )(x0)
+    assert float(mine[0]) == pytest.approx(float(dense[0]), rel=1e-10)
+    np.testing.assert_allclose(np.asarray(mine[1]), np.asarray(dense[1]), rtol=1e-8)
