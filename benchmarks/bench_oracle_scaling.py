@@ -6,9 +6,9 @@ at seed 0 in float64, and reports the build's wall seconds and the process's pea
 memory. Then fits ``t = c + d N + a n^3 + b N n^2`` (non-negative least squares on
 relative errors; c is starting and compiling, d N loading the pool) and, per N, the
 log-log slope of t in n between the two largest n, and writes ``scaling.json``,
-``scaling.csv`` and ``scaling.png`` (measured points and the model) under ``--out``. A
-point that fails (out of memory, say) is recorded with its error and the grid goes on.
-Run it on an idle machine; the largest points take minutes.
+``scaling.csv``, ``scaling.md`` (a table) and ``scaling.png`` (measured points and the
+model) under ``--out``. A point that fails (out of memory, say) is recorded with its
+error and the grid goes on. Run it on an idle machine; the largest points take minutes.
 
     python benchmarks/bench_oracle_scaling.py --preset diamonds --pools 5000,20000,53940 \\
         --trains 1000,2000,5000,10000,20000 --out bench-scaling
@@ -86,6 +86,20 @@ def fit_model(points: list[dict]) -> dict:
             "exponent_in_n": slopes}  # fmt: skip
 
 
+def markdown_table(points: list[dict], model: dict) -> str:
+    """The points as a Markdown table: N, n, seconds, the model's seconds, peak GB."""
+    lines = ["| N | n | seconds | model | peak GB |", "|---:|---:|---:|---:|---:|"]
+    for p in points:
+        if "seconds" not in p:
+            lines.append(f"| {p['N']:,} | {p['n']:,} | failed: {p['error']} | | |")
+            continue
+        fitted = (model["c"] + model["d"] * p["N"] + model["a"] * p["n"] ** 3
+                  + model["b"] * p["N"] * p["n"] ** 2)  # fmt: skip
+        lines.append(f"| {p['N']:,} | {p['n']:,} | {p['seconds']:.1f} | {fitted:.1f} "
+                     f"| {p['peak_gb']:.2f} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def figure(points: list[dict], model: dict, path: Path) -> None:
     import matplotlib
 
@@ -155,8 +169,9 @@ def main() -> None:
         for p in points
     ]
     (args.out / "scaling.csv").write_text("\n".join(rows) + "\n")
+    (args.out / "scaling.md").write_text(markdown_table(points, model))
     figure(points, model, args.out / "scaling.png")
-    print(f"wrote {args.out}/scaling.json, scaling.csv, scaling.png")
+    print(f"wrote {args.out}/scaling.json, scaling.csv, scaling.md, scaling.png")
 
 
 if __name__ == "__main__":
