@@ -290,3 +290,20 @@ def test_draws_nest_in_m_and_repeat_with_the_seed(tiny):
     large, _ = task.posterior_draws(6, 5)
     np.testing.assert_allclose(large[:3], small, rtol=1e-10)  # BLAS blocks by width
     assert jitter <= 1e-12 and not np.array_equal(task.posterior_draws(3, 6)[0], small)
+
+
+@pytest.mark.slow
+def test_every_registered_method_can_be_diagnosed(tiny, tmp_path):
+    # the whole registry through the command, quick budgets, the smallest M and K
+    from udora.methods import list_methods
+
+    (path, _), data = tiny
+    names = list_methods()
+    out = tmp_path / "all"
+    result = runner.invoke(app, ["diagnose", "--preset", path, "--method", ",".join(names),
+                                 "--quick", "--draws", "2", "--scale", "1", "--out", str(out),
+                                 "--data-dir", str(data)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"{len(names)} ran, 0 failed" in result.output
+    rows = (out / "summary.csv").read_text().splitlines()[1:]
+    assert sorted(row.split(",")[1] for row in rows) == sorted(names)
