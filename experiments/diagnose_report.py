@@ -157,8 +157,9 @@ def _save(fig: Any, stem: Path) -> list[Path]:
 
 def errors_by_n_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     """Normalised estimation (solid) and approximation (dashed) against n, one colour per
-    series (one method config), MC standard errors as bars; symlog y (pointwise-averaged
-    estimation can be slightly negative). ``groups`` should be matched over n."""
+    series (one method config), MC standard errors as bars; log y, or symlog when a mean
+    minus its error is not positive (estimation is a difference of errors and can be
+    slightly negative). ``groups`` should be matched over n."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -172,7 +173,12 @@ def errors_by_n_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
             ax.errorbar(part["n_train"], part[name], yerr=part[f"{name}_se"], fmt=f"o{style}",
                         color=f"C{i}", capsize=3, label=f"{labels[key]}: {name}")  # fmt: skip
     ax.set_xscale("log")
-    ax.set_yscale("symlog", linthresh=1e-3)
+    means = groups[["estimation", "approximation"]].to_numpy(dtype=float)
+    low = means - groups[["estimation_se", "approximation_se"]].fillna(0).to_numpy(dtype=float)
+    if np.all(low > 0):
+        ax.set_yscale("log")
+    else:  # a mean below zero (estimation is a difference): linear around zero
+        ax.set_yscale("symlog", linthresh=1e-3)
     presets = sorted(set(",".join(groups["preset_names"]).split(",")))
     ax.set(xlabel="training points n", ylabel="error / Var(y), mean over presets",
            title=f"Estimation and approximation error against n\n({len(presets)} presets "
