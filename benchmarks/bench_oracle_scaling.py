@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -56,7 +57,9 @@ def measure(preset: str, pool: int, train: int, timeout: float) -> dict:
     except subprocess.TimeoutExpired:
         return {"N": pool, "n": train, "error": f"timed out after {timeout:.0f} s"}
     if out.returncode != 0:
-        tail = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
+        died = (f"killed by {signal.Signals(-out.returncode).name}" if out.returncode < 0
+                else f"exit {out.returncode}")  # fmt: skip
+        tail = (out.stderr.strip().splitlines() or [died])[-1]
         return {"N": pool, "n": train, "error": tail}
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -2,7 +2,8 @@
 
 Every ok ``decomposition.json`` under the folder is one row (:func:`collect`). Rows are
 averaged over presets only within one group: the same method, full config, other
-overrides, ``n``, seed, M and K (never across configs). The pooled standard error of a
+overrides, ``--n`` level (or each preset's own ``n_train``, as a benchmark grid does),
+seed, M and K (never across configs). The pooled standard error of a
 mean over P presets is ``sqrt(sum se_p^2) / P`` (independent draws per preset). Written by
 :func:`write_summary`: ``summary.csv`` (one row per diagnosis), ``summary.md`` (the group
 means, and the means over n on matched presets) and the figures (PNG and PDF):
@@ -23,7 +24,7 @@ import pandas as pd
 from udora.experiments.diagnose import RECORD
 
 SERIES = ["method", "config", "setting", "seed", "draws", "scale"]  # one config, all n
-GROUP = [*SERIES, "n_train"]
+GROUP = [*SERIES, "n"]  # n: the --n level, 0 for each preset's own n_train
 VALUES = ["estimation", "approximation", "sum", "eu_target"]
 
 
@@ -51,7 +52,8 @@ def collect(folder: str | Path) -> pd.DataFrame:
             "preset": record["preset"], "method": record["method"],
             "config": json.dumps(record["config"], sort_keys=True),
             "setting": _setting(record["overrides"]), "seed": record["seed"],
-            "draws": record["draws"], "scale": record["scale"], "n_train": record["n_train"],
+            "draws": record["draws"], "scale": record["scale"],
+            "n": int(record["overrides"].get("preset.n_train", 0)), "n_train": record["n_train"],
             **{k: norm[k] for k in VALUES},
             **{f"{k}_se": norm[f"{k}_se"] for k in ("estimation", "approximation", "sum")},
             "sum_check_z": record["sum_check"]["z"], "sum_check_p": record["sum_check"]["p"],
@@ -59,7 +61,7 @@ def collect(folder: str | Path) -> pd.DataFrame:
             "seconds": sum(record["timings"].get(k, 0.0) for k in ("fit", "draws", "references")),
             "folder": str(path.parent.relative_to(folder)),
         })  # fmt: skip
-    columns = ["preset", *GROUP, *VALUES, "estimation_se", "approximation_se", "sum_se",
+    columns = ["preset", *GROUP, "n_train", *VALUES, "estimation_se", "approximation_se", "sum_se",
                "sum_check_z", "sum_check_p", "estimation_share", "seconds", "folder"]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
 
@@ -85,8 +87,8 @@ def group_means(rows: pd.DataFrame, matched: bool = False) -> pd.DataFrame:
     if matched:
         keep = []
         for _, series in rows.groupby(SERIES, sort=False):
-            sizes = series.groupby("preset")["n_train"].nunique()
-            full = sizes[sizes == series["n_train"].nunique()].index
+            sizes = series.groupby("preset")["n"].nunique()
+            full = sizes[sizes == series["n"].nunique()].index
             keep.append(series[series["preset"].isin(full)])
         rows = pd.concat(keep)
     out = []
@@ -125,7 +127,7 @@ def markdown(groups: pd.DataFrame) -> str:
     ]
     for _, g in groups.iterrows():
         lines.append(
-            f"| {g['method']} | {g['setting']} | {g['n_train']} | {g['presets']} "
+            f"| {g['method']} | {g['setting']} | {g['n'] or 'preset'} | {g['presets']} "
             f"| {_cell(g['estimation'], g['estimation_se'])} "
             f"| {_cell(g['approximation'], g['approximation_se'])} "
             f"| {_cell(g['sum'], g['sum_se'])} | {g['eu_target']:.4f} | {g['max_abs_z']:.2f} "
@@ -168,9 +170,9 @@ def errors_by_n_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     labels = _series_labels(groups)
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     for i, (key, part) in enumerate(groups.groupby(SERIES, sort=True)):
-        part = part.sort_values("n_train")
+        part = part.sort_values("n")
         for name, style in (("estimation", "-"), ("approximation", "--")):
-            ax.errorbar(part["n_train"], part[name], yerr=part[f"{name}_se"], fmt=f"o{style}",
+            ax.errorbar(part["n"], part[name], yerr=part[f"{name}_se"], fmt=f"o{style}",
                         color=f"C{i}", capsize=3, label=f"{labels[key]}: {name}")  # fmt: skip
     ax.set_xscale("log")
     means = groups[["estimation", "approximation"]].to_numpy(dtype=float)
@@ -199,10 +201,10 @@ def shares_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
 
     labels = _series_labels(groups)
     groups = groups.sort_values("estimation_share")
-    names = [f"{labels[tuple(g[k] for k in SERIES)]} (n={g['n_train']})"
+    names = [labels[tuple(g[k] for k in SERIES)] + (f" (n={g['n']})" if g["n"] else "")
              for _, g in groups.iterrows()]  # fmt: skip
     y = np.arange(len(groups))
-    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.42 * len(groups)))
+    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.42 * len(groups)))
     est = groups["estimation"].to_numpy(dtype=float)
     app = groups["approximation"].to_numpy(dtype=float)
     ax.barh(y, app, color="C1", label="approximation")
@@ -211,7 +213,8 @@ def shares_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     ax.set_yticks(y, names, fontsize=8)
     ax.set(xlabel="error / Var(y), mean over presets",
            title="Where the epistemic risk comes from")  # fmt: skip
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.9 / (1 + len(groups))),
+              ncol=3, frameon=False)  # fmt: skip
     paths = _save(fig, stem)
     plt.close(fig)
     return paths
@@ -229,7 +232,8 @@ def write_summary(folder: str | Path) -> dict[str, Any]:
             "pool's targets, averaged over presets within one method config, n, seed, M "
             "and K (docs/diagnostics.md).\n\n" + markdown(groups))  # fmt: skip
     by_n = group_means(rows, matched=True)
-    several = not by_n.empty and by_n.groupby(SERIES)["n_train"].nunique().max() > 1
+    by_n = by_n[by_n["n"] > 0] if not by_n.empty else by_n  # --n levels only
+    several = not by_n.empty and by_n.groupby(SERIES)["n"].nunique().max() > 1
     if several:
         text += ("\n## Against n, over the presets that have every n\n\n"
                  + markdown(by_n))  # fmt: skip

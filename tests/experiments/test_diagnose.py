@@ -185,7 +185,7 @@ def test_an_error_outside_the_fit_fails_its_diagnosis_only(tiny, tmp_path, monke
 
 def _row(preset, n, est, se, method="m", setting="default"):
     return {"preset": preset, "method": method, "config": "{}", "setting": setting, "seed": 0,
-            "draws": 4, "scale": 2, "n_train": n, "estimation": est, "approximation": 1.0,
+            "draws": 4, "scale": 2, "n": n, "n_train": n, "estimation": est, "approximation": 1.0,
             "sum": est + 1.0, "eu_target": est + 1.0, "estimation_se": se,
             "approximation_se": se, "sum_se": se, "sum_check_z": 0.5, "sum_check_p": 0.6,
             "estimation_share": est / (est + 1.0), "seconds": 1.0,
@@ -201,7 +201,7 @@ def test_group_means_pool_errors_match_presets_and_refuse_duplicates():
                          _row("a", 300, 0.1, 0.01), _row("c", 100, 0.9, 0.05),
                          _row("a", 100, 0.3, 0.02, setting="width=64")])  # fmt: skip
     groups = group_means(rows)
-    first = groups[(groups["n_train"] == 100) & (groups["setting"] == "default")].iloc[0]
+    first = groups[(groups["n"] == 100) & (groups["setting"] == "default")].iloc[0]
     assert first["presets"] == 3 and first["estimation"] == pytest.approx(0.5)
     assert first["estimation_se"] == pytest.approx(np.sqrt(0.03**2 + 0.04**2 + 0.05**2) / 3)
     assert len(groups) == 3  # another setting is another group, never averaged in
