@@ -72,8 +72,9 @@ def diagnose_cmd(
     from udora.experiments import interrupts
     from udora.experiments.bench import make_grid, suite_presets
     from udora.experiments.checks import UsageError, check_out_dir, check_seed
-    from udora.experiments.diagnose import Diagnosis, run_diagnoses
+    from udora.experiments.diagnose import Diagnosis
     from udora.experiments.diagnose_report import markdown
+    from udora.experiments.diagnose_run import run_diagnoses
     from udora.experiments.lock import LockHeldError
     from udora.experiments.run import parse_set
     from udora.oracle.preset import load_preset

@@ -10,13 +10,8 @@ from tiny_presets import two_tiny_presets
 from typer.testing import CliRunner
 
 from udora.experiments.cli import app
-from udora.experiments.diagnose import (
-    Diagnosis,
-    diagnose,
-    reference_indices,
-    reference_means,
-    run_diagnoses,
-)
+from udora.experiments.diagnose import Diagnosis, diagnose, reference_indices, reference_means
+from udora.experiments.diagnose_run import run_diagnoses
 from udora.experiments.spec import RunSpec, resolve
 from udora.methods import get_method
 from udora.methods.base import MethodConfig, UQMethod
