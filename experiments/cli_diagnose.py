@@ -28,7 +28,7 @@ def _names(text: str | None) -> list[str]:
 def diagnose_cmd(
     preset: Annotated[str | None, typer.Option(help="Preset(s), comma-separated.")] = None,
     suite: Annotated[
-        str | None, typer.Option(help="Instead of --preset: dev, heldout, all or quick.")
+        str | None, typer.Option(help="Instead of --preset: dev, heldout or all.")
     ] = None,
     method: Annotated[str | None, typer.Option(help="Method(s), comma-separated.")] = None,
     sanity: Annotated[
@@ -77,6 +77,8 @@ def diagnose_cmd(
     from udora.experiments.diagnose_run import run_diagnoses
     from udora.experiments.lock import LockHeldError
     from udora.experiments.run import parse_set
+    from udora.methods import list_methods
+    from udora.methods.base import ConfigError
     from udora.oracle.preset import load_preset
 
     with interrupts.catch_interrupts():
@@ -112,15 +114,23 @@ def diagnose_cmd(
                 if not usable:
                     continue
                 extra = {} if size is None else {"preset.n_train": size}
-                runs = make_grid(usable, methods, [seed], {**overrides, **extra}, quick=quick,
-                                 data_dir=data_dir)  # fmt: skip
+                unknown = sorted(set(methods) - set(list_methods()))
+                if unknown:
+                    raise UsageError(f"--method: unknown method(s) {', '.join(unknown)}; "
+                                     f"valid methods: {', '.join(list_methods())}")  # fmt: skip
+                try:
+                    runs = make_grid(usable, methods, [seed], {**overrides, **extra},
+                                     quick=quick, data_dir=data_dir)  # fmt: skip
+                except ConfigError as err:
+                    raise UsageError(f"--set: {err}") from None
                 diagnoses += [Diagnosis(run, draws, scale) for run in runs]
             if not diagnoses:
                 raise UsageError("no preset's pool holds any of the --n sizes")
             spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
-            console.print(f"{len(diagnoses)} diagnoses ({len(presets)} presets, "
-                          f"{len(methods)} methods, {max(len(sizes), 1)} sizes); M = {draws}, "
-                          f"K = {scale}", highlight=False)  # fmt: skip
+            console.print(f"{_count(len(diagnoses), 'diagnosis', 'diagnoses')} "
+                          f"({_count(len(presets), 'preset')}, {_count(len(methods), 'method')}, "
+                          f"{_count(max(len(sizes), 1), 'size')}); M = {draws}, K = {scale}",
+                          highlight=False)  # fmt: skip
             summary = run_diagnoses(
                 diagnoses, out, executor=spec, data_dir=data_dir, console=console,
                 wait_lock=wait_lock, summarise=True,
@@ -144,6 +154,10 @@ def diagnose_cmd(
         raise typer.Exit(130)
     if not summary.ok:
         raise typer.Exit(1)
+
+
+def _count(k: int, one: str, many: str | None = None) -> str:
+    return f"{k} {one if k == 1 else (many or one + 's')}"
 
 
 def _size(text: str) -> int:

@@ -158,10 +158,10 @@ def _save(fig: Any, stem: Path) -> list[Path]:
 
 
 def errors_by_n_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
-    """Normalised estimation (solid) and approximation (dashed) against n, one colour per
-    series (one method config), MC standard errors as bars; log y, or symlog when a mean
-    minus its error is not positive (estimation is a difference of errors and can be
-    slightly negative). ``groups`` should be matched over n."""
+    """Normalised estimation (solid, circles) and approximation (dashed, squares) against n,
+    one colour per series (one method config), MC standard errors as bars; log y, or symlog
+    when a mean minus its error is not positive (estimation is a difference of errors and
+    can be slightly negative). ``groups`` should be matched over n."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -171,8 +171,8 @@ def errors_by_n_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     for i, (key, part) in enumerate(groups.groupby(SERIES, sort=True)):
         part = part.sort_values("n")
-        for name, style in (("estimation", "-"), ("approximation", "--")):
-            ax.errorbar(part["n"], part[name], yerr=part[f"{name}_se"], fmt=f"o{style}",
+        for name, style in (("estimation", "o-"), ("approximation", "s--")):
+            ax.errorbar(part["n"], part[name], yerr=part[f"{name}_se"], fmt=style,
                         color=f"C{i}", capsize=3, label=f"{labels[key]}: {name}")  # fmt: skip
     ax.set_xscale("log")
     means = groups[["estimation", "approximation"]].to_numpy(dtype=float)
@@ -204,7 +204,7 @@ def shares_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     names = [labels[tuple(g[k] for k in SERIES)] + (f" (n={g['n']})" if g["n"] else "")
              for _, g in groups.iterrows()]  # fmt: skip
     y = np.arange(len(groups))
-    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.42 * len(groups)))
+    fig, ax = plt.subplots(figsize=(7.6, 1.6 + 0.42 * len(groups)))
     est = groups["estimation"].to_numpy(dtype=float)
     app = groups["approximation"].to_numpy(dtype=float)
     ax.barh(y, app, color="C1", label="approximation")
@@ -213,8 +213,7 @@ def shares_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     ax.set_yticks(y, names, fontsize=8)
     ax.set(xlabel="error / Var(y), mean over presets",
            title="Where the epistemic risk comes from")  # fmt: skip
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.9 / (1 + len(groups))),
-              ncol=3, frameon=False)  # fmt: skip
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     paths = _save(fig, stem)
     plt.close(fig)
     return paths

@@ -111,7 +111,8 @@ def _run(spec: ExecutorSpec, todo: list[Diagnosis], out: Path, dd: str | None,
          console: Console, summary: DiagnoseSummary) -> None:  # fmt: skip
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=console) as progress:
-        bar = progress.add_task(f"{len(todo)} diagnoses ({summary.already} already done)",
+        noun = "diagnosis" if len(todo) == 1 else "diagnoses"
+        bar = progress.add_task(f"{len(todo)} {noun} ({summary.already} already done)",
                                 total=len(todo))  # fmt: skip
 
         def done(job: Diagnosis, status: str, error: str) -> None:
