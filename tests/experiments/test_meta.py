@@ -1,0 +1,91 @@
+"""Meta-evaluation: Kendall's tau between observable and oracle rankings, against a
+brute-force pair count, and its pooling over seeds and presets."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from udora.experiments.meta import OBSERVABLE, ORACLE, cell_taus, goodness, pooled_taus
+
+
+def _table(seed=0, presets=("a", "b", "c"), seeds=(0, 1), configs=5):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for preset in presets:
+        for s in seeds:
+            for k in range(configs):
+                row = {"preset": preset, "seed": s, "config": f"m{k}", "status": "ok"}
+                row |= {name: rng.normal() for name in ("nll", "crps", "miscal_area",
+                        "util_selective", "util_topk", "crps_fair", "err_spread_spearman",
+                        "spearman_eu", "spearman_au", "spearman_total", "nAURC_eu",
+                        "nAURC_total", "util_selective_oracle", "util_topk_oracle")}  # fmt: skip
+                row |= {f"coverage_{c}": rng.uniform() for c in (50, 90, 95)}
+                row["spread_skill"] = rng.uniform(0.3, 3.0)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _tau_b(x, y):
+    # (C - D) / sqrt((P - X0)(P - Y0)) by counting every pair
+    c = d = tx = ty = p = 0
+    for i in range(len(x)):
+        for j in range(i + 1, len(x)):
+            p += 1
+            dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+            tx += dx == 0
+            ty += dy == 0
+            c += dx * dy > 0
+            d += dx * dy < 0
+    return (c - d) / np.sqrt((p - tx) * (p - ty))
+
+
+def test_cell_taus_equal_a_brute_force_count_on_goodness():
+    table = _table()
+    cells = cell_taus(table)
+    assert len(cells) == 3 * 2 * len(OBSERVABLE) * len(ORACLE)
+    cell = table[(table["preset"] == "b") & (table["seed"] == 1)]
+    for obs, orc, good_obs in (("nll", "spearman_eu", -cell["nll"]),
+                               ("coverage_error_90", "util_topk_oracle",
+                                -(cell["coverage_90"] - 0.9).abs()),
+                               ("spread_skill", "nAURC_eu",
+                                -np.log(cell["spread_skill"]).abs())):  # fmt: skip
+        good_orc = goodness(cell, {orc: ORACLE[orc]})[orc]
+        if orc == "util_topk_oracle":
+            assert np.array_equal(good_orc, -cell["util_topk_oracle"])
+        row = cells[(cells["preset"] == "b") & (cells["seed"] == 1)
+                    & (cells["observable"] == obs) & (cells["oracle"] == orc)]  # fmt: skip
+        expected = _tau_b(good_obs.to_numpy(), good_orc.to_numpy())
+        assert row["tau"].item() == pytest.approx(expected, abs=1e-12)
+        assert row["methods"].item() == 5
+
+
+def test_ties_and_missing_values():
+    table = _table(seed=1)
+    table.loc[table["config"] == "m0", "nll"] = np.nan  # 4 finite left: still ranked
+    table.loc[table["config"].isin(["m1", "m2"]), "crps"] = 1.0  # a tie
+    table.loc[table["config"].isin(["m3", "m4"]), "miscal_area"] = np.nan  # 3: too few
+    cells = cell_taus(table, min_methods=4)
+    assert set(cells[cells["observable"] == "nll"]["methods"]) == {4}
+    assert "miscal_area" not in set(cells["observable"])
+    cell = table[(table["preset"] == "a") & (table["seed"] == 0)]
+    row = cells[(cells["preset"] == "a") & (cells["seed"] == 0) & (cells["observable"] == "crps")
+                & (cells["oracle"] == "spearman_au")]  # fmt: skip
+    assert row["tau"].item() == pytest.approx(
+        _tau_b(-cell["crps"].to_numpy(), cell["spearman_au"].to_numpy()), abs=1e-12
+    )
+    with pytest.raises(ValueError, match="a config appears twice"):
+        cell_taus(pd.concat([table, table.iloc[:1]]))
+
+
+def test_pooling_averages_seeds_then_presets_with_a_bootstrap_over_presets():
+    cells = cell_taus(_table(seed=2))
+    pooled = pooled_taus(cells, n_boot=500, seed=0)
+    part = cells[(cells["observable"] == "crps") & (cells["oracle"] == "spearman_eu")]
+    per_preset = part.groupby("preset")["tau"].mean()
+    row = pooled[(pooled["observable"] == "crps") & (pooled["oracle"] == "spearman_eu")].iloc[0]
+    assert row["tau"] == pytest.approx(per_preset.mean())
+    assert row["low"] <= row["tau"] <= row["high"]
+    assert row["low"] >= per_preset.min() - 1e-12 and row["high"] <= per_preset.max() + 1e-12
+    assert (row["presets"], row["cells"]) == (3, 6)
+    again = pooled_taus(cells, n_boot=500, seed=0)
+    pd.testing.assert_frame_equal(pooled, again)
