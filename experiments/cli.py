@@ -15,6 +15,7 @@ from udora.experiments import cli_options as opts
 from udora.experiments.cli_data import oracle_app, presets_app
 from udora.experiments.cli_diagnose import diagnose_cmd
 from udora.experiments.cli_errors import usage_error as _usage_error
+from udora.experiments.cli_meta import meta_cmd
 from udora.experiments.cli_study import ablate_cmd
 from udora.experiments.cli_tuning import sweep_app, tune_cmd
 
@@ -31,6 +32,7 @@ app.add_typer(sweep_app, name="sweep")
 app.command("tune")(tune_cmd)
 app.command("ablate")(ablate_cmd)
 app.command("diagnose")(diagnose_cmd)
+app.command("meta")(meta_cmd)
 console = Console()
 
 

@@ -89,3 +89,44 @@ def test_pooling_averages_seeds_then_presets_with_a_bootstrap_over_presets():
     assert (row["presets"], row["cells"]) == (3, 6)
     again = pooled_taus(cells, n_boot=500, seed=0)
     pd.testing.assert_frame_equal(pooled, again)
+
+
+def test_write_meta_tables_agree_with_the_pooled_rows(tmp_path):
+    from udora.experiments.meta_report import tau_matrix, write_meta
+
+    report = write_meta(_table(seed=3), tmp_path / "meta", n_boot=200)
+    names = {p.name for p in report["written"]}
+    assert names == {"meta_cells.csv", "meta_pooled.csv", "meta.md", "meta_tau.png",
+                     "meta_tau.pdf"}  # fmt: skip
+    pooled = pd.read_csv(tmp_path / "meta" / "meta_pooled.csv")
+    wide = tau_matrix(pooled)
+    assert list(wide.index) == list(OBSERVABLE) and list(wide.columns) == list(ORACLE)
+    row = pooled[(pooled["observable"] == "nll") & (pooled["oracle"] == "spearman_total")]
+    assert "| nll | " in (tmp_path / "meta" / "meta.md").read_text()
+    assert wide.loc["nll", "spearman_total"] == pytest.approx(row["tau"].item())
+    with pytest.raises(ValueError, match="no \\(preset, seed\\) has 9 or more ok configs"):
+        write_meta(_table(seed=3), tmp_path / "none", min_methods=9)
+
+
+@pytest.mark.slow
+def test_meta_command_on_a_bench_folder(tmp_path):
+    from tiny_presets import two_tiny_presets
+    from typer.testing import CliRunner
+
+    from udora.experiments.cli import app
+
+    (path_a, path_b), data = two_tiny_presets(tmp_path)
+    runner = CliRunner()
+    out = tmp_path / "results"
+    methods = "blr,gp_oracle,gp_linear,nn_ensemble,nn_dropout"
+    bench = runner.invoke(app, ["bench", "--presets", f"{path_a},{path_b}", "--methods", methods,
+                                "--quick", "--seeds", "0,1", "--out", str(out),
+                                "--data-dir", str(data)])  # fmt: skip
+    assert bench.exit_code == 0, bench.output
+    result = runner.invoke(app, ["meta", str(out), "--boot", "200"])
+    assert result.exit_code == 0, result.output
+    cells = pd.read_csv(out / "report" / "meta" / "meta_cells.csv")
+    assert set(cells["preset"]) == {"tinya", "tinyb"} and set(cells["seed"]) == {0, 1}
+    assert cells["methods"].max() == 5
+    too_few = runner.invoke(app, ["meta", str(out), "--min-methods", "6"])
+    assert too_few.exit_code == 2 and "6 or more ok configs" in too_few.output

@@ -1,0 +1,56 @@
+"""``udora meta``: observable against oracle rankings of methods (Kendall's tau).
+
+Argument parsing only; the numbers are :mod:`udora.experiments.meta`, the files
+:mod:`udora.experiments.meta_report`. Registered on the root app by
+:mod:`udora.experiments.cli`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from udora.experiments.cli_errors import usage_error as _usage_error
+
+console = Console()
+
+
+def meta_cmd(
+    results: Annotated[Path, typer.Argument(help="A results folder of run, bench or ablate.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default RESULTS/report/meta).")
+    ] = None,
+    min_methods: Annotated[
+        int, typer.Option(help="Fewest configs a (preset, seed) needs to be ranked.")
+    ] = 4,
+    boot: Annotated[int, typer.Option(help="Bootstrap resamples of the presets.")] = 2000,
+) -> None:
+    """Which observable metrics rank methods the way the oracle does: Kendall's tau.
+
+    Per (preset, seed) with several methods, every observable metric (NLL, CRPS,
+    coverage, utilities, spread) and every oracle metric rank the configs; writes the taus,
+    their pooled means with bootstrap intervals, meta.md and a heatmap (docs/metrics.md).
+    """
+    import warnings
+
+    from udora.experiments.meta_report import markdown, write_meta
+    from udora.experiments.results import load_runs
+
+    if min_methods < 2:
+        _usage_error(f"--min-methods: expected at least 2, got {min_methods}")
+    if boot < 1:
+        _usage_error(f"--boot: expected a positive integer, got {boot}")
+    folder = out if out is not None else results / "report" / "meta"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # unreadable and legacy runs: `udora report` says
+            table, _ = load_runs(results)
+        report = write_meta(table, folder, min_methods=min_methods, n_boot=boot)
+    except (FileNotFoundError, ValueError) as err:
+        _usage_error(err)
+    console.print(markdown(report["pooled"]), highlight=False, markup=False, soft_wrap=True)
+    console.print(f"wrote {', '.join(p.name for p in report['written'])} in {folder}",
+                  highlight=False, markup=False, soft_wrap=True)  # fmt: skip

@@ -1,0 +1,101 @@
+"""``udora meta RESULTS``: the tables and the figure of :mod:`udora.experiments.meta`.
+
+Writes under the output folder: ``meta_cells.csv`` (tau per preset, seed, observable and
+oracle metric), ``meta_pooled.csv`` (pooled tau with its bootstrap interval),
+``meta.md`` (the pooled taus as an observable x oracle table) and ``meta_tau.png``/``.pdf``
+(the same as a heatmap, annotated).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from udora.experiments.meta import OBSERVABLE, ORACLE, cell_taus, pooled_taus
+
+
+def tau_matrix(pooled: pd.DataFrame, column: str = "tau") -> pd.DataFrame:
+    """``column`` of the pooled rows as an observable x oracle frame, in the order of
+    :data:`OBSERVABLE` and :data:`ORACLE` (metrics without a value left out)."""
+    wide = pooled.pivot(index="observable", columns="oracle", values=column)
+    rows = [m for m in OBSERVABLE if m in wide.index]
+    cols = [m for m in ORACLE if m in wide.columns]
+    return wide.loc[rows, cols]
+
+
+def markdown(pooled: pd.DataFrame) -> str:
+    """Pooled tau and its 95% interval per observable (rows) and oracle metric (columns)."""
+    tau, low, high = (tau_matrix(pooled, c) for c in ("tau", "low", "high"))
+    lines = ["| observable | " + " | ".join(tau.columns) + " |",
+             "|---|" + "---|" * len(tau.columns)]  # fmt: skip
+    for obs in tau.index:
+        cells = [f"{tau.loc[obs, c]:+.2f} [{low.loc[obs, c]:+.2f}, {high.loc[obs, c]:+.2f}]"
+                 if np.isfinite(tau.loc[obs, c]) else "n/a" for c in tau.columns]  # fmt: skip
+        lines.append(f"| {obs} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def heatmap(pooled: pd.DataFrame, stem: Path, title: str) -> list[Path]:
+    """The pooled taus as an annotated heatmap (diverging, -1 to 1); PNG and PDF."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tau = tau_matrix(pooled)
+    fig, ax = plt.subplots(figsize=(1.2 + 0.95 * tau.shape[1], 1.4 + 0.42 * tau.shape[0]))
+    image = ax.imshow(tau.to_numpy(dtype=float), cmap="RdBu", vmin=-1.0, vmax=1.0)
+    ax.set_xticks(range(tau.shape[1]), tau.columns, rotation=40, ha="right", fontsize=8)
+    ax.set_yticks(range(tau.shape[0]), tau.index, fontsize=8)
+    for i in range(tau.shape[0]):
+        for j in range(tau.shape[1]):
+            value = tau.iat[i, j]
+            if np.isfinite(value):
+                ax.text(j, i, f"{value:+.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if abs(value) > 0.6 else "black")  # fmt: skip
+    ax.set(xlabel="oracle metric", ylabel="observable metric", title=title)
+    fig.colorbar(image, ax=ax, label="Kendall's tau-b (mean over presets)")
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tight_layout's notes on long tick labels
+        fig.tight_layout()
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def write_meta(
+    table: pd.DataFrame, out: str | Path, *, min_methods: int = 4, n_boot: int = 2000
+) -> dict[str, Any]:
+    """Compute and write the meta-evaluation of a results table (``load_runs``) under
+    ``out``; returns the cells, the pooled rows and the paths written.
+
+    Raises:
+        ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = cell_taus(table, min_methods=min_methods)
+    if cells.empty:
+        raise ValueError(
+            f"no (preset, seed) has {min_methods} or more ok configs to rank; "
+            "the meta-evaluation needs several methods on the same preset and seed"
+        )
+    pooled = pooled_taus(cells, n_boot=n_boot)
+    written = [out / "meta_cells.csv", out / "meta_pooled.csv", out / "meta.md"]
+    cells.to_csv(written[0], index=False)
+    pooled.to_csv(written[1], index=False)
+    presets, n_cells = cells["preset"].nunique(), len(cells[["preset", "seed"]].drop_duplicates())
+    text = ("# Which observable metrics rank methods like the oracle\n\n"
+            f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
+            f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
+            "over presets (docs/metrics.md).\n\n" + markdown(pooled))  # fmt: skip
+    written[2].write_text(text)
+    written += heatmap(pooled, out / "meta_tau", f"Observable vs oracle rankings "
+                       f"({presets} presets)")  # fmt: skip
+    return {"cells": cells, "pooled": pooled, "written": written}
