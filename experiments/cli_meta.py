@@ -27,12 +27,19 @@ def meta_cmd(
         int, typer.Option(help="Fewest configs a (preset, seed) needs to be ranked.")
     ] = 4,
     boot: Annotated[int, typer.Option(help="Bootstrap resamples of the presets.")] = 2000,
+    sizes: Annotated[
+        str,
+        typer.Option(help="Evaluation-point counts to rescore observables on ('' for none)."),
+    ] = "50,200,1000",
+    repeats: Annotated[int, typer.Option(help="Random subsets per count.")] = 20,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Which observable metrics rank methods the way the oracle does: Kendall's tau.
 
     Per (preset, seed) with several methods, every observable metric (NLL, CRPS,
     coverage, utilities, spread) and every oracle metric rank the configs; writes the taus,
-    their pooled means with bootstrap intervals, meta.md and a heatmap (docs/metrics.md).
+    their pooled means with bootstrap intervals, meta.md and a heatmap; then the same
+    observables rescored on --sizes random pool points (docs/metrics.md).
     """
     import warnings
 
@@ -43,12 +50,22 @@ def meta_cmd(
         _usage_error(f"--min-methods: expected at least 2, got {min_methods}")
     if boot < 1:
         _usage_error(f"--boot: expected a positive integer, got {boot}")
+    try:
+        counts = tuple(int(v) for v in sizes.split(",") if v.strip())
+    except ValueError:
+        counts = (0,)
+    if any(c < 2 for c in counts):
+        _usage_error(f"--sizes: expected integers of at least 2, got {sizes!r}")
+    if repeats < 1:
+        _usage_error(f"--repeats: expected a positive integer, got {repeats}")
     folder = out if out is not None else results / "report" / "meta"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # unreadable and legacy runs: `udora report` says
             table, _ = load_runs(results)
-        report = write_meta(table, folder, min_methods=min_methods, n_boot=boot)
+        report = write_meta(table, folder, min_methods=min_methods, n_boot=boot,
+                            sizes=counts, repeats=repeats,
+                            data_dir=str(data_dir) if data_dir else None)  # fmt: skip
     except (FileNotFoundError, ValueError) as err:
         _usage_error(err)
     console.print(markdown(report["pooled"]), highlight=False, markup=False, soft_wrap=True)

@@ -17,6 +17,7 @@ the nominal level, a spread-skill ratio minus the absolute log of it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -124,3 +125,84 @@ def pooled_taus(cells: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd.Da
                      "presets": int(per_preset.size), "cells": len(part)})  # fmt: skip
     return pd.DataFrame(rows, columns=["observable", "oracle", "tau", "low", "high",
                                        "presets", "cells"])  # fmt: skip
+
+
+def subsample_taus(
+    table: pd.DataFrame,
+    sizes: tuple[int, ...] = (50, 200, 1000),
+    repeats: int = 20,
+    seed: int = 0,
+    oracle: str = "spearman_eu",
+    min_methods: int = 4,
+    data_dir: str | None = None,
+) -> pd.DataFrame:
+    """How many evaluation points an observable metric needs to rank like the oracle.
+
+    For each (preset, seed) cell, the task is rebuilt from the runs' recorded preset and
+    each config's ``predictions.npz`` is scored again (:func:`udora.scoring.score_arrays`)
+    on ``repeats`` random subsets of the pool of each size (a size at least N is the whole
+    pool, once); the observable rankings on the subset are compared (Kendall's tau-b) with
+    the ``oracle`` metric's ranking on the whole pool, as stored. Subsets are drawn from
+    the Generator of ``[seed, cell index, size]``.
+
+    Returns:
+        One row per (preset, seed, observable, size) with the mean ``tau`` over repeats
+        and ``points`` (the subset size used).
+    """
+    import json
+
+    from udora.oracle.preset import Preset
+    from udora.oracle.task import build_task
+    from udora.scoring import score_arrays
+
+    ok = table[table["status"] == "ok"]
+    rows = []
+    for k, ((preset, run_seed), cell) in enumerate(ok.groupby(["preset", "seed"], sort=True)):
+        cell = cell[np.isfinite(ORACLE[oracle](cell))]
+        if len(cell) < min_methods:
+            continue
+        record = json.loads((Path(cell["run_dir"].iloc[0]) / "result.json").read_text())
+        task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
+                          data_dir=data_dir)  # fmt: skip
+        truth = ORACLE[oracle](cell).to_numpy()
+        preds = []
+        for run_dir in cell["run_dir"]:
+            with np.load(Path(run_dir) / "predictions.npz") as z:
+                preds.append({name: z[name] for name in ("mean", "aleatoric", "epistemic")}
+                             | ({"member_means": z["member_means"]}
+                                if "member_means" in z else {}))  # fmt: skip
+        N = task.X.shape[0]
+        for size in sizes:
+            rng = np.random.default_rng([seed, k, size])
+            subsets = (
+                [np.arange(N)]
+                if size >= N
+                else [rng.choice(N, size=size, replace=False) for _ in range(repeats)]
+            )
+            taus: dict[str, list[float]] = {}
+            for idx in subsets:
+                scored = pd.DataFrame([_score_subset(task, p, idx, score_arrays) for p in preds])
+                seen = goodness(scored, OBSERVABLE)
+                for obs in seen:
+                    fine = np.isfinite(seen[obs].to_numpy())
+                    if fine.sum() >= min_methods:
+                        taus.setdefault(obs, []).append(
+                            kendall_tau(seen[obs].to_numpy()[fine], truth[fine])
+                        )
+            for obs, values in taus.items():
+                rows.append({"preset": preset, "seed": run_seed, "observable": obs,
+                             "size": size, "points": min(size, N),
+                             "tau": float(np.nanmean(values))})  # fmt: skip
+    return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
+
+
+def _score_subset(task, prediction: dict, idx: np.ndarray, score_arrays) -> dict:
+    """The metrics of one prediction on the pool points ``idx`` (M,)."""
+    members = prediction.get("member_means")
+    return score_arrays(
+        f=task.f[idx], y=task.y[idx], noise_var=task.noise_var[idx],
+        post_mean=task.post_mean[idx], post_var=task.post_var[idx],
+        mean=prediction["mean"][idx], aleatoric=prediction["aleatoric"][idx],
+        epistemic=prediction["epistemic"][idx],
+        member_means=None if members is None else members[:, idx],
+    )  # fmt: skip

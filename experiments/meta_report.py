@@ -2,8 +2,9 @@
 
 Writes under the output folder: ``meta_cells.csv`` (tau per preset, seed, observable and
 oracle metric), ``meta_pooled.csv`` (pooled tau with its bootstrap interval),
-``meta.md`` (the pooled taus as an observable x oracle table) and ``meta_tau.png``/``.pdf``
-(the same as a heatmap, annotated).
+``meta.md`` (the pooled taus as an observable x oracle table), ``meta_tau.png``/``.pdf``
+(the same as a heatmap, annotated) and, when asked, ``meta_by_size.csv`` and its figure
+(agreement with the EU ranking against the number of evaluation points).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from udora.experiments.meta import OBSERVABLE, ORACLE, cell_taus, pooled_taus
+from udora.experiments.meta import OBSERVABLE, ORACLE, cell_taus, pooled_taus, subsample_taus
 
 
 def tau_matrix(pooled: pd.DataFrame, column: str = "tau") -> pd.DataFrame:
@@ -69,11 +70,48 @@ def heatmap(pooled: pd.DataFrame, stem: Path, title: str) -> list[Path]:
     return paths
 
 
+def size_figure(by_size: pd.DataFrame, stem: Path, oracle: str) -> list[Path]:
+    """Mean tau over cells against the number of evaluation points, one line per
+    observable metric; PNG and PDF."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mean = by_size.groupby(["observable", "size"])["tau"].mean().unstack("observable")
+    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    for i, obs in enumerate(m for m in OBSERVABLE if m in mean.columns):
+        style = "-" if i < 10 else "--"
+        ax.plot(mean.index, mean[obs], f"o{style}", color=f"C{i % 10}", label=obs)
+    ax.set_xscale("log")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set(xlabel="evaluation points (random subsets of the pool; a size past N: all N)",
+           ylabel=f"Kendall's tau with {oracle} (mean over cells)",
+           title="How many points an observable metric needs")  # fmt: skip
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    fig.tight_layout()
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return paths
+
+
 def write_meta(
-    table: pd.DataFrame, out: str | Path, *, min_methods: int = 4, n_boot: int = 2000
+    table: pd.DataFrame,
+    out: str | Path,
+    *,
+    min_methods: int = 4,
+    n_boot: int = 2000,
+    sizes: tuple[int, ...] = (),
+    repeats: int = 20,
+    data_dir: str | None = None,
 ) -> dict[str, Any]:
     """Compute and write the meta-evaluation of a results table (``load_runs``) under
-    ``out``; returns the cells, the pooled rows and the paths written.
+    ``out``; returns the cells, the pooled rows and the paths written. With ``sizes``,
+    also the taus of observable metrics computed on that many pool points against the
+    EU ranking (:func:`udora.experiments.meta.subsample_taus`): ``meta_by_size.csv`` and
+    the figure ``meta_by_size``.
 
     Raises:
         ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.
@@ -98,4 +136,12 @@ def write_meta(
     written[2].write_text(text)
     written += heatmap(pooled, out / "meta_tau", f"Observable vs oracle rankings "
                        f"({presets} presets)")  # fmt: skip
-    return {"cells": cells, "pooled": pooled, "written": written}
+    by_size = None
+    if sizes:
+        by_size = subsample_taus(table, sizes=sizes, repeats=repeats, min_methods=min_methods,
+                                 data_dir=data_dir)  # fmt: skip
+        by_size.to_csv(out / "meta_by_size.csv", index=False)
+        written.append(out / "meta_by_size.csv")
+        if not by_size.empty:
+            written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
+    return {"cells": cells, "pooled": pooled, "by_size": by_size, "written": written}

@@ -123,10 +123,24 @@ def test_meta_command_on_a_bench_folder(tmp_path):
                                 "--quick", "--seeds", "0,1", "--out", str(out),
                                 "--data-dir", str(data)])  # fmt: skip
     assert bench.exit_code == 0, bench.output
-    result = runner.invoke(app, ["meta", str(out), "--boot", "200"])
+    result = runner.invoke(app, ["meta", str(out), "--boot", "200", "--repeats", "3",
+                                 "--data-dir", str(data)])  # fmt: skip
     assert result.exit_code == 0, result.output
     cells = pd.read_csv(out / "report" / "meta" / "meta_cells.csv")
     assert set(cells["preset"]) == {"tinya", "tinyb"} and set(cells["seed"]) == {0, 1}
     assert cells["methods"].max() == 5
+    # rescoring the stored predictions on the whole pool reproduces the stored rankings
+    from udora.experiments.meta import subsample_taus
+    from udora.experiments.results import load_runs
+
+    table, _ = load_runs(out)
+    whole = subsample_taus(table, sizes=(10_000,), data_dir=str(data))
+    stored = cells[cells["oracle"] == "spearman_eu"].set_index(["preset", "seed", "observable"])
+    for _, row in whole.iterrows():
+        assert row["points"] == 120
+        key = (row["preset"], row["seed"], row["observable"])
+        assert row["tau"] == pytest.approx(stored.loc[key, "tau"], abs=1e-12)
+    by_size = pd.read_csv(out / "report" / "meta" / "meta_by_size.csv")
+    assert set(by_size["size"]) == {50, 200, 1000} and set(by_size["points"]) == {50, 120}
     too_few = runner.invoke(app, ["meta", str(out), "--min-methods", "6"])
     assert too_few.exit_code == 2 and "6 or more ok configs" in too_few.output
