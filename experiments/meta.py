@@ -149,28 +149,15 @@ def subsample_taus(
         One row per (preset, seed, observable, size) with the mean ``tau`` over repeats
         and ``points`` (the subset size used).
     """
-    import json
-
-    from udora.oracle.preset import Preset
-    from udora.oracle.task import build_task
     from udora.scoring import score_arrays
 
     ok = table[table["status"] == "ok"]
+    ok = ok[np.isfinite(ORACLE[oracle](ok))]
     rows = []
-    for k, ((preset, run_seed), cell) in enumerate(ok.groupby(["preset", "seed"], sort=True)):
-        cell = cell[np.isfinite(ORACLE[oracle](cell))]
-        if len(cell) < min_methods:
-            continue
-        record = json.loads((Path(cell["run_dir"].iloc[0]) / "result.json").read_text())
-        task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
-                          data_dir=data_dir)  # fmt: skip
+    for k, (preset, run_seed, cell, task, preds) in enumerate(
+        cell_predictions(ok, min_methods, data_dir)
+    ):
         truth = ORACLE[oracle](cell).to_numpy()
-        preds = []
-        for run_dir in cell["run_dir"]:
-            with np.load(Path(run_dir) / "predictions.npz") as z:
-                preds.append({name: z[name] for name in ("mean", "aleatoric", "epistemic")}
-                             | ({"member_means": z["member_means"]}
-                                if "member_means" in z else {}))  # fmt: skip
         N = task.X.shape[0]
         for size in sizes:
             rng = np.random.default_rng([seed, k, size])
@@ -194,6 +181,63 @@ def subsample_taus(
                              "size": size, "points": min(size, N),
                              "tau": float(np.nanmean(values))})  # fmt: skip
     return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
+
+
+def cell_predictions(table: pd.DataFrame, min_methods: int, data_dir: str | None = None):
+    """For each (preset, seed) cell of ok runs with at least ``min_methods`` configs: the
+    cell, its task rebuilt from the runs' recorded preset, and each config's stored
+    prediction arrays (``mean``, ``aleatoric``, ``epistemic``, ``member_means`` if any).
+
+    Yields:
+        ``(preset, seed, cell rows, task, [prediction dict per row])``.
+    """
+    import json
+
+    from udora.oracle.preset import Preset
+    from udora.oracle.task import build_task
+
+    for (preset, run_seed), cell in table.groupby(["preset", "seed"], sort=True):
+        if len(cell) < min_methods:
+            continue
+        record = json.loads((Path(cell["run_dir"].iloc[0]) / "result.json").read_text())
+        task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
+                          data_dir=data_dir)  # fmt: skip
+        preds = []
+        for run_dir in cell["run_dir"]:
+            with np.load(Path(run_dir) / "predictions.npz") as z:
+                preds.append({name: z[name] for name in z.files})
+        yield preset, run_seed, cell, task, preds
+
+
+def iauc_regions(
+    table: pd.DataFrame,
+    levels: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95),
+    quantile: float = 0.9,
+    min_methods: int = 4,
+    data_dir: str | None = None,
+) -> pd.DataFrame:
+    """Interval AUC of each config's EU intervals on the oracle's exceedance task, per
+    cell and level, with the exact posterior's own intervals as the ``oracle`` row
+    (:func:`udora.scoring.interval_auc.exceedance_regions`).
+
+    Returns:
+        One row per (preset, seed, config, level): ``above``, ``overlap``, ``below``.
+    """
+    from udora.scoring.interval_auc import exceedance_regions
+
+    rows = []
+    ok = table[table["status"] == "ok"]
+    for preset, run_seed, cell, task, preds in cell_predictions(ok, min_methods, data_dir):
+        for i, (config, pred) in enumerate(zip(cell["config"], preds, strict=True)):
+            out = exceedance_regions(task.f, pred["mean"], pred["epistemic"], task.post_mean,
+                                     task.post_var, quantile=quantile, levels=levels)  # fmt: skip
+            sources = [(config, out["method"])] + ([("oracle", out["oracle"])] if i == 0 else [])
+            for name, by_level in sources:
+                for level, regions in by_level.items():
+                    rows.append({"preset": preset, "seed": run_seed, "config": name,
+                                 "level": level, **regions})  # fmt: skip
+    return pd.DataFrame(rows, columns=["preset", "seed", "config", "level", "above",
+                                       "overlap", "below"])  # fmt: skip
 
 
 def _score_subset(task, prediction: dict, idx: np.ndarray, score_arrays) -> dict:

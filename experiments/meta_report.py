@@ -4,7 +4,9 @@ Writes under the output folder: ``meta_cells.csv`` (tau per preset, seed, observ
 oracle metric), ``meta_pooled.csv`` (pooled tau with its bootstrap interval),
 ``meta.md`` (the pooled taus as an observable x oracle table), ``meta_tau.png``/``.pdf``
 (the same as a heatmap, annotated) and, when asked, ``meta_by_size.csv`` and its figure
-(agreement with the EU ranking against the number of evaluation points).
+(agreement with the EU ranking against the number of evaluation points), and
+``meta_iauc.csv`` with the figure ``meta_iauc`` (interval AUC of every config's EU
+intervals on the exceedance task f > its 0.9 quantile, the exact posterior as reference).
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from udora.experiments.meta import OBSERVABLE, ORACLE, cell_taus, pooled_taus, subsample_taus
+from udora.experiments.meta import (
+    OBSERVABLE,
+    ORACLE,
+    cell_taus,
+    iauc_regions,
+    pooled_taus,
+    subsample_taus,
+)
 
 
 def tau_matrix(pooled: pd.DataFrame, column: str = "tau") -> pd.DataFrame:
@@ -97,6 +106,35 @@ def size_figure(by_size: pd.DataFrame, stem: Path, oracle: str) -> list[Path]:
     return paths
 
 
+def iauc_figure(regions: pd.DataFrame, stem: Path, level: float = 0.9) -> list[Path]:
+    """The three ranking regions per config at one nominal level, mean over cells, as
+    stacked horizontal bars sorted by P(I1 > I0); the exact posterior's row is ``oracle``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    at = regions[np.isclose(regions["level"], level)]
+    mean = at.groupby("config")[["above", "overlap", "below"]].mean().sort_values("above")
+    fig, ax = plt.subplots(figsize=(7.6, 1.6 + 0.36 * len(mean)))
+    left = np.zeros(len(mean))
+    for name, colour, label in (("above", "#2166ac", "P(I1 > I0): confidently right"),
+                                ("overlap", "#bbbbbb", "P(overlap)"),
+                                ("below", "#b2182b", "P(I1 < I0): confidently wrong")):  # fmt: skip
+        ax.barh(range(len(mean)), mean[name], left=left, color=colour, label=label)
+        left += mean[name].to_numpy()
+    ax.set_yticks(range(len(mean)), mean.index, fontsize=8)
+    ax.set(xlim=(0, 1), xlabel="share of (exceeding, not exceeding) pairs, mean over cells",
+           title=f"Ranking f's top decile with EU intervals ({level:.0%} nominal)")  # fmt: skip
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    fig.tight_layout()
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return paths
+
+
 def write_meta(
     table: pd.DataFrame,
     out: str | Path,
@@ -105,13 +143,15 @@ def write_meta(
     n_boot: int = 2000,
     sizes: tuple[int, ...] = (),
     repeats: int = 20,
+    iauc: bool = True,
     data_dir: str | None = None,
 ) -> dict[str, Any]:
     """Compute and write the meta-evaluation of a results table (``load_runs``) under
     ``out``; returns the cells, the pooled rows and the paths written. With ``sizes``,
     also the taus of observable metrics computed on that many pool points against the
     EU ranking (:func:`udora.experiments.meta.subsample_taus`): ``meta_by_size.csv`` and
-    the figure ``meta_by_size``.
+    the figure ``meta_by_size``. With ``iauc``, the interval AUC of every config
+    (:func:`udora.experiments.meta.iauc_regions`): ``meta_iauc.csv`` and its figure.
 
     Raises:
         ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.
@@ -136,6 +176,13 @@ def write_meta(
     written[2].write_text(text)
     written += heatmap(pooled, out / "meta_tau", f"Observable vs oracle rankings "
                        f"({presets} presets)")  # fmt: skip
+    regions = None
+    if iauc:  # rebuilds every cell's task and reads the stored predictions
+        regions = iauc_regions(table, min_methods=min_methods, data_dir=data_dir)
+        regions.to_csv(out / "meta_iauc.csv", index=False)
+        written.append(out / "meta_iauc.csv")
+        if not regions.empty:
+            written += iauc_figure(regions, out / "meta_iauc")
     by_size = None
     if sizes:
         by_size = subsample_taus(table, sizes=sizes, repeats=repeats, min_methods=min_methods,
@@ -144,4 +191,5 @@ def write_meta(
         written.append(out / "meta_by_size.csv")
         if not by_size.empty:
             written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
-    return {"cells": cells, "pooled": pooled, "by_size": by_size, "written": written}
+    return {"cells": cells, "pooled": pooled, "by_size": by_size, "iauc": regions,
+            "written": written}  # fmt: skip

@@ -94,7 +94,7 @@ def test_pooling_averages_seeds_then_presets_with_a_bootstrap_over_presets():
 def test_write_meta_tables_agree_with_the_pooled_rows(tmp_path):
     from udora.experiments.meta_report import tau_matrix, write_meta
 
-    report = write_meta(_table(seed=3), tmp_path / "meta", n_boot=200)
+    report = write_meta(_table(seed=3), tmp_path / "meta", n_boot=200, iauc=False)
     names = {p.name for p in report["written"]}
     assert names == {"meta_cells.csv", "meta_pooled.csv", "meta.md", "meta_tau.png",
                      "meta_tau.pdf"}  # fmt: skip
@@ -105,7 +105,7 @@ def test_write_meta_tables_agree_with_the_pooled_rows(tmp_path):
     assert "| nll | " in (tmp_path / "meta" / "meta.md").read_text()
     assert wide.loc["nll", "spearman_total"] == pytest.approx(row["tau"].item())
     with pytest.raises(ValueError, match="no \\(preset, seed\\) has 9 or more ok configs"):
-        write_meta(_table(seed=3), tmp_path / "none", min_methods=9)
+        write_meta(_table(seed=3), tmp_path / "none", min_methods=9, iauc=False)
 
 
 @pytest.mark.slow
@@ -142,5 +142,14 @@ def test_meta_command_on_a_bench_folder(tmp_path):
         assert row["tau"] == pytest.approx(stored.loc[key, "tau"], abs=1e-12)
     by_size = pd.read_csv(out / "report" / "meta" / "meta_by_size.csv")
     assert set(by_size["size"]) == {50, 200, 1000} and set(by_size["points"]) == {50, 120}
+    # interval AUC: gp_oracle's intervals are the exact posterior's, so its regions are the
+    # oracle reference row's; every row's three regions make one
+    iauc = pd.read_csv(out / "report" / "meta" / "meta_iauc.csv")
+    assert np.allclose(iauc[["above", "overlap", "below"]].sum(axis=1), 1.0)
+    key = ["preset", "seed", "level"]
+    gp = iauc[iauc["config"] == "gp_oracle"].set_index(key).sort_index()
+    ref = iauc[iauc["config"] == "oracle"].set_index(key).sort_index()
+    assert len(ref) == 2 * 2 * 4
+    np.testing.assert_allclose(gp[["above", "below"]], ref[["above", "below"]], atol=0.01)
     too_few = runner.invoke(app, ["meta", str(out), "--min-methods", "6"])
     assert too_few.exit_code == 2 and "6 or more ok configs" in too_few.output
