@@ -32,6 +32,10 @@ def meta_cmd(
         typer.Option(help="Evaluation-point counts to rescore observables on ('' for none)."),
     ] = "50,200,1000",
     repeats: Annotated[int, typer.Option(help="Random subsets per count.")] = 20,
+    configs: Annotated[
+        str | None,
+        typer.Option(help="Only these configs: comma-separated patterns, e.g. '*@tuned'."),
+    ] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Which observable metrics rank methods the way the oracle does: Kendall's tau.
@@ -42,6 +46,7 @@ def meta_cmd(
     observables rescored on --sizes random pool points (docs/metrics.md).
     """
     import warnings
+    from fnmatch import fnmatch
 
     from udora.experiments.meta_report import markdown, write_meta
     from udora.experiments.results import load_runs
@@ -63,6 +68,13 @@ def meta_cmd(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # unreadable and legacy runs: `udora report` says
             table, _ = load_runs(results)
+        if configs:
+            patterns = [p.strip() for p in configs.split(",") if p.strip()]
+            keep = table["config"].map(lambda c: any(fnmatch(c, p) for p in patterns))
+            if not keep.any():
+                raise ValueError(f"--configs: no config matches {configs!r}; configs here: "
+                                 f"{', '.join(sorted(set(table['config'])))}")  # fmt: skip
+            table = table[keep]
         report = write_meta(table, folder, min_methods=min_methods, n_boot=boot,
                             sizes=counts, repeats=repeats,
                             data_dir=str(data_dir) if data_dir else None)  # fmt: skip
