@@ -152,7 +152,8 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert len(ref) == 2 * 2 * 4
     np.testing.assert_allclose(gp[["above", "below"]], ref[["above", "below"]], atol=0.01)
     chosen = runner.invoke(app, ["meta", str(out), "--configs", "nn_*,blr,gp_linear",
-                                 "--sizes", "", "--out", str(tmp_path / "chosen")])  # fmt: skip
+                                 "--sizes", "", "--out", str(tmp_path / "chosen"),
+                                 "--data-dir", str(data)])  # fmt: skip
     assert chosen.exit_code == 0, chosen.output
     assert set(pd.read_csv(tmp_path / "chosen" / "meta_cells.csv")["methods"]) == {4}
     too_few = runner.invoke(app, ["meta", str(out), "--min-methods", "6"])
