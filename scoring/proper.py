@@ -95,6 +95,27 @@ def interval_coverage(mean: np.ndarray, var: np.ndarray, y: np.ndarray, level: f
     return float(np.mean(np.abs(y - mu) <= half))
 
 
+def interval_score(mean: np.ndarray, var: np.ndarray, y: np.ndarray, level: float) -> np.ndarray:
+    """Interval (Winkler) score of the central interval ``[l, u] = mu -+ Phi^-1((1 + c)/2)
+    sqrt(v)`` at level ``c``, ``alpha = 1 - c`` (Gneiting and Raftery 2007):
+    ``(u - l) + (2 / alpha) ((l - y)_+ + (y - u)_+)``; lower is better.
+
+    Args:
+        mean, var, y: ``mu``, ``v``, outcomes, each of shape (N,).
+        level: ``c`` in (0, 1).
+
+    Returns:
+        Per-point scores, shape (N,).
+    """
+    mu, v, y = vectors("interval_score", mean=mean, var=var, y=y)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"interval_score: `level` must lie in (0, 1), got {level}")
+    half = ndtri(0.5 * (1.0 + level)) * np.sqrt(np.maximum(v, 0.0))
+    lo, hi = mu - half, mu + half
+    alpha = 1.0 - level
+    return (hi - lo) + (2.0 / alpha) * (np.maximum(lo - y, 0.0) + np.maximum(y - hi, 0.0))
+
+
 def reliability_curve(u: np.ndarray, n_levels: int = 21) -> tuple[np.ndarray, np.ndarray]:
     """Observed frequency ``mean_i 1{u_i <= p}`` at nominal levels ``p`` on a uniform grid.
 

@@ -31,6 +31,7 @@ _CALIBRATED = ("au", "eu", "total")
 _OTHER_LOSSES = ("crps", "nll")
 # A bias target no larger than this times the largest variance target is round-off.
 ROUND_OFF = 1e-9
+INTERVAL_SCORE_LEVELS = (0.5, 0.9, 0.95)
 _ENSEMBLE_METRICS = (
     "crps_fair",
     "spread_skill",
@@ -164,6 +165,13 @@ def score_arrays(
     for level in proper.COVERAGE_LEVELS:
         out[f"coverage_{round(100 * level)}"] = proper.interval_coverage(mu, v, yy, level)
     out["miscal_area"] = proper.miscalibration_area(proper.pit(mu, v, yy))
+    for level in INTERVAL_SCORE_LEVELS:
+        out[f"interval_score_{round(100 * level)}"] = float(
+            np.mean(proper.interval_score(mu, v, yy, level))
+        )
+    realised = (mu - yy) ** 2  # what a held-out set shows instead of the risk
+    out["nAURC_eu_realised"] = normalised_aurc(a["epistemic"], realised)
+    out["nAURC_total_realised"] = normalised_aurc(v, realised)
 
     out.update(dict.fromkeys(_ENSEMBLE_METRICS, float("nan")))
     x = a["member_means"]

@@ -16,6 +16,8 @@ def _table(seed=0, presets=("a", "b", "c"), seeds=(0, 1), configs=5):
             for k in range(configs):
                 row = {"preset": preset, "seed": s, "config": f"m{k}", "status": "ok"}
                 row |= {name: rng.normal() for name in ("nll", "crps", "miscal_area",
+                        "interval_score_50", "interval_score_90", "interval_score_95",
+                        "nAURC_eu_realised", "nAURC_total_realised",
                         "util_selective", "util_topk", "crps_fair", "err_spread_spearman",
                         "spearman_eu", "spearman_au", "spearman_total", "nAURC_eu",
                         "nAURC_total", "util_selective_oracle", "util_topk_oracle")}  # fmt: skip

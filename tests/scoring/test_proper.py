@@ -96,3 +96,17 @@ def test_bad_level_and_shapes_raise():
         proper.interval_coverage(z, z + 1, z, 1.0)
     with pytest.raises(ValueError, match=r"`y` must have shape \(N,\) with N=3"):
         proper.gaussian_crps(z, z, np.zeros(2))
+
+
+@pytest.mark.parametrize("level", [0.5, 0.9, 0.95])
+def test_interval_score_matches_scoringrules(level):
+    import scoringrules as sr
+
+    rng = np.random.default_rng(11)
+    mu, v = rng.normal(size=300), rng.uniform(0.1, 2.0, size=300)
+    y = mu + rng.normal(size=300) * 1.5
+    half = stats.norm.ppf(0.5 + level / 2) * np.sqrt(v)
+    expected = np.asarray(sr.interval_score(y, mu - half, mu + half, 1.0 - level))
+    np.testing.assert_allclose(proper.interval_score(mu, v, y, level), expected, rtol=1e-12)
+    with pytest.raises(ValueError, match="level"):
+        proper.interval_score(mu, v, y, 1.0)

@@ -135,6 +135,19 @@ def test_wiring_against_independent_formulas():
         stats.spearmanr(a + e, crps_risk).statistic, abs=1e-6
     )
     assert np.isfinite([s["crps_fair"], s["spread_skill"], s["top_decile_err_ratio"]]).all()
+    # interval score at 90%, by hand from the Winkler formula; realised nAURC by its ranks
+    half = stats.norm.ppf(0.95) * np.sqrt(a + e)
+    lo, hi = mu - half, mu + half
+    winkler = (hi - lo) + 20.0 * (np.maximum(lo - task.y, 0) + np.maximum(task.y - hi, 0))
+    assert s["interval_score_90"] == pytest.approx(np.mean(winkler))
+    loss = (mu - task.y) ** 2
+    order = np.argsort(-e, kind="stable")  # most uncertain first: dropped first
+    kept = loss[order][::-1].cumsum() / np.arange(1, n + 1)  # risk keeping the k most certain
+    best = np.sort(loss).cumsum() / np.arange(1, n + 1)
+    aurc, oracle_aurc, random_aurc = kept.mean(), best.mean(), loss.mean()
+    assert s["nAURC_eu_realised"] == pytest.approx(
+        (random_aurc - aurc) / (random_aurc - oracle_aurc), abs=1e-9
+    )
 
 
 def test_degenerate_predictions_give_nan_not_exceptions():
