@@ -110,7 +110,7 @@ def test_gp_linear_hyperparameters_maximise_the_dense_marginal_likelihood():
     np.testing.assert_allclose(pred.aleatoric, y.var() * noise, rtol=1e-12)
 
 
-@pytest.mark.parametrize("mean", ["constant", "zero"])
+@pytest.mark.parametrize("mean", ["constant", pytest.param("zero", marks=pytest.mark.slow)])
 def test_gp_linear_weight_space_objective_is_gpjax_conjugate_mll(mean):
     # the O(d^3) objective gp_linear optimises against GPJax's dense O(n^3) one, value and
     # gradient, away from the optimum
