@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from udora.experiments import cli_options as opts
-from udora.experiments.cli_errors import usage_error as _usage_error
+from udora.experiments.cli_errors import user_errors
 
 console = Console()
 SANITY_METHODS = ("gp_oracle", "gp_linear")
@@ -75,14 +75,12 @@ def diagnose_cmd(
     from udora.experiments.diagnose import Diagnosis
     from udora.experiments.diagnose_report import markdown
     from udora.experiments.diagnose_run import run_diagnoses
-    from udora.experiments.lock import LockHeldError
     from udora.experiments.run import parse_set
-    from udora.methods import list_methods
     from udora.methods.base import ConfigError
     from udora.oracle.preset import load_preset
 
     with interrupts.catch_interrupts():
-        try:
+        with user_errors(console):
             if sanity and method:
                 raise UsageError("--sanity chooses the methods (gp_oracle, gp_linear): "
                                  "drop --method")  # fmt: skip
@@ -114,15 +112,13 @@ def diagnose_cmd(
                 if not usable:
                     continue
                 extra = {} if size is None else {"preset.n_train": size}
-                unknown = sorted(set(methods) - set(list_methods()))
-                if unknown:
-                    raise UsageError(f"--method: unknown method(s) {', '.join(unknown)}; "
-                                     f"valid methods: {', '.join(list_methods())}")  # fmt: skip
                 try:
                     runs = make_grid(usable, methods, [seed], {**overrides, **extra},
                                      quick=quick, data_dir=data_dir)  # fmt: skip
-                except ConfigError as err:
+                except ConfigError as err:  # a --set field the method does not have
                     raise UsageError(f"--set: {err}") from None
+                except KeyError as err:  # the registry's "unknown method ...; valid ..."
+                    raise UsageError(f"--method: {err.args[0] if err.args else err}") from None
                 diagnoses += [Diagnosis(run, draws, scale) for run in runs]
             if not diagnoses:
                 raise UsageError("no preset's pool holds any of the --n sizes")
@@ -135,12 +131,6 @@ def diagnose_cmd(
                 diagnoses, out, executor=spec, data_dir=data_dir, console=console,
                 wait_lock=wait_lock, summarise=True,
             )  # fmt: skip
-        except (ValueError, KeyError, LockHeldError) as err:
-            _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
-        except KeyboardInterrupt:
-            interrupts.ignore_from_now()
-            console.print("interrupted")
-            raise typer.Exit(130) from None
         if summary.interrupted:
             interrupts.ignore_from_now()
     report = summary.report

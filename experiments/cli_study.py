@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from udora.experiments import cli_options as opts
-from udora.experiments.cli_errors import usage_error as _usage_error
+from udora.experiments.cli_errors import user_errors
 
 console = Console()
 
@@ -65,13 +65,12 @@ def ablate_cmd(
     """
     from udora.experiments import interrupts
     from udora.experiments.checks import UsageError, check_out_dir, parse_seeds
-    from udora.experiments.lock import LockHeldError
     from udora.experiments.run import parse_set
     from udora.experiments.study import load_study, study_from_factor, study_runs, write_study
     from udora.experiments.study_run import run_study
 
     with interrupts.catch_interrupts():
-        try:
+        with user_errors(console):
             if (study_file is None) == (factor is None):
                 raise UsageError("give a study file or --factor key=level1,level2,..., not both")
             if study_file is not None:
@@ -104,12 +103,6 @@ def ablate_cmd(
             )  # fmt: skip
             summary = run_study(study, folder, data_dir=data_dir, console=console,
                                 wait_lock=wait_lock, origin=origin, executor=spec)  # fmt: skip
-        except (ValueError, KeyError, LockHeldError) as err:
-            _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
-        except KeyboardInterrupt:
-            interrupts.ignore_from_now()
-            console.print("interrupted")
-            raise typer.Exit(130) from None
         if summary.interrupted:
             interrupts.ignore_from_now()
         console.print(

@@ -39,6 +39,7 @@ import numpy as np
 from udora.experiments import interrupts
 from udora.experiments.run import _cached_task, _versions, write_folder_atomically
 from udora.experiments.spec import ResolvedRun
+from udora.methods import get_method_class
 from udora.methods.seeding import numpy_rng
 
 RECORD = "decomposition.json"
@@ -156,7 +157,7 @@ def diagnose(job: Diagnosis, data_dir: str | None = None) -> tuple[dict[str, Any
         t0 = time.perf_counter()
         task = _cached_task(run.preset.model_dump_json(), run.seed, data_dir)
         timings["oracle"] = time.perf_counter() - t0
-        knowledge = task.knowledge(with_prior=type(run.make_method()).uses_task_prior)
+        knowledge = task.knowledge(with_prior=get_method_class(run.method).uses_task_prior)
         t0 = time.perf_counter()
         f_hat = _fit_mean(run.make_method, task.X_train, task.y_train, run.seed, knowledge,
                           task.X)  # fmt: skip

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.diagnose import RECORD
+from udora.experiments.figures import save_figure
 
 SERIES = ["method", "config", "setting", "seed", "draws", "scale"]  # one config, all n
 GROUP = [*SERIES, "n"]  # n: the --n level, 0 for each preset's own n_train
@@ -149,23 +150,12 @@ def _series_labels(groups: pd.DataFrame) -> dict[tuple, str]:
     return labels
 
 
-def _save(fig: Any, stem: Path) -> list[Path]:
-    fig.tight_layout()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    return paths
-
-
 def errors_by_n_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     """Normalised estimation (solid, circles) and approximation (dashed, squares) against n,
     one colour per series (one method config), MC standard errors as bars; log y, or symlog
     when a mean minus its error is not positive (estimation is a difference of errors and
     can be slightly negative). ``groups`` should be matched over n."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # Agg: set by udora.experiments.figures
 
     labels = _series_labels(groups)
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
@@ -186,18 +176,13 @@ def errors_by_n_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
            title=f"Estimation and approximation error against n\n({len(presets)} presets "
                  "with every n)")  # fmt: skip
     ax.legend(fontsize=8)
-    paths = _save(fig, stem)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 def shares_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     """Per group, the normalised estimation and approximation means as stacked horizontal
     bars, with the EU target as a tick."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # Agg: set by udora.experiments.figures
 
     labels = _series_labels(groups)
     groups = groups.sort_values("estimation_share")
@@ -214,9 +199,7 @@ def shares_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     ax.set(xlabel="error / Var(y), mean over presets",
            title="Where the epistemic risk comes from")  # fmt: skip
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    paths = _save(fig, stem)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 def write_summary(folder: str | Path) -> dict[str, Any]:

@@ -8,6 +8,8 @@ Every (method, config) is its own entry with one colour (and marker) of
 from __future__ import annotations
 
 import itertools
+import warnings
+from pathlib import Path
 
 import matplotlib
 
@@ -19,6 +21,22 @@ import pandas as pd
 from udora.experiments.results import configs, natural_key, per_dataset
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def save_figure(fig, stem: Path) -> list[Path]:
+    """Lay ``fig`` out, write ``stem``.png (150 dpi) and ``stem``.pdf, close it; the paths.
+
+    tight_layout's notes about labels it cannot fit are silenced: the figure is written
+    either way.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return paths
 
 
 def config_styles(labels: list[str]) -> dict[str, dict]:

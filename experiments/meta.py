@@ -17,7 +17,9 @@ the nominal level, a spread-skill ratio minus the absolute log of it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -132,23 +134,68 @@ def pooled_taus(cells: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd.Da
                                        "presets", "cells"])  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One (preset, seed) of a results table with what rescoring needs: its ok runs (one
+    row per config), the task rebuilt from their recorded preset, and each run's stored
+    prediction arrays (``mean``, ``aleatoric``, ``epistemic`` (N,), ``member_means``
+    (K, N) if any), in the order of the rows."""
+
+    preset: str
+    seed: int
+    runs: pd.DataFrame
+    task: Any
+    predictions: list[dict[str, np.ndarray]]
+
+    def where(self, keep: np.ndarray) -> Cell:
+        """The same cell with only the runs where ``keep`` (one bool per run) holds."""
+        preds = [p for p, k in zip(self.predictions, keep, strict=True) if k]
+        return Cell(self.preset, self.seed, self.runs[keep], self.task, preds)
+
+
+def load_cells(
+    table: pd.DataFrame, min_methods: int = 4, data_dir: str | None = None
+) -> list[Cell]:
+    """Every (preset, seed) of ``table``'s ok runs with at least ``min_methods`` configs,
+    its task built once (:class:`Cell`); the input of :func:`subsample_taus` and
+    :func:`iauc_regions`."""
+    import json
+
+    from udora.oracle.preset import Preset
+    from udora.oracle.task import build_task
+
+    cells = []
+    ok = table[table["status"] == "ok"]
+    for (preset, run_seed), runs in ok.groupby(["preset", "seed"], sort=True):
+        if len(runs) < min_methods:
+            continue
+        record = json.loads((Path(runs["run_dir"].iloc[0]) / "result.json").read_text())
+        task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
+                          data_dir=data_dir)  # fmt: skip
+        preds = []
+        for run_dir in runs["run_dir"]:
+            with np.load(Path(run_dir) / "predictions.npz") as z:
+                preds.append({name: z[name] for name in z.files})
+        cells.append(Cell(str(preset), int(run_seed), runs, task, preds))
+    return cells
+
+
 def subsample_taus(
-    table: pd.DataFrame,
+    cells: list[Cell],
     sizes: tuple[int, ...] = (50, 200, 1000),
     repeats: int = 20,
     seed: int = 0,
     oracle: str = "spearman_eu",
     min_methods: int = 4,
-    data_dir: str | None = None,
 ) -> pd.DataFrame:
     """How many evaluation points an observable metric needs to rank like the oracle.
 
-    For each (preset, seed) cell, the task is rebuilt from the runs' recorded preset and
-    each config's ``predictions.npz`` is scored again (:func:`udora.scoring.score_arrays`)
-    on ``repeats`` random subsets of the pool of each size (a size at least N is the whole
-    pool, once); the observable rankings on the subset are compared (Kendall's tau-b) with
-    the ``oracle`` metric's ranking on the whole pool, as stored. Subsets are drawn from
-    the Generator of ``[seed, cell index, size]``.
+    In each cell (:func:`load_cells`), each config's stored prediction is scored again
+    (:func:`udora.scoring.score_arrays`) on ``repeats`` random subsets of the pool of each
+    size (a size at least N is the whole pool, once); the observable rankings on the
+    subset are compared (Kendall's tau-b) with the ``oracle`` metric's ranking on the
+    whole pool, as stored. Subsets are drawn from the Generator of ``[seed, cell index,
+    size]``.
 
     Returns:
         One row per (preset, seed, observable, size) with the mean ``tau`` over repeats
@@ -156,14 +203,13 @@ def subsample_taus(
     """
     from udora.scoring import score_arrays
 
-    ok = table[table["status"] == "ok"]
-    ok = ok[np.isfinite(ORACLE[oracle](ok))]
     rows = []
-    for k, (preset, run_seed, cell, task, preds) in enumerate(
-        cell_predictions(ok, min_methods, data_dir)
-    ):
-        truth = ORACLE[oracle](cell).to_numpy()
-        N = task.X.shape[0]
+    for k, cell in enumerate(cells):
+        cell = cell.where(np.isfinite(ORACLE[oracle](cell.runs).to_numpy()))
+        if len(cell.runs) < min_methods:
+            continue
+        truth = ORACLE[oracle](cell.runs).to_numpy()
+        N = cell.task.X.shape[0]
         for size in sizes:
             rng = np.random.default_rng([seed, k, size])
             subsets = (
@@ -173,7 +219,8 @@ def subsample_taus(
             )
             taus: dict[str, list[float]] = {}
             for idx in subsets:
-                scored = pd.DataFrame([_score_subset(task, p, idx, score_arrays) for p in preds])
+                scored = pd.DataFrame([_score_subset(cell.task, p, idx, score_arrays)
+                                       for p in cell.predictions])  # fmt: skip
                 seen = goodness(scored, OBSERVABLE)
                 for obs in seen:
                     fine = np.isfinite(seen[obs].to_numpy())
@@ -182,48 +229,20 @@ def subsample_taus(
                             kendall_tau(seen[obs].to_numpy()[fine], truth[fine])
                         )
             for obs, values in taus.items():
-                rows.append({"preset": preset, "seed": run_seed, "observable": obs,
+                rows.append({"preset": cell.preset, "seed": cell.seed, "observable": obs,
                              "size": size, "points": min(size, N),
                              "tau": float(np.nanmean(values))})  # fmt: skip
     return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
 
 
-def cell_predictions(table: pd.DataFrame, min_methods: int, data_dir: str | None = None):
-    """For each (preset, seed) cell of ok runs with at least ``min_methods`` configs: the
-    cell, its task rebuilt from the runs' recorded preset, and each config's stored
-    prediction arrays (``mean``, ``aleatoric``, ``epistemic``, ``member_means`` if any).
-
-    Yields:
-        ``(preset, seed, cell rows, task, [prediction dict per row])``.
-    """
-    import json
-
-    from udora.oracle.preset import Preset
-    from udora.oracle.task import build_task
-
-    for (preset, run_seed), cell in table.groupby(["preset", "seed"], sort=True):
-        if len(cell) < min_methods:
-            continue
-        record = json.loads((Path(cell["run_dir"].iloc[0]) / "result.json").read_text())
-        task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
-                          data_dir=data_dir)  # fmt: skip
-        preds = []
-        for run_dir in cell["run_dir"]:
-            with np.load(Path(run_dir) / "predictions.npz") as z:
-                preds.append({name: z[name] for name in z.files})
-        yield preset, run_seed, cell, task, preds
-
-
 def iauc_regions(
-    table: pd.DataFrame,
+    cells: list[Cell],
     levels: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95),
     quantile: float = 0.9,
-    min_methods: int = 4,
-    data_dir: str | None = None,
 ) -> pd.DataFrame:
     """Interval AUC of each config's EU intervals on the oracle's exceedance task, per
-    cell and level, with the exact posterior's own intervals as the ``oracle`` row
-    (:func:`udora.scoring.interval_auc.exceedance_regions`).
+    cell (:func:`load_cells`) and level, with the exact posterior's own intervals as the
+    ``oracle`` row (:func:`udora.scoring.interval_auc.exceedance_regions`).
 
     Returns:
         One row per (preset, seed, config, level): ``above``, ``overlap``, ``below``.
@@ -231,15 +250,16 @@ def iauc_regions(
     from udora.scoring.interval_auc import exceedance_regions
 
     rows = []
-    ok = table[table["status"] == "ok"]
-    for preset, run_seed, cell, task, preds in cell_predictions(ok, min_methods, data_dir):
-        for i, (config, pred) in enumerate(zip(cell["config"], preds, strict=True)):
+    for cell in cells:
+        task = cell.task
+        for i, (config, pred) in enumerate(zip(cell.runs["config"], cell.predictions,
+                                               strict=True)):  # fmt: skip
             out = exceedance_regions(task.f, pred["mean"], pred["epistemic"], task.post_mean,
                                      task.post_var, quantile=quantile, levels=levels)  # fmt: skip
             sources = [(config, out["method"])] + ([("oracle", out["oracle"])] if i == 0 else [])
             for name, by_level in sources:
                 for level, regions in by_level.items():
-                    rows.append({"preset": preset, "seed": run_seed, "config": name,
+                    rows.append({"preset": cell.preset, "seed": cell.seed, "config": name,
                                  "level": level, **regions})  # fmt: skip
     return pd.DataFrame(rows, columns=["preset", "seed", "config", "level", "above",
                                        "overlap", "below"])  # fmt: skip

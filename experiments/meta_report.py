@@ -11,18 +11,19 @@ intervals on the exceedance task f > its 0.9 quantile, the exact posterior as re
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from udora.experiments.figures import save_figure
 from udora.experiments.meta import (
     OBSERVABLE,
     ORACLE,
     cell_taus,
     iauc_regions,
+    load_cells,
     pooled_taus,
     subsample_taus,
 )
@@ -51,10 +52,7 @@ def markdown(pooled: pd.DataFrame) -> str:
 
 def heatmap(pooled: pd.DataFrame, stem: Path, title: str) -> list[Path]:
     """The pooled taus as an annotated heatmap (diverging, -1 to 1); PNG and PDF."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # Agg: set by udora.experiments.figures
 
     tau = tau_matrix(pooled)
     fig, ax = plt.subplots(figsize=(1.2 + 0.95 * tau.shape[1], 1.4 + 0.42 * tau.shape[0]))
@@ -69,23 +67,13 @@ def heatmap(pooled: pd.DataFrame, stem: Path, title: str) -> list[Path]:
                         color="white" if abs(value) > 0.6 else "black")  # fmt: skip
     ax.set(xlabel="oracle metric", ylabel="observable metric", title=title)
     fig.colorbar(image, ax=ax, label="Kendall's tau-b (mean over presets)")
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # tight_layout's notes on long tick labels
-        fig.tight_layout()
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 def size_figure(by_size: pd.DataFrame, stem: Path, oracle: str) -> list[Path]:
     """Mean tau over cells against the number of evaluation points, one line per
     observable metric; PNG and PDF."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # Agg: set by udora.experiments.figures
 
     mean = by_size.groupby(["observable", "size"])["tau"].mean().unstack("observable")
     fig, ax = plt.subplots(figsize=(7.2, 4.4))
@@ -98,21 +86,13 @@ def size_figure(by_size: pd.DataFrame, stem: Path, oracle: str) -> list[Path]:
            ylabel=f"Kendall's tau with {oracle} (mean over cells)",
            title="How many points an observable metric needs")  # fmt: skip
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    fig.tight_layout()
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 def iauc_figure(regions: pd.DataFrame, stem: Path, level: float = 0.9) -> list[Path]:
     """The three ranking regions per config at one nominal level, mean over cells, as
     stacked horizontal bars sorted by P(I1 > I0); the exact posterior's row is ``oracle``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # Agg: set by udora.experiments.figures
 
     at = regions[np.isclose(regions["level"], level)]
     mean = at.groupby("config")[["above", "overlap", "below"]].mean().sort_values("above")
@@ -127,12 +107,7 @@ def iauc_figure(regions: pd.DataFrame, stem: Path, level: float = 0.9) -> list[P
     ax.set(xlim=(0, 1), xlabel="share of (exceeding, not exceeding) pairs, mean over cells",
            title=f"Ranking f's top decile with EU intervals ({level:.0%} nominal)")  # fmt: skip
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    fig.tight_layout()
-    for path in paths:
-        fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 def write_meta(
@@ -147,7 +122,8 @@ def write_meta(
     data_dir: str | None = None,
 ) -> dict[str, Any]:
     """Compute and write the meta-evaluation of a results table (``load_runs``) under
-    ``out``; returns the cells, the pooled rows and the paths written. With ``sizes``,
+    ``out``; returns the cells, the pooled rows and the paths written. Each (preset, seed)
+    task is rebuilt once, for both of the following (:func:`load_cells`). With ``sizes``,
     also the taus of observable metrics computed on that many pool points against the
     EU ranking (:func:`udora.experiments.meta.subsample_taus`): ``meta_by_size.csv`` and
     the figure ``meta_by_size``. With ``iauc``, the interval AUC of every config
@@ -176,17 +152,16 @@ def write_meta(
     written[2].write_text(text)
     written += heatmap(pooled, out / "meta_tau", f"Observable vs oracle rankings "
                        f"({presets} presets)")  # fmt: skip
-    regions = None
-    if iauc:  # rebuilds every cell's task and reads the stored predictions
-        regions = iauc_regions(table, min_methods=min_methods, data_dir=data_dir)
+    regions = by_size = None
+    loaded = load_cells(table, min_methods, data_dir) if (iauc or sizes) else []
+    if iauc:
+        regions = iauc_regions(loaded)
         regions.to_csv(out / "meta_iauc.csv", index=False)
         written.append(out / "meta_iauc.csv")
         if not regions.empty:
             written += iauc_figure(regions, out / "meta_iauc")
-    by_size = None
     if sizes:
-        by_size = subsample_taus(table, sizes=sizes, repeats=repeats, min_methods=min_methods,
-                                 data_dir=data_dir)  # fmt: skip
+        by_size = subsample_taus(loaded, sizes=sizes, repeats=repeats, min_methods=min_methods)
         by_size.to_csv(out / "meta_by_size.csv", index=False)
         written.append(out / "meta_by_size.csv")
         if not by_size.empty:

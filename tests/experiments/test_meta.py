@@ -132,11 +132,11 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert set(cells["preset"]) == {"tinya", "tinyb"} and set(cells["seed"]) == {0, 1}
     assert cells["methods"].max() == 5
     # rescoring the stored predictions on the whole pool reproduces the stored rankings
-    from udora.experiments.meta import subsample_taus
+    from udora.experiments.meta import load_cells, subsample_taus
     from udora.experiments.results import load_runs
 
     table, _ = load_runs(out)
-    whole = subsample_taus(table, sizes=(10_000,), data_dir=str(data))
+    whole = subsample_taus(load_cells(table, data_dir=str(data)), sizes=(10_000,))
     stored = cells[cells["oracle"] == "spearman_eu"].set_index(["preset", "seed", "observable"])
     for _, row in whole.iterrows():
         assert row["points"] == 120
