@@ -186,11 +186,15 @@ def report_cmd(
     out: Annotated[
         Path | None, typer.Option(help="Report folder (default RESULTS/report).")
     ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Folder of <preset>.csv.gz (meta-evaluation section).")
+    ] = None,
 ) -> None:
     """Tables (parquet, csv), figures (PNG, PDF) and report.md from a results folder.
 
     A folder of `udora ablate` also gets the study's section: slopes, Kendall's W, shifts
-    and their figures (docs/ablations.md).
+    and their figures (docs/ablations.md). A folder with 4 or more methods on a preset and
+    seed also gets the meta-evaluation section (docs/metrics.md, `udora meta`).
     """
     import warnings
 
@@ -205,7 +209,7 @@ def report_cmd(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore", LegacyRunsWarning)  # said above, once
         warnings.simplefilter("always", UnreadableRunWarning)
-        path = write_report(results, out)
+        path = write_report(results, out, str(data_dir) if data_dir else None)
     for w in caught:  # e.g. "skipped <path>: is not valid JSON ..."
         console.print(f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
     console.print(f"wrote {path}")
@@ -223,9 +227,9 @@ def methods_list(
     if name is not None:
         _show_method(name)
         return
-    table = Table("method", "from", "summary")
+    table = Table("method", "family", "from", "summary")
     for info in registry.method_infos():  # reads docstrings; imports no method module
-        table.add_row(info.name, info.origin, info.summary)
+        table.add_row(info.name, info.family, info.origin, info.summary)
     Console(width=160).print(table)
 
 

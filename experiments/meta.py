@@ -56,7 +56,15 @@ OBSERVABLE: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "crps_fair": _lower_is_better("crps_fair"),
     "spread_skill": lambda table: -np.log(table["spread_skill"]).abs(),
     "err_spread_spearman": _higher_is_better("err_spread_spearman"),
+    "energy_score_block": _lower_is_better("energy_score_block"),
+    "variogram_score_block": _lower_is_better("variogram_score_block"),
 }
+# Multivariate scores over blocks of nearby pool points (udora.scoring.multivariate): not
+# in result.json (they need the covariates); :func:`block_metrics` computes them.
+BLOCK_SIZE = 5
+MAX_BLOCKS = 1000
+# Nominal levels of the interval-AUC curves (the 0.5/0.8/0.9/0.95 of the first tables among them).
+IAUC_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 ORACLE: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "spearman_eu": _higher_is_better("spearman_eu"),
     "spearman_au": _higher_is_better("spearman_au"),
@@ -139,18 +147,21 @@ class Cell:
     """One (preset, seed) of a results table with what rescoring needs: its ok runs (one
     row per config), the task rebuilt from their recorded preset, and each run's stored
     prediction arrays (``mean``, ``aleatoric``, ``epistemic`` (N,), ``member_means``
-    (K, N) if any), in the order of the rows."""
+    (K, N) if any), in the order of the rows; and ``blocks`` (B, 5), the blocks of nearby
+    pool points of the multivariate scores (:func:`udora.scoring.multivariate.nearest_blocks`,
+    ``B = min(N // 5, 1000)`` anchors drawn by the Generator of the run seed)."""
 
     preset: str
     seed: int
     runs: pd.DataFrame
     task: Any
     predictions: list[dict[str, np.ndarray]]
+    blocks: np.ndarray
 
     def where(self, keep: np.ndarray) -> Cell:
         """The same cell with only the runs where ``keep`` (one bool per run) holds."""
         preds = [p for p, k in zip(self.predictions, keep, strict=True) if k]
-        return Cell(self.preset, self.seed, self.runs[keep], self.task, preds)
+        return Cell(self.preset, self.seed, self.runs[keep], self.task, preds, self.blocks)
 
 
 def load_cells(
@@ -163,6 +174,7 @@ def load_cells(
 
     from udora.oracle.preset import Preset
     from udora.oracle.task import build_task
+    from udora.scoring.multivariate import nearest_blocks
 
     cells = []
     ok = table[table["status"] == "ok"]
@@ -176,8 +188,53 @@ def load_cells(
         for run_dir in runs["run_dir"]:
             with np.load(Path(run_dir) / "predictions.npz") as z:
                 preds.append({name: z[name] for name in z.files})
-        cells.append(Cell(str(preset), int(run_seed), runs, task, preds))
+        N = task.X.shape[0]
+        blocks = nearest_blocks(task.X, min(N // BLOCK_SIZE, MAX_BLOCKS), BLOCK_SIZE,
+                                np.random.default_rng(int(run_seed)))  # fmt: skip
+        cells.append(Cell(str(preset), int(run_seed), runs, task, preds, blocks))
     return cells
+
+
+def _block_rng(cell: Cell, config: str, extra: int = 0) -> np.random.Generator:
+    """The noise draws of one config's block forecast: from the run seed and the config's
+    name, so they never depend on which other configs the folder holds."""
+    import zlib
+
+    return np.random.default_rng([cell.seed, zlib.crc32(config.encode()), extra])
+
+
+def _block_scores(cell: Cell, i: int, blocks: np.ndarray, extra: int = 0) -> dict[str, float]:
+    """Run ``i``'s block energy and variogram scores on ``blocks`` (NaN without members)."""
+    from udora.scoring.multivariate import block_scores
+
+    pred = cell.predictions[i]
+    if pred.get("member_means") is None:
+        return {"energy_score_block": float("nan"), "variogram_score_block": float("nan")}
+    return block_scores(cell.task.y, pred["member_means"], pred["aleatoric"], blocks,
+                        rng=_block_rng(cell, str(cell.runs["config"].iloc[i]), extra))  # fmt: skip
+
+
+def block_metrics(cells: list[Cell]) -> pd.DataFrame:
+    """The energy and variogram scores over each cell's blocks for every run with members
+    (:func:`udora.scoring.multivariate.block_scores`; NaN for runs without).
+
+    Returns:
+        One row per run: ``run_dir``, ``energy_score_block``, ``variogram_score_block``.
+    """
+    rows = []
+    for cell in cells:
+        for i, run_dir in enumerate(cell.runs["run_dir"]):
+            rows.append({"run_dir": run_dir, **_block_scores(cell, i, cell.blocks)})
+    return pd.DataFrame(rows, columns=["run_dir", "energy_score_block", "variogram_score_block"])
+
+
+def with_block_metrics(table: pd.DataFrame, cells: list[Cell]) -> pd.DataFrame:
+    """``table`` with the columns of :func:`block_metrics` (NaN for runs not in a cell)."""
+    extra = block_metrics(cells)
+    merged = table.drop(columns=[c for c in extra.columns[1:] if c in table.columns])
+    return merged.merge(extra, on="run_dir", how="left", validate="many_to_one").set_axis(
+        table.index
+    )
 
 
 def subsample_taus(
@@ -194,7 +251,8 @@ def subsample_taus(
     (:func:`udora.scoring.score_arrays`) on ``repeats`` random subsets of the pool of each
     size (a size at least N is the whole pool, once); the observable rankings on the
     subset are compared (Kendall's tau-b) with the ``oracle`` metric's ranking on the
-    whole pool, as stored. Subsets are drawn from the Generator of ``[seed, cell index,
+    whole pool, as stored. The block scores use ``size // 5`` of the cell's blocks instead
+    (all of them past N). Subsets are drawn from the Generator of ``[seed, cell index,
     size]``.
 
     Returns:
@@ -212,15 +270,21 @@ def subsample_taus(
         N = cell.task.X.shape[0]
         for size in sizes:
             rng = np.random.default_rng([seed, k, size])
+            B = cell.blocks.shape[0]
             subsets = (
-                [np.arange(N)]
+                [(np.arange(N), np.arange(B))]
                 if size >= N
-                else [rng.choice(N, size=size, replace=False) for _ in range(repeats)]
-            )
+                else [(rng.choice(N, size=size, replace=False),
+                       rng.choice(B, size=max(1, min(B, size // BLOCK_SIZE)), replace=False))
+                      for _ in range(repeats)]
+            )  # fmt: skip
             taus: dict[str, list[float]] = {}
-            for idx in subsets:
-                scored = pd.DataFrame([_score_subset(cell.task, p, idx, score_arrays)
-                                       for p in cell.predictions])  # fmt: skip
+            for r, (idx, blk) in enumerate(subsets):
+                scored = pd.DataFrame([
+                    _score_subset(cell.task, p, idx, score_arrays)
+                    | _block_scores(cell, i, cell.blocks[blk], extra=r)
+                    for i, p in enumerate(cell.predictions)
+                ])  # fmt: skip
                 seen = goodness(scored, OBSERVABLE)
                 for obs in seen:
                     fine = np.isfinite(seen[obs].to_numpy())
@@ -237,7 +301,7 @@ def subsample_taus(
 
 def iauc_regions(
     cells: list[Cell],
-    levels: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95),
+    levels: tuple[float, ...] = IAUC_LEVELS,
     quantile: float = 0.9,
 ) -> pd.DataFrame:
     """Interval AUC of each config's EU intervals on the oracle's exceedance task, per

@@ -5,8 +5,9 @@ oracle metric), ``meta_pooled.csv`` (pooled tau with its bootstrap interval),
 ``meta.md`` (the pooled taus as an observable x oracle table), ``meta_tau.png``/``.pdf``
 (the same as a heatmap, annotated) and, when asked, ``meta_by_size.csv`` and its figure
 (agreement with the EU ranking against the number of evaluation points), and
-``meta_iauc.csv`` with the figure ``meta_iauc`` (interval AUC of every config's EU
-intervals on the exceedance task f > its 0.9 quantile, the exact posterior as reference).
+``meta_iauc.csv`` with the figures ``meta_iauc`` (interval AUC of every config's EU
+intervals on the exceedance task f > its 0.9 quantile at the 90% level, the exact
+posterior as reference) and ``meta_iauc_curves`` (the three regions over nominal levels).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from udora.experiments.meta import (
     load_cells,
     pooled_taus,
     subsample_taus,
+    with_block_metrics,
 )
 
 
@@ -110,6 +112,43 @@ def iauc_figure(regions: pd.DataFrame, stem: Path, level: float = 0.9) -> list[P
     return save_figure(fig, stem)
 
 
+def iauc_curves_figure(regions: pd.DataFrame, stem: Path) -> list[Path]:
+    """The three-region curves over nominal levels: one small panel per config (the exact
+    posterior's ``oracle`` first, then by P(I1 > I0) at 90%), the regions stacked, mean
+    over cells; PNG and PDF."""
+    import matplotlib.pyplot as plt  # Agg: set by udora.experiments.figures
+
+    mean = regions.groupby(["config", "level"])[["above", "overlap", "below"]].mean()
+    at90 = mean.xs(0.9, level="level")["above"] if 0.9 in mean.index.get_level_values(1) else (
+        mean.groupby("config")["above"].mean())  # fmt: skip
+    order = sorted(at90.index, key=lambda c: (c != "oracle", -at90[c]))
+    cols = 4
+    rows = -(-len(order) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(10.0, 1.0 + 1.9 * rows), sharex=True,
+                             sharey=True, squeeze=False)  # fmt: skip
+    colours = {"above": "#2166ac", "overlap": "#bbbbbb", "below": "#b2182b"}
+    labels = {"above": "P(I1 > I0)", "overlap": "P(overlap)", "below": "P(I1 < I0)"}
+    for ax, config in zip(axes.flat, order, strict=False):
+        part = mean.loc[config]
+        ax.stackplot(part.index, *(part[k] for k in colours), colors=list(colours.values()),
+                     labels=list(labels.values()))  # fmt: skip
+        ax.set_title(config, fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes.flat[len(order) :]:
+        ax.set_visible(False)
+    for j in range(cols):  # the lowest panel of each column carries the x axis
+        shown = [ax for ax in axes[:, j] if ax.get_visible()]
+        if shown:
+            shown[-1].tick_params(labelbottom=True)
+            shown[-1].set_xlabel("nominal level of mu +- z sqrt(e)", fontsize=7)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("share of pairs", fontsize=7)
+    axes.flat[0].legend(fontsize=6, loc="lower left")
+    fig.suptitle("Interval AUC regions of EU intervals over nominal levels (f > its 0.9 "
+                 "quantile; mean over cells)", fontsize=10)  # fmt: skip
+    return save_figure(fig, stem)
+
+
 def write_meta(
     table: pd.DataFrame,
     out: str | Path,
@@ -118,22 +157,29 @@ def write_meta(
     n_boot: int = 2000,
     sizes: tuple[int, ...] = (),
     repeats: int = 20,
-    iauc: bool = True,
+    rescore: bool = True,
     data_dir: str | None = None,
 ) -> dict[str, Any]:
     """Compute and write the meta-evaluation of a results table (``load_runs``) under
-    ``out``; returns the cells, the pooled rows and the paths written. Each (preset, seed)
-    task is rebuilt once, for both of the following (:func:`load_cells`). With ``sizes``,
+    ``out``; returns the cells, the pooled rows and the paths written. With ``rescore``,
+    each (preset, seed) task is rebuilt once from the runs' folders (:func:`load_cells`)
+    for the block energy and variogram scores of runs with members
+    (:func:`udora.experiments.meta.block_metrics`), ranked with the stored observable
+    metrics, for the interval AUC and for ``sizes``; without it only the stored metrics
+    are ranked. With ``sizes``,
     also the taus of observable metrics computed on that many pool points against the
     EU ranking (:func:`udora.experiments.meta.subsample_taus`): ``meta_by_size.csv`` and
-    the figure ``meta_by_size``. With ``iauc``, the interval AUC of every config
-    (:func:`udora.experiments.meta.iauc_regions`): ``meta_iauc.csv`` and its figure.
+    the figure ``meta_by_size``; and the interval AUC of every config
+    (:func:`udora.experiments.meta.iauc_regions`): ``meta_iauc.csv`` and its figures.
 
     Raises:
         ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    loaded = load_cells(table, min_methods, data_dir) if rescore else []
+    if rescore:
+        table = with_block_metrics(table, loaded)
     cells = cell_taus(table, min_methods=min_methods)
     if cells.empty:
         raise ValueError(
@@ -153,14 +199,14 @@ def write_meta(
     written += heatmap(pooled, out / "meta_tau", f"Observable vs oracle rankings "
                        f"({presets} presets)")  # fmt: skip
     regions = by_size = None
-    loaded = load_cells(table, min_methods, data_dir) if (iauc or sizes) else []
-    if iauc:
+    if rescore:
         regions = iauc_regions(loaded)
         regions.to_csv(out / "meta_iauc.csv", index=False)
         written.append(out / "meta_iauc.csv")
         if not regions.empty:
             written += iauc_figure(regions, out / "meta_iauc")
-    if sizes:
+            written += iauc_curves_figure(regions, out / "meta_iauc_curves")
+    if sizes and rescore:
         by_size = subsample_taus(loaded, sizes=sizes, repeats=repeats, min_methods=min_methods)
         by_size.to_csv(out / "meta_by_size.csv", index=False)
         written.append(out / "meta_by_size.csv")
@@ -168,3 +214,40 @@ def write_meta(
             written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
     return {"cells": cells, "pooled": pooled, "by_size": by_size, "iauc": regions,
             "written": written}  # fmt: skip
+
+
+def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) -> list[str]:
+    """The report's meta-evaluation section, written under ``out / "meta"``, when some
+    (preset, seed) has ok runs of at least 4 different methods; else no lines.
+
+    The stored observable metrics, the block scores and the interval AUC as in
+    ``udora meta`` (:func:`write_meta`), without the number-of-points analysis (slow; run
+    ``udora meta``). When the tasks cannot be rebuilt (a dataset is missing), the section
+    ranks the stored metrics only and says why.
+    """
+    ok = table[table["status"] == "ok"]
+    if ok.empty or ok.groupby(["preset", "seed"])["method"].nunique().max() < 4:
+        return []
+    note = []
+    try:
+        report = write_meta(table, out / "meta", data_dir=data_dir)
+    except (FileNotFoundError, OSError, ValueError) as err:
+        report = write_meta(table, out / "meta", rescore=False)
+        note = [f"The block scores and the interval AUC are left out: the tasks could not be "
+                f"rebuilt ({err}).", ""]  # fmt: skip
+    pooled, cells = report["pooled"], report["cells"]
+    n_cells = len(cells[["preset", "seed"]].drop_duplicates())
+    lines = ["## Meta-evaluation: do observable metrics rank configs like the oracle?", "",
+             f"Kendall's tau-b between the ranking of the configs by each observable metric "
+             f"(rows) and by each oracle metric (columns), {n_cells} (preset, seed) cells with "
+             "at least 4 configs, mean over seeds then presets, 95% bootstrap interval over "
+             "presets (docs/metrics.md). The same against the number of evaluation points: "
+             "`udora meta RESULTS`.", "", *note, markdown(pooled),
+             "![observable vs oracle tau](meta/meta_tau.png)", ""]  # fmt: skip
+    names = {p.name for p in report["written"]}
+    if "meta_iauc.png" in names:
+        lines += ["Interval AUC of each config's EU intervals on the exceedance task "
+                  "(f above its 0.9 quantile), the exact posterior as the `oracle` row:", "",
+                  "![interval AUC](meta/meta_iauc.png)", "",
+                  "![interval AUC over levels](meta/meta_iauc_curves.png)", ""]  # fmt: skip
+    return lines

@@ -15,6 +15,7 @@ import pandas as pd
 
 from udora.experiments import figures
 from udora.experiments.legacy import legacy_note, legacy_results
+from udora.experiments.meta_report import meta_section
 from udora.experiments.report_tuning import tuning_lines
 from udora.experiments.results import (
     HEADLINE,
@@ -52,8 +53,14 @@ def _md(frame: pd.DataFrame, digits: int = 3, index: bool = True) -> str:
     return "\n".join([head, rule, *body])
 
 
-def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> Path:
+def write_report(
+    results_dir: str | Path, out_dir: str | Path | None = None, data_dir: str | None = None
+) -> Path:
     """Write results.parquet/.csv, figures (PNG+PDF) and report.md; returns report.md.
+
+    A folder with 4 or more methods on some (preset, seed) also gets the meta-evaluation
+    section (:func:`udora.experiments.meta_report.meta_section`; its tasks are rebuilt
+    from ``data_dir``, default the data loader's).
 
     Runs of udora 0.1.0 under ``results_dir`` are excluded with a warning (and a note in
     report.md) that says how many; an unreadable result.json is skipped with a warning
@@ -129,6 +136,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None) -> 
     study = read_study(results_dir)
     if study is not None:
         lines += study_section(table, study, out, _md)
+    lines += meta_section(table, out, data_dir)
     lines += ["## Calibration", "", f"![AU]({images['calib_au']}) ![EU]({images['calib_eu']})", ""]
     lines += ["## Risk-coverage (EU estimate vs the EU target)", ""]
     lines += [f"![risk-coverage]({name})" for name in rc] + [""]

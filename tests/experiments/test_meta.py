@@ -19,6 +19,7 @@ def _table(seed=0, presets=("a", "b", "c"), seeds=(0, 1), configs=5):
                         "interval_score_50", "interval_score_90", "interval_score_95",
                         "nAURC_eu_realised", "nAURC_total_realised",
                         "util_selective", "util_topk", "crps_fair", "err_spread_spearman",
+                        "energy_score_block", "variogram_score_block",
                         "spearman_eu", "spearman_au", "spearman_total", "nAURC_eu",
                         "nAURC_total", "util_selective_oracle", "util_topk_oracle")}  # fmt: skip
                 row |= {f"coverage_{c}": rng.uniform() for c in (50, 90, 95)}
@@ -50,7 +51,9 @@ def test_cell_taus_equal_a_brute_force_count_on_goodness():
                                ("coverage_error_90", "util_topk_oracle",
                                 -(cell["coverage_90"] - 0.9).abs()),
                                ("spread_skill", "nAURC_eu",
-                                -np.log(cell["spread_skill"]).abs())):  # fmt: skip
+                                -np.log(cell["spread_skill"]).abs()),
+                               ("energy_score_block", "spearman_eu",
+                                -cell["energy_score_block"])):  # fmt: skip
         good_orc = goodness(cell, {orc: ORACLE[orc]})[orc]
         if orc == "util_topk_oracle":
             assert np.array_equal(good_orc, -cell["util_topk_oracle"])
@@ -96,7 +99,7 @@ def test_pooling_averages_seeds_then_presets_with_a_bootstrap_over_presets():
 def test_write_meta_tables_agree_with_the_pooled_rows(tmp_path):
     from udora.experiments.meta_report import tau_matrix, write_meta
 
-    report = write_meta(_table(seed=3), tmp_path / "meta", n_boot=200, iauc=False)
+    report = write_meta(_table(seed=3), tmp_path / "meta", n_boot=200, rescore=False)
     names = {p.name for p in report["written"]}
     assert names == {"meta_cells.csv", "meta_pooled.csv", "meta.md", "meta_tau.png",
                      "meta_tau.pdf"}  # fmt: skip
@@ -107,7 +110,7 @@ def test_write_meta_tables_agree_with_the_pooled_rows(tmp_path):
     assert "| nll | " in (tmp_path / "meta" / "meta.md").read_text()
     assert wide.loc["nll", "spearman_total"] == pytest.approx(row["tau"].item())
     with pytest.raises(ValueError, match="no \\(preset, seed\\) has 9 or more ok configs"):
-        write_meta(_table(seed=3), tmp_path / "none", min_methods=9, iauc=False)
+        write_meta(_table(seed=3), tmp_path / "none", min_methods=9, rescore=False)
 
 
 @pytest.mark.slow
@@ -160,3 +163,25 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert set(pd.read_csv(tmp_path / "chosen" / "meta_cells.csv")["methods"]) == {4}
     too_few = runner.invoke(app, ["meta", str(out), "--min-methods", "6"])
     assert too_few.exit_code == 2 and "6 or more ok configs" in too_few.output
+    # block scores exist for the member methods only; two of them make a ranking of two
+    from udora.experiments.meta import block_metrics
+
+    blocks = block_metrics(load_cells(table, data_dir=str(data)))
+    method = blocks["run_dir"].map(lambda d: table.set_index("run_dir").loc[d, "method"])
+    has_members = method.isin({"nn_ensemble", "nn_dropout"})
+    assert np.isfinite(blocks.loc[has_members, "energy_score_block"]).all()
+    assert blocks.loc[~has_members, "variogram_score_block"].isna().all()
+    pair = runner.invoke(app, ["meta", str(out), "--configs", "nn_*", "--min-methods", "2",
+                               "--sizes", "", "--out", str(tmp_path / "pair"),
+                               "--data-dir", str(data)])  # fmt: skip
+    assert pair.exit_code == 0, pair.output
+    two = pd.read_csv(tmp_path / "pair" / "meta_cells.csv")
+    assert set(two.loc[two["observable"] == "energy_score_block", "methods"]) == {2}
+    # udora report adds the meta-evaluation section: 5 methods on each (preset, seed)
+    report = runner.invoke(app, ["report", str(out), "--data-dir", str(data)])
+    assert report.exit_code == 0, report.output
+    text = (out / "report" / "report.md").read_text()
+    assert "## Meta-evaluation" in text and "| energy_score_block |" not in text
+    for name in ("meta_tau.png", "meta_iauc.png", "meta_iauc_curves.png"):
+        assert f"(meta/{name})" in text
+        assert (out / "report" / "meta" / name).stat().st_size > 1000
