@@ -44,6 +44,7 @@ def resampled_rows(
 class NNBagging(NNMethod):
     """Bagging: K=10 residual MLPs, each fitted to a resample of the training data."""
 
+    family = "NN"
     Config = BaggingConfig
     config: BaggingConfig
     recipe = Recipe(rows=resampled_rows)

@@ -145,6 +145,11 @@ class NotFittedError(RuntimeError):
     """``predict`` called before ``fit``."""
 
 
+# Method families, in the order reports group them; the GP references (which know the
+# generating kernel or its linear part) are shown apart from the methods.
+FAMILIES = ("NN", "Bayesian NN", "trees", "linear & kernel", "other", "GP reference")
+
+
 class UQMethod(abc.ABC):
     """A regression method that reports aleatoric and epistemic variance per point.
 
@@ -156,6 +161,9 @@ class UQMethod(abc.ABC):
 
     Config: ClassVar[type[MethodConfig]] = MethodConfig
     name: ClassVar[str] = "unregistered"
+    # The group the report shows the method in (one of FAMILIES); set as a plain string
+    # literal in the class body, where `udora methods` reads it without importing.
+    family: ClassVar[str] = "other"
     uses_task_prior: ClassVar[bool] = False
 
     def __init__(self, config: MethodConfig | None = None, **overrides: Any) -> None:

@@ -45,6 +45,7 @@ class BLRConfig(MethodConfig):
 class BayesianLinearRegression(UQMethod):
     """Conjugate Bayesian linear regression with fixed noise (closed form)."""
 
+    family = "linear & kernel"
     Config = BLRConfig
     config: BLRConfig
 

@@ -74,6 +74,7 @@ class CatBoostKGBConfig(MethodConfig):
 class CatBoostKGB(UQMethod):
     """CatBoost KGB GP-posterior samples: EU = their variance; AU = 0 (no noise estimate)."""
 
+    family = "trees"
     Config = CatBoostKGBConfig
     config: CatBoostKGBConfig
 

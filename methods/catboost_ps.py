@@ -72,6 +72,7 @@ class CatBoostPSConfig(MethodConfig):
 class CatBoostPS(UQMethod):
     """K CatBoost RMSEWithUncertainty models with posterior sampling, early-stopped."""
 
+    family = "trees"
     Config = CatBoostPSConfig
     config: CatBoostPSConfig
 

@@ -83,6 +83,7 @@ class DEUPConfig(NNConfig):
 class DEUP(NNMethod):
     """DEUP: a mean network, a global noise variance, a network on the log excess error."""
 
+    family = "NN"
     Config = DEUPConfig
     config: DEUPConfig
     recipe = Recipe(loss=lambda cfg: SquaredError())
@@ -193,6 +194,7 @@ class DEUPUnbiased(DEUP):
     ``deup``, module doc). Configuration is :class:`DEUPConfig`.
     """
 
+    family = "NN"
     excess_loss: ClassVar[PointLoss] = PoissonLogMean()
 
     def excess_targets(self, excess: np.ndarray) -> np.ndarray:

@@ -112,6 +112,7 @@ class DKL(UQMethod):
     (s2), ``lengthscale_`` (l), ``mll_`` (log marginal likelihood at the end).
     """
 
+    family = "linear & kernel"
     Config = DKLConfig
     config: DKLConfig
 

@@ -34,6 +34,7 @@ class DropoutConfig(NNConfig):
 class NNDropout(NNMethod):
     """MC dropout: one residual MLP, 10 stochastic forward passes at prediction."""
 
+    family = "NN"
     Config = DropoutConfig
     config: DropoutConfig
     recipe = Recipe(one_network=True, mc_dropout=True)

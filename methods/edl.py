@@ -91,6 +91,7 @@ def evidential_loss(cfg: EDLConfig) -> EvidentialLoss:
 class EDL(NNMethod):
     """Evidential regression: one residual MLP with a Normal-Inverse-Gamma head."""
 
+    family = "NN"
     Config = EDLConfig
     config: EDLConfig
     recipe = Recipe(loss=evidential_loss)

@@ -17,3 +17,5 @@ from udora.methods.registry import register
 @register("nn_ensemble")
 class NNEnsemble(NNMethod):
     """Deep ensemble of K=10 residual MLPs with Gaussian heads."""
+
+    family = "NN"

@@ -152,6 +152,7 @@ def _val_nll(SGS, A, mean_v, var_v, y_v, temperature) -> jax.Array:
 class FSPLaplace(SampledHeadsMethod):
     """Function-space-prior MAP network, low-rank last-layer posterior; K = 30 samples."""
 
+    family = "Bayesian NN"
     Config = FSPLaplaceConfig
     config: FSPLaplaceConfig
     recipe = Recipe(one_network=True, terms=(function_space_prior,))

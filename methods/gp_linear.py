@@ -115,6 +115,7 @@ class LinearGP(UQMethod):
     (sigma^2), ``mean_value_`` (m; 0 for a zero mean).
     """
 
+    family = "GP reference"
     Config = LinearGPConfig
     config: LinearGPConfig
 

@@ -49,6 +49,7 @@ class OracleGPConfig(MethodConfig):
 class OracleGP(UQMethod):
     """Exact GP with the task's own kernel, mean and noise model (``knowledge.prior``)."""
 
+    family = "GP reference"
     Config = OracleGPConfig
     config: OracleGPConfig
     uses_task_prior = True

@@ -112,6 +112,7 @@ def _val_nll(ggn, phi_v, mean_v, var_v, y_v, prior_prec, temperature) -> jax.Arr
 class LastLayerLaplace(SampledHeadsMethod):
     """Last-layer Laplace over the mean head of one MAP residual MLP; K = 30 samples."""
 
+    family = "Bayesian NN"
     Config = LaplaceConfig
     config: LaplaceConfig
 

@@ -116,6 +116,7 @@ class NGBoostBagConfig(MethodConfig):
 class NGBoostBag(UQMethod):
     """Bagging of K Normal NGBoost regressors, each fitted to a resample of the data."""
 
+    family = "trees"
     Config = NGBoostBagConfig
     config: NGBoostBagConfig
 

@@ -182,6 +182,7 @@ class NGBoostNIGConfig(MethodConfig):
 class NGBoostNIG(UQMethod):
     """NGBoost with a Normal-Inverse-Gamma output: AU = beta/(alpha-1), EU = AU/nu."""
 
+    family = "trees"
     Config = NGBoostNIGConfig
     config: NGBoostNIGConfig
 

@@ -61,6 +61,7 @@ class MethodInfo:
     target: str
     origin: str  # "built-in", "plugin <distribution> <version>" or "registered in code"
     summary: str
+    family: str = "other"
 
 
 def _target(cls: type) -> str:
@@ -183,30 +184,47 @@ def class_summary(target: str) -> str:
 
     Finding the module imports its parent packages only. "" when it cannot be read.
     """
+    return _class_source(target)[0]
+
+
+def _class_source(target: str) -> tuple[str, str]:
+    """(first docstring line, ``family``) of the class ``"module:Class"`` read with
+    :mod:`ast`: the family is a ``family = "..."`` string in the class body, else "other";
+    ("", "other") when the source cannot be read."""
     module, _, qualname = target.partition(":")
     try:
         spec = importlib.util.find_spec(module)
         tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
     except Exception:  # no source (compiled, missing): no summary
-        return ""
+        return "", "other"
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == qualname:
             lines = (ast.get_docstring(node) or "").strip().splitlines()
-            return lines[0] if lines else ""
-    return ""
+            family = "other"
+            for item in node.body:
+                if (isinstance(item, ast.Assign) and len(item.targets) == 1
+                        and isinstance(item.targets[0], ast.Name)
+                        and item.targets[0].id == "family"
+                        and isinstance(item.value, ast.Constant)
+                        and isinstance(item.value.value, str)):  # fmt: skip
+                    family = item.value.value
+            return (lines[0] if lines else ""), family
+    return "", "other"
 
 
 def method_infos() -> list[MethodInfo]:
     """Every method's :class:`MethodInfo`, sorted by name, importing no method module."""
-    out = {n: MethodInfo(n, t, "built-in", class_summary(t)) for n, t in BUILTIN_METHODS.items()}
+    out = {n: MethodInfo(n, t, "built-in", *_class_source(t)) for n, t in BUILTIN_METHODS.items()}
     for name, ep in plugin_entry_points().items():
         dist = getattr(ep, "dist", None)
         origin = f"plugin {dist.name} {dist.version}" if dist is not None else "plugin"
         if name in _BROKEN:
             origin += " (failed to load)"
-        out[name] = MethodInfo(name, ep.value, origin, class_summary(ep.value))
+        out[name] = MethodInfo(name, ep.value, origin, *_class_source(ep.value))
     for name, cls in _REGISTRY.items():
         if name not in out:
             doc = (cls.__doc__ or "").strip().splitlines()
-            out[name] = MethodInfo(name, _target(cls), "registered in code", doc[0] if doc else "")
+            family = getattr(cls, "family", "other")
+            out[name] = MethodInfo(name, _target(cls), "registered in code",
+                                   doc[0] if doc else "", family)  # fmt: skip
     return [out[name] for name in sorted(out)]

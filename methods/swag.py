@@ -105,6 +105,7 @@ def drift_fraction(stack: np.ndarray) -> float:
 class SWAG(NNMethod):
     """Diagonal SWAG over all parameters of one pretrained residual MLP; K = 30 samples."""
 
+    family = "Bayesian NN"
     Config = SWAGConfig
     config: SWAGConfig
     recipe = Recipe(one_network=True)

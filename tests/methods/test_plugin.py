@@ -69,6 +69,17 @@ def test_builtin_table_matches_the_register_decorators():
     assert found == registry.BUILTIN_METHODS
 
 
+def test_families_read_without_import_are_the_classes_own():
+    from udora.methods.base import FAMILIES
+
+    infos = {i.name: i for i in registry.method_infos()}
+    for name in registry.BUILTIN_METHODS:
+        cls = registry.get_method_class(name)
+        assert infos[name].family == cls.family, name
+        assert cls.family in FAMILIES and cls.family != "other", name
+    assert infos["gp_oracle"].family == "GP reference"
+
+
 def _fake_entry_points(monkeypatch, *specs: tuple[str, str]) -> None:
     eps = [importlib.metadata.EntryPoint(n, v, registry.ENTRY_POINT_GROUP) for n, v in specs]
     monkeypatch.setattr(registry.importlib.metadata, "entry_points", lambda group: eps)
