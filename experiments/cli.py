@@ -212,7 +212,9 @@ def report_cmd(
         path = write_report(results, out, str(data_dir) if data_dir else None)
     for w in caught:  # e.g. "skipped <path>: is not valid JSON ..."
         console.print(f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
-    console.print(f"wrote {path}")
+    site = path.parent / "index.html"
+    console.print(f"wrote {path} and the browsable report {site} (open it in a browser; "
+                  "it works offline)", highlight=False, markup=False, soft_wrap=True)  # fmt: skip
 
 
 @app.command("methods")

@@ -2,7 +2,8 @@
 
 Every (method, config) is its own entry with one colour (and marker) of
 :func:`config_styles`, the same in every figure, and one legend entry
-(docs/running.md, "The report").
+(docs/running.md, "The report"). The summary figures grouped by method family are in
+:mod:`udora.experiments.figures_summary`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 
-from udora.experiments.results import configs, natural_key, per_dataset
+from udora.experiments.results import natural_key
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
@@ -40,13 +40,15 @@ def save_figure(fig, stem: Path) -> list[Path]:
 
 
 def config_styles(labels: list[str]) -> dict[str, dict]:
-    """A distinct ``color`` and ``marker`` per config label (colour-blind-safe palettes).
+    """A distinct ``color`` and ``marker`` per config label, colour-blind-safe.
 
-    Up to 10 labels take tab10, up to 20 tab20; beyond that tab20 colours cycle with
-    :data:`MARKERS`, so every (colour, marker) pair stays distinct for up to 160 labels.
+    Colours are the eight of the Okabe-Ito palette; markers cycle over :data:`MARKERS` once
+    the colours are used up, so every (colour, marker) pair stays distinct for up to 64
+    labels (beyond that, pairs repeat).
     """
-    palette = matplotlib.colormaps["tab10" if len(labels) <= 10 else "tab20"].colors
-    pairs = itertools.product(MARKERS, palette)  # markers outer: colours first
+    from udora.experiments.figures_summary import OKABE_ITO
+
+    pairs = itertools.cycle(itertools.product(MARKERS, OKABE_ITO))  # markers outer
     return {label: {"color": c, "marker": m} for label, (m, c) in zip(labels, pairs, strict=False)}
 
 
@@ -54,44 +56,6 @@ def _curve_configs(curves: dict) -> list[str]:
     """Config labels of the curve keys (preset, method, config, seed), sorted like the table."""
     pairs = {(k[1], k[2]) for k in curves}
     return [c for _, c in sorted(pairs, key=lambda p: (p[0], natural_key(p[1])))]
-
-
-def _bars(table: pd.DataFrame, parts, ylabel: str, fontsize: int = 8):
-    """Grouped bars per config of the metrics in ``parts``; mean over datasets with sd bars."""
-    labels = configs(table)
-    shown = [(m, label) for m, label in parts if m in table]
-    width = 0.8 / max(len(shown), 1)
-    fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(labels) + 2), 3.8))
-    x = np.arange(len(labels))
-    for i, (metric, label) in enumerate(shown):
-        pivot = per_dataset(table, metric).reindex(columns=labels)
-        mean = pivot.mean() if not pivot.empty else pd.Series(np.nan, index=labels)
-        sd = pivot.std(ddof=1).fillna(0) if not pivot.empty else 0
-        ax.bar(x + (i - (len(shown) - 1) / 2) * width, mean, width, yerr=sd, capsize=2,
-               label=label)  # fmt: skip
-    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=fontsize)
-    styles = config_styles(labels)
-    for tick, label in zip(ax.get_xticklabels(), labels, strict=True):
-        tick.set_color(styles[label]["color"])  # the config's colour in the curve figures
-    ax.axhline(0, color="k", lw=0.5)
-    ax.set(ylabel=ylabel, ylim=(-1, 1))
-    if shown:
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def spearman_bars(table: pd.DataFrame):
-    """AU and EU Spearman per config, mean over datasets with sd error bars (paper Fig. 2)."""
-    parts = (("spearman_au", "AU"), ("spearman_eu", "EU"))
-    return _bars(table, parts, "Spearman with oracle target")
-
-
-def eu_decomposition(table: pd.DataFrame):
-    """Spearman of the EU estimate with the full EU target, posterior variance and bias^2."""
-    parts = (("spearman_eu", "EU target"), ("spearman_eu_var", "posterior variance"),
-             ("spearman_eu_bias", "squared bias"))  # fmt: skip
-    return _bars(table, parts, "Spearman of epistemic estimate")
 
 
 def _in_order(curves: dict, labels: list[str]) -> list:

@@ -13,7 +13,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from udora.experiments import figures
+from udora.experiments import figures, figures_summary
 from udora.experiments.legacy import legacy_note, legacy_results
 from udora.experiments.meta_report import meta_section
 from udora.experiments.report_tuning import tuning_lines
@@ -25,6 +25,7 @@ from udora.experiments.results import (
     per_dataset,
     ranking_agreement,
 )
+from udora.experiments.site_pages import write_site
 from udora.experiments.study import read_study
 from udora.experiments.study_report import study_section
 
@@ -82,8 +83,8 @@ def write_report(
     summary = method_summary(table)
     agreement = ranking_agreement(table)
     images = {
-        "spearman": _save(figures.spearman_bars(table), out, "spearman_au_eu"),
-        "eu_parts": _save(figures.eu_decomposition(table), out, "eu_decomposition"),
+        "spearman": _save(figures_summary.spearman_summary(table), out, "spearman_au_eu"),
+        "eu_parts": _save(figures_summary.eu_parts(table), out, "eu_decomposition"),
         "calib_au": _save(figures.calibration(curves, "au"), out, "calibration_au"),
         "calib_eu": _save(figures.calibration(curves, "eu"), out, "calibration_eu"),
     }
@@ -97,7 +98,8 @@ def write_report(
         f"{len(table)} runs ({int((table['status'] == 'ok').sum())} ok, {len(failed)} failed) "
         f"on {table['preset'].nunique()} presets, {table['method'].nunique()} methods "
         f"in {table['config'].nunique()} configs, "
-        f"seeds {sorted(table['seed'].unique().tolist())}.",
+        f"seeds {sorted(table['seed'].unique().tolist())}. "
+        "Browsable: [index.html](index.html) (sortable leaderboard, a page per preset and config).",
         "",
         *([f"Excluded: {legacy_note(results_dir, n_legacy)}.", ""] if n_legacy else []),
         *(
@@ -132,11 +134,15 @@ def write_report(
         if metric in table:
             pivot = per_dataset(table, metric)
             lines += [f"## {metric} per preset x config (mean over seeds)", "", _md(pivot), ""]
-    lines += tuning_lines(table, _md)
     study = read_study(results_dir)
-    if study is not None:
-        lines += study_section(table, study, out, _md)
-    lines += meta_section(table, out, data_dir)
+    sections = {
+        "tuning": tuning_lines(table, _md),
+        "ablation": study_section(table, study, out, _md) if study is not None else [],
+        "meta": meta_section(table, out, data_dir),
+        "diagnostics": diagnostics_section(results_dir, out),
+    }
+    for part in sections.values():
+        lines += part
     lines += ["## Calibration", "", f"![AU]({images['calib_au']}) ![EU]({images['calib_eu']})", ""]
     lines += ["## Risk-coverage (EU estimate vs the EU target)", ""]
     lines += [f"![risk-coverage]({name})" for name in rc] + [""]
@@ -144,4 +150,34 @@ def write_report(
         lines += ["## Failed runs", "", _md(failed, index=False), ""]
     report = out / "report.md"
     report.write_text("\n".join(lines))
+    write_site(table, curves, out, {k: "\n".join(v) for k, v in sections.items() if v},
+               {"EU and AU Spearman per config, one dot per dataset": images["spearman"],
+                "What the EU estimate tracks": images["eu_parts"]})  # fmt: skip
     return report
+
+
+def diagnostics_section(results_dir: str | Path, out: Path) -> list[str]:
+    """The report's diagnostics section when ``results_dir`` or a folder directly in it
+    holds ``udora diagnose`` records: each such folder's summary (rewritten there by
+    :func:`udora.experiments.diagnose_report.write_summary`) with its figures."""
+    import os
+
+    from udora.experiments.diagnose_report import collect, markdown, write_summary
+
+    root = Path(results_dir)
+    children = sorted(p for p in root.iterdir() if p.is_dir() and p.resolve() != out.resolve())
+    folders = [root, *children]
+    lines: list[str] = []
+    for folder in folders:
+        if collect(folder).empty:
+            continue
+        summary = write_summary(folder)
+        name = "this folder" if folder == root else f"`{folder.name}/`"
+        lines += [f"### Diagnoses in {name}", "", markdown(summary["groups"]), ""]
+        lines += [f"![{p.stem}]({os.path.relpath(p, out)})" for p in summary["written"]
+                  if p.suffix == ".png"] + [""]  # fmt: skip
+    if not lines:
+        return []
+    return ["## Diagnostics: estimation and approximation parts of the EU target", "",
+            "Pool means normalised by the variance of the pool's targets (docs/diagnostics.md).",
+            "", *lines]  # fmt: skip

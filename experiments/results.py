@@ -24,7 +24,8 @@ from udora.experiments.legacy import RESULT_GLOB, is_current, legacy_note
 HEADLINE = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total")
 KEYS = ("preset", "method", "config")  # what a summary row is keyed by; seeds are averaged
 REQUIRED = ("preset", "method", "config_hash", "seed", "status", "metrics")
-BASE_COLUMNS = ("preset", "method", "config", "config_hash", "seed", "status", "error", "run_dir")
+BASE_COLUMNS = ("preset", "suite", "method", "config", "config_hash", "seed", "status", "error",
+                "run_dir")  # fmt: skip
 
 
 class LegacyRunsWarning(UserWarning):
@@ -204,6 +205,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
         label, tuning = _label(rec, overrides)
         row = {
             "preset": rec["preset"],
+            "suite": str((rec.get("preset_config") or {}).get("suite") or ""),
             "method": rec["method"],
             "config": label,
             "config_hash": rec["config_hash"],

@@ -135,7 +135,7 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert set(cells["preset"]) == {"tinya", "tinyb"} and set(cells["seed"]) == {0, 1}
     assert cells["methods"].max() == 5
     # rescoring the stored predictions on the whole pool reproduces the stored rankings
-    from udora.experiments.meta import load_cells, subsample_taus
+    from udora.experiments.meta import IAUC_LEVELS, load_cells, subsample_taus
     from udora.experiments.results import load_runs
 
     table, _ = load_runs(out)
@@ -154,7 +154,7 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     key = ["preset", "seed", "level"]
     gp = iauc[iauc["config"] == "gp_oracle"].set_index(key).sort_index()
     ref = iauc[iauc["config"] == "oracle"].set_index(key).sort_index()
-    assert len(ref) == 2 * 2 * 4
+    assert len(ref) == 2 * 2 * len(IAUC_LEVELS)
     np.testing.assert_allclose(gp[["above", "below"]], ref[["above", "below"]], atol=0.01)
     chosen = runner.invoke(app, ["meta", str(out), "--configs", "nn_*,blr,gp_linear",
                                  "--sizes", "", "--out", str(tmp_path / "chosen"),

@@ -1,0 +1,128 @@
+// The leaderboard of udora's HTML report (docs/running.md, "The HTML report").
+// The page embeds, per config, its mean over seeds on every preset (#leaderboard-data).
+// A row shows the mean over the presets the filters keep; configs are never averaged
+// together. Clicking a header sorts by it (best first, or A to Z; a second click reverses);
+// configs without a value sort last either way.
+"use strict";
+
+(function () {
+  const data = JSON.parse(document.getElementById("leaderboard-data").textContent);
+  const table = document.getElementById("leaderboard");
+  const body = table.querySelector("tbody");
+  const suiteSelect = document.getElementById("filter-suite");
+  const presetSelect = document.getElementById("filter-preset");
+  const refBox = document.getElementById("filter-references");
+  const note = document.getElementById("leaderboard-note");
+  let sortKey = data.default_sort;
+  let bestFirst = true;
+
+  function keptPresets() {
+    const suite = suiteSelect.value;
+    const preset = presetSelect.value;
+    return data.presets
+      .filter((p) => (suite === "" || p.suite === suite) && (preset === "" || p.name === preset))
+      .map((p) => p.name);
+  }
+
+  function meanOver(row, key, presets) {
+    let total = 0;
+    let count = 0;
+    for (const p of presets) {
+      const v = row.values[p] === undefined ? null : row.values[p][key];
+      if (v !== null && v !== undefined && Number.isFinite(v)) {
+        total += v;
+        count += 1;
+      }
+    }
+    return count === 0 ? null : total / count;
+  }
+
+  function rowsFor(presets) {
+    const out = [];
+    for (const row of data.rows) {
+      if (!refBox.checked && row.reference) continue;
+      const covered = presets.filter((p) => row.values[p] !== undefined);
+      if (covered.length === 0) continue;
+      const shown = { row: row, presets: covered.length, cells: {} };
+      for (const col of data.columns) shown.cells[col.key] = meanOver(row, col.key, covered);
+      out.push(shown);
+    }
+    return out;
+  }
+
+  function compare(a, b) {
+    const col = data.columns.find((c) => c.key === sortKey) || { better: "higher" };
+    const x = sortKey === "config" ? a.row.config : a.cells[sortKey];
+    const y = sortKey === "config" ? b.row.config : b.cells[sortKey];
+    if (x === null && y === null) return a.row.config.localeCompare(b.row.config);
+    if (x === null) return 1;
+    if (y === null) return -1;
+    if (sortKey === "config") return bestFirst ? x.localeCompare(y) : y.localeCompare(x);
+    const best = col.better === "lower" ? x - y : y - x;  // best first
+    if (best !== 0) return bestFirst ? best : -best;
+    return a.row.config.localeCompare(b.row.config);
+  }
+
+  function cell(text, cls) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (cls) td.className = cls;
+    return td;
+  }
+
+  function render() {
+    const presets = keptPresets();
+    const rows = rowsFor(presets).sort(compare);
+    body.replaceChildren();
+    for (const r of rows) {
+      const tr = document.createElement("tr");
+      tr.dataset.config = r.row.config;
+      if (r.row.reference) tr.className = "reference";
+      const name = document.createElement("td");
+      const link = document.createElement("a");
+      link.href = r.row.page;
+      link.textContent = r.row.config;
+      name.appendChild(link);
+      tr.appendChild(name);
+      tr.appendChild(cell(r.row.family, "family"));
+      for (const col of data.columns) {
+        const v = r.cells[col.key];
+        const td = cell(v === null ? "n/a" : v.toFixed(col.digits), "num");
+        td.dataset.key = col.key;
+        td.dataset.value = v === null ? "" : String(v);
+        tr.appendChild(td);
+      }
+      tr.appendChild(cell(String(r.presets), "num"));
+      tr.appendChild(cell(String(r.row.runs) + (r.row.failed ? " (" + r.row.failed + " failed)" : ""), "num"));
+      body.appendChild(tr);
+    }
+    for (const th of table.querySelectorAll("th[data-key]")) {
+      // aria-sort names the order of the values: best first is descending for a score
+      // where higher is better, ascending for a loss and for names (A to Z).
+      const higher = th.dataset.better === "higher";
+      const order = bestFirst === higher ? "descending" : "ascending";
+      th.setAttribute("aria-sort", th.dataset.key === sortKey ? order : "none");
+    }
+    note.textContent =
+      rows.length + " configs; means over " + presets.length + " preset" +
+      (presets.length === 1 ? "" : "s") + " (" + presets.join(", ") + ") of per-preset seed means.";
+  }
+
+  for (const th of table.querySelectorAll("th[data-key]")) {
+    th.addEventListener("click", () => {
+      if (sortKey === th.dataset.key) bestFirst = !bestFirst;
+      else {
+        sortKey = th.dataset.key;
+        bestFirst = true;
+      }
+      render();
+    });
+  }
+  suiteSelect.addEventListener("change", () => {
+    presetSelect.value = "";
+    render();
+  });
+  presetSelect.addEventListener("change", render);
+  refBox.addEventListener("change", render);
+  render();
+})();
