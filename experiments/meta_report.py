@@ -228,16 +228,20 @@ def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) ->
     ok = table[table["status"] == "ok"]
     if ok.empty or ok.groupby(["preset", "seed"])["method"].nunique().max() < 4:
         return []
+    title = "## Meta-evaluation: do observable metrics rank configs like the oracle?"
     note = []
     try:
-        report = write_meta(table, out / "meta", data_dir=data_dir)
-    except (FileNotFoundError, OSError, ValueError) as err:
-        report = write_meta(table, out / "meta", rescore=False)
-        note = [f"The block scores and the interval AUC are left out: the tasks could not be "
-                f"rebuilt ({err}).", ""]  # fmt: skip
+        try:
+            report = write_meta(table, out / "meta", data_dir=data_dir)
+        except (FileNotFoundError, OSError) as err:
+            report = write_meta(table, out / "meta", rescore=False)
+            note = [f"The block scores and the interval AUC are left out: the tasks could not "
+                    f"be rebuilt ({err}).", ""]  # fmt: skip
+    except ValueError as err:  # e.g. every ranking undefined: say so, keep the report
+        return [title, "", f"Not computed: {err}.", ""]
     pooled, cells = report["pooled"], report["cells"]
     n_cells = len(cells[["preset", "seed"]].drop_duplicates())
-    lines = ["## Meta-evaluation: do observable metrics rank configs like the oracle?", "",
+    lines = [title, "",
              f"Kendall's tau-b between the ranking of the configs by each observable metric "
              f"(rows) and by each oracle metric (columns), {n_cells} (preset, seed) cells with "
              "at least 4 configs, mean over seeds then presets, 95% bootstrap interval over "

@@ -221,6 +221,17 @@ def index_html(table: pd.DataFrame, nav: list[tuple[str, str]], figures: dict[st
         for m, t, d in (("spearman_eu", "EU Spearman per run", "plot-eu"),
                         ("spearman_au", "AU Spearman per run", "plot-au"))
     )  # fmt: skip
+    failed = table[table["status"] != "ok"]
+    if not failed.empty:  # never silent: each failed run, its config page and its error
+        items = "".join(
+            f'<li><a href="{esc(config_page(r.config))}">{esc(r.config)}</a> on '
+            f"{esc(r.preset)}, seed {esc(r.seed)}: {esc(str(r.error or r.status)[:200])}</li>"
+            for r in failed.itertuples(index=False)
+        )
+        intro += (
+            f'<details id="failed-runs"><summary>{len(failed)} failed runs</summary>'
+            f"<ul>{items}</ul></details>\n"
+        )
     body = (intro + '<h2 id="leaderboard-heading">Leaderboard</h2>\n' + leaderboard_html(data)
             + "<h2>Every run (hover a point for its preset and seed)</h2>\n"
             + f'<div class="plots">{charts}</div>\n<h2>Summary</h2>\n'

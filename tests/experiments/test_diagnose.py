@@ -240,6 +240,16 @@ def test_cli_end_to_end_resumes_and_summarises(tiny, tmp_path):
     assert (out / "errors_by_n.png").is_file() and (out / "shares.pdf").is_file()
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "0 ran, 0 failed, 8 already done" in again.output
+    # a results folder holding the diagnoses in a subfolder: the report has the section
+    bench = runner.invoke(app, ["run", "--preset", path_a, "--method", "blr", "--out",
+                                str(tmp_path), "--data-dir", str(data)])  # fmt: skip
+    assert bench.exit_code == 0, bench.output
+    report = runner.invoke(app, ["report", str(tmp_path)])
+    assert report.exit_code == 0, report.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "### Diagnoses in `diag/`" in text and text.count("| blr | default |") == 2
+    page = (tmp_path / "report" / "diagnostics.html").read_text()
+    assert '<img alt="shares" src="../diag/shares.png"' in page and "<table>" in page
 
 
 @pytest.mark.parametrize(

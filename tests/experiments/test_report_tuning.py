@@ -93,6 +93,8 @@ def test_report_has_the_tuning_section(tuned_grid):
     assert "## Tuning" in text and "bayes search, 5 trials, validation nll" in text
     assert "| blr | 2 |" in text  # the tuned-against-default row over both presets
     assert "### Chosen values" in text and "alpha=" in text
+    page = (out / "report" / "tuning.html").read_text()  # the section as an HTML page
+    assert "<h2>Tuning</h2>" in page and "<table>" in page and "alpha=" in page
 
 
 def test_runs_recorded_with_only_the_tuned_files_path_and_hash(tuned_grid, tmp_path):

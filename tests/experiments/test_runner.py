@@ -118,6 +118,8 @@ def test_failures_are_recorded_and_the_grid_goes_on(tiny_preset, tmp_path, faili
             assert (report.parent / f"{name}.{ext}").stat().st_size > 1000, name
     text = report.read_text()
     assert "Kendall's W" in text and "## Failed runs" in text
+    site = (report.parent / "index.html").read_text()  # the HTML report lists them too
+    assert "4 failed runs" in site and site.count("deliberate failure") == 2
     # a second run of the same grid skips every ok run and retries only the failures
     again = run_grid(specs, tmp_path, data_dir=data)
     assert (again.skipped, again.done) == (4, 4)

@@ -201,6 +201,10 @@ def test_report_of_a_study_has_its_figures(n_train_study):
         assert (n_train_study / "report" / link).is_file()
         assert (n_train_study / "report" / link.replace(".png", ".pdf")).is_file()
     assert len(re.findall(r"\]\((ablation_[^)]+\.png)\)", text)) >= 6
+    # the HTML report has the section as a page, with the same figures, in its navigation
+    page = (n_train_study / "report" / "ablation.html").read_text()
+    assert "preset_n_train" in page and page.count('src="ablation_') >= 6
+    assert 'href="ablation.html"' in (n_train_study / "report" / "index.html").read_text()
 
 
 def test_tuned_study_errors():
