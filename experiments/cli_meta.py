@@ -75,11 +75,19 @@ def meta_cmd(
                 raise ValueError(f"--configs: no config matches {configs!r}; configs here: "
                                  f"{', '.join(sorted(set(table['config'])))}")  # fmt: skip
             table = table[keep]
-        report = write_meta(table, folder, min_methods=min_methods, n_boot=boot,
-                            sizes=counts, repeats=repeats,
-                            data_dir=str(data_dir) if data_dir else None)  # fmt: skip
-    except (FileNotFoundError, ValueError) as err:
+        try:
+            report = write_meta(table, folder, min_methods=min_methods, n_boot=boot,
+                                sizes=counts, repeats=repeats,
+                                data_dir=str(data_dir) if data_dir else None)  # fmt: skip
+        except ValueError as err:
+            if configs and "or more ok configs" in str(err):
+                kept = sorted(set(table["config"]))
+                raise ValueError(f"{err} (--configs kept {len(kept)}: {', '.join(kept)})") from err
+            raise
+    except ValueError as err:
         _usage_error(err)
+    except OSError as err:  # ours name the folder; the system's (e.g. --out) get the path
+        _usage_error(err if err.errno is None else f"{err.filename}: {err.strerror}")
     console.print(markdown(report["pooled"]), highlight=False, markup=False, soft_wrap=True)
     console.print(f"wrote {', '.join(p.name for p in report['written'])} in {folder}",
                   highlight=False, markup=False, soft_wrap=True)  # fmt: skip

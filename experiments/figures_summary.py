@@ -78,7 +78,8 @@ def score_panels(
         table = table.assign(preset=table["seed"].map(lambda s: f"seed {s}"))
     n = len(configs(table))
     presets = table.loc[table["status"] == "ok", "preset"].nunique()
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 0.6, 1.6 + 0.3 * n),
+    width = 4.6 if len(panels) < 3 else 3.3  # three panels stay legible on a page
+    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels) + 0.6, 1.6 + 0.3 * n),
                              squeeze=False)  # fmt: skip
     fam = families(table)
     rng = np.random.default_rng(0)  # jitter of the dots only

@@ -169,7 +169,13 @@ def load_cells(
 ) -> list[Cell]:
     """Every (preset, seed) of ``table``'s ok runs with at least ``min_methods`` configs,
     its task built once (:class:`Cell`); the input of :func:`subsample_taus` and
-    :func:`iauc_regions`."""
+    :func:`iauc_regions`.
+
+    Raises:
+        ValueError: the data table found now (under ``data_dir``, default the loader's) is
+            not the one the runs recorded (its sha256): the rebuilt targets would not be
+            theirs.
+    """
     import json
 
     from udora.oracle.preset import Preset
@@ -181,9 +187,23 @@ def load_cells(
     for (preset, run_seed), runs in ok.groupby(["preset", "seed"], sort=True):
         if len(runs) < min_methods:
             continue
-        record = json.loads((Path(runs["run_dir"].iloc[0]) / "result.json").read_text())
+        records = [json.loads((Path(d) / "result.json").read_text()) for d in runs["run_dir"]]
+        used = {(r.get("data_source") or {}).get("sha256") for r in records}
+        record = records[0]
         task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
                           data_dir=data_dir)  # fmt: skip
+        found = task.meta.get("data_source") or {}
+        if used != {found.get("sha256")}:  # other data: other f, y and targets
+            ran = sorted(
+                f"{(r.get('data_source') or {}).get('location')} (sha256 "
+                f"{str((r.get('data_source') or {}).get('sha256'))[:12]})"
+                for r in records
+            )
+            raise ValueError(
+                f"{preset}, seed {run_seed}: the runs used {', '.join(dict.fromkeys(ran))}, "
+                f"but the data found now is {found.get('location')} (sha256 "
+                f"{str(found.get('sha256'))[:12]}); give --data-dir as the runs had it"
+            )
         preds = []
         for run_dir in runs["run_dir"]:
             with np.load(Path(run_dir) / "predictions.npz") as z:

@@ -77,17 +77,23 @@ def size_figure(by_size: pd.DataFrame, stem: Path, oracle: str) -> list[Path]:
     observable metric; PNG and PDF."""
     import matplotlib.pyplot as plt  # Agg: set by udora.experiments.figures
 
+    from udora.experiments.figures_summary import OKABE_ITO
+
     mean = by_size.groupby(["observable", "size"])["tau"].mean().unstack("observable")
-    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    fig, ax = plt.subplots(figsize=(7.6, 4.6))
     for i, obs in enumerate(m for m in OBSERVABLE if m in mean.columns):
-        style = "-" if i < 10 else "--"
-        ax.plot(mean.index, mean[obs], f"o{style}", color=f"C{i % 10}", label=obs)
+        # 8 colours, then a new line style and marker: each (colour, style) pair once
+        style, marker = (("-", "o"), ("--", "s"), (":", "^"))[(i // 8) % 3]
+        ax.plot(mean.index, mean[obs], ls=style, marker=marker, color=OKABE_ITO[i % 8],
+                label=obs)  # fmt: skip
     ax.set_xscale("log")
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.set(xlabel="evaluation points (random subsets of the pool; a size past N: all N)",
            ylabel=f"Kendall's tau with {oracle} (mean over cells)",
            title="How many points an observable metric needs")  # fmt: skip
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(
+        fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, handlelength=3.5
+    )  # long enough to show the dashes
     return save_figure(fig, stem)
 
 
@@ -159,6 +165,7 @@ def write_meta(
     repeats: int = 20,
     rescore: bool = True,
     data_dir: str | None = None,
+    keep_sizes: bool = False,
 ) -> dict[str, Any]:
     """Compute and write the meta-evaluation of a results table (``load_runs``) under
     ``out``; returns the cells, the pooled rows and the paths written. With ``rescore``,
@@ -166,7 +173,8 @@ def write_meta(
     for the block energy and variogram scores of runs with members
     (:func:`udora.experiments.meta.block_metrics`), ranked with the stored observable
     metrics, for the interval AUC and for ``sizes``; without it only the stored metrics
-    are ranked. With ``sizes``,
+    are ranked; files an earlier call wrote and this one does not are removed (the
+    ``meta_by_size`` ones only without ``keep_sizes``). With ``sizes``,
     also the taus of observable metrics computed on that many pool points against the
     EU ranking (:func:`udora.experiments.meta.subsample_taus`): ``meta_by_size.csv`` and
     the figure ``meta_by_size``; and the interval AUC of every config
@@ -177,6 +185,12 @@ def write_meta(
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    stale = [] if rescore else ["meta_iauc.csv", "meta_iauc.png", "meta_iauc.pdf",
+                                "meta_iauc_curves.png", "meta_iauc_curves.pdf"]  # fmt: skip
+    if not (sizes and rescore) and not keep_sizes:
+        stale += ["meta_by_size.csv", "meta_by_size.png", "meta_by_size.pdf"]
+    for name in stale:  # outputs of an earlier call that this one does not write
+        (out / name).unlink(missing_ok=True)
     loaded = load_cells(table, min_methods, data_dir) if rescore else []
     if rescore:
         table = with_block_metrics(table, loaded)
@@ -225,6 +239,11 @@ def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) ->
     ``udora meta``). When the tasks cannot be rebuilt (a dataset is missing), the section
     ranks the stored metrics only and says why.
     """
+    from udora.experiments.figures_summary import REFERENCE, families
+
+    fam = families(table)
+    references = sorted(c for c in set(table["config"]) if fam[c] == REFERENCE)
+    table = table[~table["config"].isin(references)]  # no practitioner has them
     ok = table[table["status"] == "ok"]
     if ok.empty or ok.groupby(["preset", "seed"])["method"].nunique().max() < 4:
         return []
@@ -232,9 +251,9 @@ def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) ->
     note = []
     try:
         try:
-            report = write_meta(table, out / "meta", data_dir=data_dir)
-        except (FileNotFoundError, OSError) as err:
-            report = write_meta(table, out / "meta", rescore=False)
+            report = write_meta(table, out / "meta", data_dir=data_dir, keep_sizes=True)
+        except (FileNotFoundError, OSError, ValueError) as err:  # e.g. other data found now
+            report = write_meta(table, out / "meta", rescore=False, keep_sizes=True)
             note = [f"The block scores and the interval AUC are left out: the tasks could not "
                     f"be rebuilt ({err}).", ""]  # fmt: skip
     except ValueError as err:  # e.g. every ranking undefined: say so, keep the report
@@ -245,8 +264,11 @@ def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) ->
              f"Kendall's tau-b between the ranking of the configs by each observable metric "
              f"(rows) and by each oracle metric (columns), {n_cells} (preset, seed) cells with "
              "at least 4 configs, mean over seeds then presets, 95% bootstrap interval over "
-             "presets (docs/metrics.md). The same against the number of evaluation points: "
-             "`udora meta RESULTS`.", "", *note, markdown(pooled),
+             "presets (docs/metrics.md). "
+             + (f"The GP references ({', '.join(references)}) are left out: no practitioner "
+                "has them. " if references else "")
+             + "The same against the number of evaluation points: `udora meta RESULTS`.", "",
+             *note, markdown(pooled),
              "![observable vs oracle tau](meta/meta_tau.png)", ""]  # fmt: skip
     names = {p.name for p in report["written"]}
     if "meta_iauc.png" in names:
@@ -254,4 +276,12 @@ def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) ->
                   "(f above its 0.9 quantile), the exact posterior as the `oracle` row:", "",
                   "![interval AUC](meta/meta_iauc.png)", "",
                   "![interval AUC over levels](meta/meta_iauc_curves.png)", ""]  # fmt: skip
+    by_size = out / "meta" / "meta_by_size.png"
+    if by_size.is_file():  # written by `udora meta`, which this section does not rerun
+        import datetime
+
+        when = datetime.datetime.fromtimestamp(by_size.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+        lines += [f"Agreement against the number of evaluation points, as `udora meta` wrote "
+                  f"it on {when} (rerun it after adding runs):", "",
+                  "![agreement by number of points](meta/meta_by_size.png)", ""]  # fmt: skip
     return lines

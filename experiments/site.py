@@ -36,6 +36,9 @@ COLUMNS = (
     ("crps", "CRPS", "lower", 3),
     ("time_fit", "fit time (s)", "lower", 1),
 )
+# In the target's units: a mean over presets would be decided by the widest target, so the
+# leaderboard shows them for one preset at a time.
+PER_PRESET = ("nll", "crps")
 SECTION_TITLES = {"tuning": "Tuning", "ablation": "Ablation", "meta": "Meta-evaluation",
                   "diagnostics": "Diagnostics"}  # fmt: skip
 
@@ -106,8 +109,9 @@ def _finite(value: float) -> float | None:
 
 def leaderboard_data(table: pd.DataFrame) -> dict:
     """What the leaderboard script needs: the columns; per config its family, page, run
-    counts and per-preset seed means of every column's metric (ok runs); the presets with
-    their suites. Configs in :func:`udora.experiments.figures_summary.ordered` order."""
+    counts (in all and per preset: [runs, failed]) and per-preset seed means of every
+    column's metric (ok runs); the presets with their suites. Configs in the order of
+    :func:`udora.experiments.figures_summary.ordered`."""
     fam = families(table)
     means = {key: per_dataset(table, key) for key, *_ in COLUMNS if key in table}
     rows = []
@@ -120,14 +124,18 @@ def leaderboard_data(table: pd.DataFrame) -> dict:
                 if preset in frame.index and config in frame.columns else None
                 for key, frame in means.items()
             }  # fmt: skip
+        counts = {p: [len(part), int((part["status"] != "ok").sum())]
+                  for p, part in runs.groupby("preset")}  # fmt: skip
         rows.append({"config": config, "method": str(runs["method"].iloc[0]),
                      "family": fam[config], "reference": fam[config] == REFERENCE,
                      "page": config_page(config), "runs": len(runs),
-                     "failed": int((runs["status"] != "ok").sum()), "values": values})  # fmt: skip
+                     "failed": int((runs["status"] != "ok").sum()), "counts": counts,
+                     "values": values})  # fmt: skip
     suites = table.drop_duplicates("preset").set_index("preset")["suite"]
     presets = [{"name": p, "suite": str(suites.get(p, "")), "page": preset_page(p)}
                for p in sorted(table["preset"].unique())]  # fmt: skip
-    columns = [{"key": k, "label": label, "better": better, "digits": digits}
+    columns = [{"key": k, "label": label, "better": better, "digits": digits,
+                "per_preset": k in PER_PRESET}
                for k, label, better, digits in COLUMNS if k in means]  # fmt: skip
     return {"columns": columns, "rows": rows, "presets": presets, "default_sort": "spearman_eu"}
 
@@ -144,7 +152,8 @@ def leaderboard_html(data: dict) -> str:
     preset_options = "".join(f'<option value="{esc(p["name"])}">{esc(p["name"])}</option>'
                              for p in data["presets"])  # fmt: skip
     heads = "".join(f'<th class="num" data-key="{esc(c["key"])}" data-better="{c["better"]}" '
-                    f'title="{"higher" if c["better"] == "higher" else "lower"} is better">'
+                    f'title="{"higher" if c["better"] == "higher" else "lower"} is better'
+                    f'{"; in the target units: choose one preset" if c["per_preset"] else ""}">'
                     f'{esc(c["label"])}</th>' for c in data["columns"])  # fmt: skip
     return (
         '<div class="controls">'

@@ -139,8 +139,10 @@ def config_html(table, config: str, out: Path, nav) -> str:
         cells.append(f'<a href="{esc(href)}">result.json</a>')
         cells.append(esc(r.error or "") if r.status != "ok" else "")
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("preset", "seed", "status", *HEADLINE, "fit s",
-                                              "record", "error"))  # fmt: skip
+    label = {k: h for k, h, *_ in COLUMNS}
+    head = "".join(f"<th>{esc(h)}</th>" for h in ("preset", "seed", "status",
+                                                   *(label[k] for k in HEADLINE),
+                                                   "fit time (s)", "record", "error"))  # fmt: skip
     summary = esc(info.summary) if info else ""
     family = esc(info.family) if info else "other"
     body = (f"<h1>{esc(config)}</h1>\n<p class=\"lead\">Method <code>{esc(method)}</code> "

@@ -43,8 +43,21 @@
       if (!refBox.checked && row.reference) continue;
       const covered = presets.filter((p) => row.values[p] !== undefined);
       if (covered.length === 0) continue;
-      const shown = { row: row, presets: covered.length, cells: {} };
-      for (const col of data.columns) shown.cells[col.key] = meanOver(row, col.key, covered);
+      let runs = 0;
+      let failed = 0;
+      for (const p of presets) {
+        const c = row.counts[p];
+        if (c !== undefined) {
+          runs += c[0];
+          failed += c[1];
+        }
+      }
+      const shown = { row: row, presets: covered.length, runs: runs, failed: failed, cells: {} };
+      for (const col of data.columns) {
+        // NLL and CRPS are in each preset's target units: shown for one preset only
+        const mixed = col.per_preset && covered.length > 1;
+        shown.cells[col.key] = mixed ? null : meanOver(row, col.key, covered);
+      }
       out.push(shown);
     }
     return out;
@@ -87,13 +100,17 @@
       tr.appendChild(cell(r.row.family, "family"));
       for (const col of data.columns) {
         const v = r.cells[col.key];
-        const td = cell(v === null ? "n/a" : v.toFixed(col.digits), "num");
+        const blank = col.per_preset && presets.length > 1 ? "–" : "n/a";
+        const td = cell(v === null ? blank : v.toFixed(col.digits), "num");
         td.dataset.key = col.key;
         td.dataset.value = v === null ? "" : String(v);
         tr.appendChild(td);
       }
       tr.appendChild(cell(String(r.presets), "num"));
-      tr.appendChild(cell(String(r.row.runs) + (r.row.failed ? " (" + r.row.failed + " failed)" : ""), "num"));
+      const runs = cell(String(r.runs) + (r.failed ? " (" + r.failed + " failed)" : ""), "num");
+      runs.dataset.key = "runs";
+      runs.dataset.value = String(r.runs);
+      tr.appendChild(runs);
       body.appendChild(tr);
     }
     for (const th of table.querySelectorAll("th[data-key]")) {
@@ -105,7 +122,8 @@
     }
     note.textContent =
       rows.length + " configs; means over " + presets.length + " preset" +
-      (presets.length === 1 ? "" : "s") + " (" + presets.join(", ") + ") of per-preset seed means.";
+      (presets.length === 1 ? "" : "s") + " (" + presets.join(", ") + ") of per-preset seed means." +
+      (presets.length > 1 ? " NLL and CRPS are in each preset's target units: choose one preset to see them." : "");
   }
 
   for (const th of table.querySelectorAll("th[data-key]")) {
@@ -118,8 +136,18 @@
       render();
     });
   }
-  suiteSelect.addEventListener("change", () => {
+  // The preset list offers the chosen suite's presets only.
+  function fillPresets() {
+    const suite = suiteSelect.value;
+    const options = [new Option("all", "")];
+    for (const p of data.presets) {
+      if (suite === "" || p.suite === suite) options.push(new Option(p.name, p.name));
+    }
+    presetSelect.replaceChildren(...options);
     presetSelect.value = "";
+  }
+  suiteSelect.addEventListener("change", () => {
+    fillPresets();
     render();
   });
   presetSelect.addEventListener("change", render);

@@ -260,6 +260,7 @@ def test_ctrl_c_stops_the_grid_at_once_and_keeps_finished_runs(tiny_preset, tmp_
     assert last_line(text).startswith(f"interrupted: {len(finished)} ran, 0 failed")
 
 
+@pytest.mark.slow  # ~20 s of two subprocess benches; the default run keeps under 5 minutes
 def test_lock_refuses_a_second_bench_and_wait_lock_resumes(tiny_preset, tmp_path):
     """Two real processes: the second refuses naming the first; --wait-lock then resumes."""
     path, data = tiny_preset

@@ -124,24 +124,37 @@ def check_site(browser, site: Path, screenshot: Path) -> dict:
     assert [c for c, _ in shown] == _best_first(expected, higher=True)
     for config, value in shown:
         assert value == pytest.approx(expected[config], rel=1e-9, abs=1e-12)
-    # sorting by a header click: NLL best (lowest) first, then reversed; n/a stays last
-    header = page.locator('#leaderboard th[data-key="nll"]')
-    header.click()
-    assert header.get_attribute("aria-sort") == "ascending"
-    nll = _expected_means(site, "nll")
-    assert [c for c, _ in _shown(page, "nll")] == _best_first(nll, higher=False)
-    header.click()
-    assert header.get_attribute("aria-sort") == "descending"
-    finite = [c for c in _best_first(nll, higher=False) if np.isfinite(nll[c])]
-    assert [c for c, v in _shown(page, "nll") if np.isfinite(v)] == finite[::-1]
-    # the preset filter: the means of that preset alone
-    preset = sorted(results["preset"].unique())[-1]
+    presets = sorted(results["preset"].unique())
+    if len(presets) > 1:  # NLL and CRPS are in each preset's units: not averaged across
+        cells = page.locator('#leaderboard td[data-key="nll"]').all_inner_texts()
+        assert set(cells) == {"–"}
+    # the preset filter: that preset's means and run counts
+    preset = presets[-1]
     page.select_option("#filter-preset", preset)
     one = _expected_means(site, "spearman_eu", [preset])
     for config, value in _shown(page, "spearman_eu"):
         assert value == pytest.approx(one[config], rel=1e-9, abs=1e-12) or (
             np.isnan(value) and np.isnan(one[config]))  # fmt: skip
-    page.select_option("#filter-preset", "")
+    counts = results[results["preset"] == preset].groupby("config").size()
+    assert dict(_shown(page, "runs")) == {c: float(n) for c, n in counts.items()}
+    # sorting by a header click: NLL best (lowest) first, then reversed; n/a stays last
+    header = page.locator('#leaderboard th[data-key="nll"]')
+    header.click()
+    assert header.get_attribute("aria-sort") == "ascending"
+    nll = _expected_means(site, "nll", [preset])
+    assert [c for c, _ in _shown(page, "nll")] == _best_first(nll, higher=False)
+    header.click()
+    assert header.get_attribute("aria-sort") == "descending"
+    finite = [c for c in _best_first(nll, higher=False) if np.isfinite(nll[c])]
+    assert [c for c, v in _shown(page, "nll") if np.isfinite(v)] == finite[::-1]
+    # a suite offers its own presets only
+    suite = str(results["suite"].dropna().iloc[0])
+    page.select_option("#filter-suite", suite)
+    offered = page.locator("#filter-preset option").all_inner_texts()
+    in_suite = sorted(results.loc[results["suite"] == suite, "preset"].unique())
+    assert offered == ["all", *in_suite]
+    page.select_option("#filter-suite", "")
+    page.locator('#leaderboard th[data-key="spearman_eu"]').click()  # back to the default
     # every image and chart is drawn with a size
     for img in page.locator("img").all():
         assert img.evaluate("e => e.complete && e.naturalWidth > 0"), img.get_attribute("src")
@@ -206,9 +219,16 @@ def test_the_main_commands_report_in_a_browser(browser, tmp_path):
 
 @pytest.mark.slow
 def test_a_report_with_a_meta_section_in_a_browser(browser, tmp_path):
-    site = _tiny_site(tmp_path, "blr,gp_oracle,gp_linear,nn_ensemble,nn_dropout")
+    site = _tiny_site(tmp_path, "blr,gp_oracle,nn_ensemble,nn_dropout,nn_bagging")
     seen = check_site(browser, site, _screenshot_dir(tmp_path) / "leaderboard-tiny.png")
     assert seen["rows"] == 5
+    # 4 methods besides the GP reference on every (preset, seed): the meta-evaluation
+    text = (site / "report.md").read_text()
+    assert "## Meta-evaluation" in text and "The GP references (gp_oracle) are left out" in text
+    for name in ("meta_tau.png", "meta_iauc.png", "meta_iauc_curves.png"):
+        assert f"(meta/{name})" in text and (site / "meta" / name).stat().st_size > 1000
+    cells = pd.read_csv(site / "meta" / "meta_cells.csv")
+    assert set(cells["methods"]) == {4}
     assert (site / "meta.html").is_file()
     view = Page(browser)
     meta = view.open(site / "meta.html")
