@@ -207,6 +207,78 @@ def strip_chart(table: pd.DataFrame, metric: str, title: str, div_id: str) -> st
                        config={"displaylogo": False, "responsive": True})  # fmt: skip
 
 
+def parts_chart(table: pd.DataFrame, div_id: str) -> str:
+    """A Plotly bar chart of what the EU estimate tracks, per config (mean over ok runs):
+    its Spearman with the EU target, the posterior variance and the squared bias, configs
+    ordered as :func:`ordered` by the EU target. Returns the chart's ``<div>`` and script."""
+    import plotly.graph_objects as go
+
+    from udora.experiments.figures_summary import OKABE_ITO
+
+    ok = table[table["status"] == "ok"]
+    named = (("spearman_eu", "EU target"), ("spearman_eu_var", "posterior variance"),
+             ("spearman_eu_bias", "squared bias"))  # fmt: skip
+    parts = [(k, name) for k, name in named if k in ok]
+    if ok.empty or not parts:
+        return ""
+    order = [c for c in ordered(table, "spearman_eu") if c in set(ok["config"])]
+    means = ok.groupby("config")[[k for k, _ in parts]].mean().reindex(order)
+    fig = go.Figure([go.Bar(x=order, y=means[k], name=name, marker_color=OKABE_ITO[i],
+                            hovertemplate="%{x}<br>" + name + ": %{y:.3f}<extra></extra>")
+                     for i, (k, name) in enumerate(parts)])  # fmt: skip
+    fig.update_layout(
+        title={"text": "What the EU estimate tracks (Spearman, mean over seeds)"},
+        barmode="group", height=420, margin={"l": 60, "r": 20, "t": 50, "b": 140},
+        xaxis={"tickangle": -40, "title": {"text": "config (grouped by family)"}},
+        yaxis={"title": {"text": "Spearman's ρ of the EU estimate"}, "range": [-1.05, 1.05]},
+        template="plotly_white",
+    )  # fmt: skip
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                       config={"displaylogo": False, "responsive": True})  # fmt: skip
+
+
+def calibration_chart(curves: dict, preset: str, kind: str, div_id: str) -> str:
+    """A Plotly log-log chart of one preset's binned mean ``kind`` estimate against the mean
+    oracle target, one line per config (its first seed), the diagonal dotted.
+
+    ``curves`` maps (preset, method, config, seed) to the runs' curve summaries."""
+    import plotly.graph_objects as go
+
+    from udora.experiments.figures import config_styles
+
+    first: dict[str, dict] = {}
+    for (p, _method, config, _seed), c in sorted(curves.items(), key=lambda kv: str(kv[0])):
+        if p == preset and config not in first:
+            first[config] = c
+    styles = config_styles(sorted(first))
+    fig, lo, hi = go.Figure(), np.inf, -np.inf
+    for config, c in sorted(first.items()):
+        est = np.asarray(c.get(f"calib_{kind}_estimate") or [], dtype=float)
+        tgt = np.asarray(c.get(f"calib_{kind}_target") or [], dtype=float)
+        keep = np.isfinite(est) & np.isfinite(tgt) & (est > 0) & (tgt > 0) if est.size else []
+        if est.size == 0 or tgt.size != est.size or not np.any(keep):
+            continue
+        lo = min(lo, est[keep].min(), tgt[keep].min())
+        hi = max(hi, est[keep].max(), tgt[keep].max())
+        fig.add_trace(go.Scatter(x=est[keep], y=tgt[keep], mode="lines+markers", name=config,
+                                 line={"color": styles[config]["color"]},
+                                 hovertemplate=config + "<br>estimate %{x:.3g}<br>target %{y:.3g}"
+                                               "<extra></extra>"))  # fmt: skip
+    if not np.isfinite(lo):
+        return ""
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="estimate = target",
+                             line={"color": "black", "dash": "dot"}, hoverinfo="skip"))  # fmt: skip
+    name = kind.upper()
+    fig.update_layout(
+        title={"text": f"{name} calibration (binned; above the diagonal: underestimates)"},
+        height=440, margin={"l": 70, "r": 20, "t": 50, "b": 60}, template="plotly_white",
+        xaxis={"type": "log", "title": {"text": f"mean {name} estimate"}},
+        yaxis={"type": "log", "title": {"text": f"mean {name} target"}},
+    )  # fmt: skip
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                       config={"displaylogo": False, "responsive": True})  # fmt: skip
+
+
 def nav_links(sections: dict[str, str]) -> list[tuple[str, str]]:
     """The navigation bar: leaderboard, presets, methods, the sections present, report.md."""
     links = [("index.html", "Leaderboard"), ("presets.html", "Presets"),

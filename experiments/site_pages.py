@@ -9,17 +9,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from udora.experiments import figures, figures_summary
+from udora.experiments import figures_summary
 from udora.experiments.results import HEADLINE, configs
 from udora.experiments.site import (
     COLUMNS,
     SECTION_TITLES,
+    calibration_chart,
     config_page,
     esc,
     index_html,
     nav_links,
     page,
+    parts_chart,
     preset_page,
+    strip_chart,
     write_assets,
 )
 
@@ -50,19 +53,10 @@ def _figure(src: str, alt: str) -> str:
     return f'<figure><img src="{esc(src)}" alt="{esc(alt)}">{caption}</figure>\n'
 
 
-def _save(fig, out: Path, stem: str) -> str:
-    """The site's own figures (laid out by their makers): PNG only (report.md's figures
-    also have a PDF)."""
-    import matplotlib.pyplot as plt
-
-    fig.savefig(out / f"{stem}.png", dpi=150)
-    plt.close(fig)
-    return f"{stem}.png"
-
-
 def preset_html(table, curves, preset: str, out: Path, nav) -> str:
-    """One preset's page: its configs' seed means, the per-run Spearman figure, the EU
-    decomposition, calibration and risk-coverage figures of this preset."""
+    """One preset's page: its configs' seed means; interactive charts of every run's EU
+    and AU Spearman, of what the EU estimate tracks and of the EU and AU calibration; the
+    report's risk-coverage figure of this preset."""
     part = table[table["preset"] == preset]
     ok = part[part["status"] == "ok"]
     keys = [k for k, *_ in COLUMNS if k in part]
@@ -75,25 +69,27 @@ def preset_html(table, curves, preset: str, out: Path, nav) -> str:
     )
     means.columns = [dict((k, h) for k, h, *_ in COLUMNS)[k] for k in keys]
     suite = part["suite"].iloc[0] if "suite" in part else ""
-    stem = f"preset-{preset_page(preset)[7:-5]}"
-    mine = {k: v for k, v in curves.items() if k[0] == preset}
+    charts = "".join(
+        f'<div class="plot">{chart}</div>'
+        for chart in (strip_chart(part, "spearman_eu", "EU Spearman per run", "plot-eu"),
+                      strip_chart(part, "spearman_au", "AU Spearman per run", "plot-au"),
+                      parts_chart(part, "plot-parts"),
+                      calibration_chart(curves, preset, "eu", "plot-calibration-eu"),
+                      calibration_chart(curves, preset, "au", "plot-calibration-au"))
+        if chart
+    )  # fmt: skip
     shown = {
-        "EU and AU Spearman per config (one dot per seed)": _save(
-            figures_summary.spearman_summary(part, by="seed"), out, f"{stem}-spearman"),
-        "What the EU estimate tracks (one dot per seed)": _save(
-            figures_summary.eu_parts(part, by="seed"), out, f"{stem}-eu"),
         "Risk-coverage: retained mean EU target against coverage (solid: ordered by the "
-        "EU estimate; dashed: by the target)": f"risk_coverage_{preset}.png",
-        "EU calibration (binned estimate against target)": _save(
-            figures.calibration(mine, "eu"), out, f"{stem}-calibration-eu"),
-        "AU calibration": _save(figures.calibration(mine, "au"), out, f"{stem}-calibration-au"),
-    }  # fmt: skip
+        "EU estimate; dashed: by the target)": f"risk_coverage_{preset}.png"
+    }
     links = {c: config_page(c) for c in means.index}
     body = (f"<h1>{esc(preset)}</h1>\n<p class=\"lead\">Suite {esc(suite or 'n/a')}; "
             f"{len(part)} runs ({len(ok)} ok), seeds {esc(sorted(part['seed'].unique().tolist()))}."
             " Means over seeds.</p>\n" + _table_html(means, links=links)
+            + f'<div class="plots">{charts}</div>\n'
             + "".join(_figure(src, alt) for alt, src in shown.items()))  # fmt: skip
-    return page(preset, body, nav, "presets.html")
+    return page(preset, body, nav, "presets.html",
+                head='<script src="assets/plotly.min.js"></script>\n')  # fmt: skip
 
 
 def _search_space(method: str) -> str:
