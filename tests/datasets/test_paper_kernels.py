@@ -99,6 +99,7 @@ def test_kernel_paper_is_validated_like_kernel(tmp_path):
         load_preset(path)
 
 
+@pytest.mark.slow  # ~10 s; the default run keeps under 5 minutes
 def test_cli_paper_fit_writes_a_selectable_block(tmp_path, shared_data):
     """--paper on 120 rows of a seoul_bike copy: pinned paper values, range, mean, record."""
     from udora.experiments.cli import app

@@ -66,18 +66,25 @@ def where_am_i(_):
             os.environ.get("XLA_FLAGS", ""), blas)  # fmt: skip
 
 
-def kill_a_worker_in_flight(folder, timeout=120.0):
-    """SIGKILL the worker of a call in flight under ``folder`` (a pool's marker file that
-    names a pid and is still there 0.3 s later, so the call is not just ending); its pid."""
+def kill_a_worker_in_flight(folder, timeout=120.0, young=2.0):
+    """SIGKILL the worker of a call in flight under ``folder``; its pid.
+
+    The call is a pool's marker file that names a pid, is 0.3 to ``young`` seconds old and
+    still there: a call that has just started, not one that is ending (a worker killed
+    after it sent its result, while a busy parent has not yet removed the marker, fails no
+    call, and the test would see none failed)."""
     import signal
 
     deadline = time.time() + timeout
     while time.time() < deadline:
         found = sorted(Path(folder).glob(".inflight-*/*")) if Path(folder).is_dir() else []
-        pid = found[0].read_text() if found else ""
-        if pid:
-            time.sleep(0.3)
-            if found[0].exists():
+        for marker in found:
+            try:
+                age = time.time() - marker.stat().st_mtime
+                pid = marker.read_text()
+            except FileNotFoundError:  # the call ended meanwhile
+                continue
+            if pid and 0.3 <= age <= young and marker.exists():
                 os.kill(int(pid), signal.SIGKILL)
                 return int(pid)
         time.sleep(0.05)

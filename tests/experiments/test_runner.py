@@ -125,6 +125,7 @@ def test_failures_are_recorded_and_the_grid_goes_on(tiny_preset, tmp_path, faili
     assert (again.skipped, again.done) == (4, 4)
 
 
+@pytest.mark.slow  # ~10 s; the default run keeps under 5 minutes
 def test_interrupted_grid_resumes_without_loss_or_duplicates(tiny_preset, tmp_path):
     path, data = tiny_preset
     exe = str(Path(sys.executable).with_name("udora"))
