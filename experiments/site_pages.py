@@ -53,7 +53,7 @@ def _figure(src: str, alt: str) -> str:
     return f'<figure><img src="{esc(src)}" alt="{esc(alt)}">{caption}</figure>\n'
 
 
-def preset_html(table, curves, preset: str, out: Path, nav) -> str:
+def preset_html(table, curves, preset: str, nav) -> str:
     """One preset's page: its configs' seed means; interactive charts of every run's EU
     and AU Spearman, of what the EU estimate tracks and of the EU and AU calibration; the
     report's risk-coverage figure of this preset."""
@@ -168,14 +168,19 @@ def write_site(table, curves, out: Path, sections: dict[str, str],
     """Write the whole site under ``out`` (the report folder): ``index.html`` (leaderboard,
     per-run charts, ``summary_figures`` {alt: png}), ``presets.html`` and a page per preset,
     ``methods.html`` and a page per config, a page per Markdown section in ``sections``
-    ({tuning, ablation, meta, diagnostics}: text) and the assets. Returns index.html."""
+    ({tuning, ablation, meta, diagnostics}: text) and the assets; the pages of an earlier
+    report that this one does not write are removed. Returns index.html."""
     out = Path(out)
+    stale = [*out.glob("method-*.html"), *out.glob("preset-*.html"),
+             *(out / f"{name}.html" for name in SECTION_TITLES)]  # fmt: skip
+    for path in stale:  # pages of an earlier report: configs or sections gone since
+        path.unlink(missing_ok=True)
     write_assets(out)
     nav = nav_links(sections)
     (out / "index.html").write_text(index_html(table, nav, summary_figures), encoding="utf-8")
     presets = sorted(table["preset"].unique())
     for preset in presets:
-        (out / preset_page(preset)).write_text(preset_html(table, curves, preset, out, nav),
+        (out / preset_page(preset)).write_text(preset_html(table, curves, preset, nav),
                                                encoding="utf-8")  # fmt: skip
     counts = table.groupby("preset").size()
     (out / "presets.html").write_text(list_html(

@@ -61,3 +61,18 @@ def test_embedded_json_cannot_close_its_script_and_names_make_safe_unique_files(
     assert json.loads(payload) == {"config": "m[x=</script><b>]"}
     assert slug("nn[width=64]") != slug("nn[width-64]")
     assert config_page("a/b c").startswith("method-a-b-c-") and "/" not in config_page("a/b")
+
+
+def test_a_second_report_removes_the_pages_the_first_wrote_and_it_does_not(tmp_path):
+    from udora.experiments.site_pages import write_site
+
+    table = _table().assign(run_dir=str(tmp_path / "nowhere"),
+                            error=None)  # fmt: skip
+    write_site(table, {}, tmp_path, {"meta": "## Meta-evaluation\n\ntext"}, {})
+    gone = tmp_path / config_page("swag")
+    assert gone.is_file() and (tmp_path / "meta.html").is_file()
+    assert "result.json unreadable" in gone.read_text()  # said on the page, not raised
+    write_site(table[table["config"] != "swag"], {}, tmp_path, {}, {})
+    assert not gone.exists() and not (tmp_path / "meta.html").exists()
+    assert (tmp_path / config_page("blr")).is_file() and (tmp_path / "index.html").is_file()
+    assert 'href="meta.html"' not in (tmp_path / "index.html").read_text()
