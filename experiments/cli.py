@@ -15,6 +15,7 @@ from udora.experiments import cli_options as opts
 from udora.experiments.cli_data import oracle_app, presets_app
 from udora.experiments.cli_diagnose import diagnose_cmd
 from udora.experiments.cli_errors import usage_error as _usage_error
+from udora.experiments.cli_errors import user_errors
 from udora.experiments.cli_meta import meta_cmd
 from udora.experiments.cli_study import ablate_cmd
 from udora.experiments.cli_tuning import sweep_app, tune_cmd
@@ -209,7 +210,9 @@ def report_cmd(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore", LegacyRunsWarning)  # said above, once
         warnings.simplefilter("always", UnreadableRunWarning)
-        path = write_report(results, out, str(data_dir) if data_dir else None)
+        with user_errors(console, "interrupted: the report folder may be incomplete; run "
+                                  "udora report again"):  # fmt: skip
+            path = write_report(results, out, str(data_dir) if data_dir else None)
     for w in caught:  # e.g. "skipped <path>: is not valid JSON ..."
         console.print(f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
     site = path.parent / "index.html"

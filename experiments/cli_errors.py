@@ -16,10 +16,10 @@ def usage_error(err: Exception | str) -> None:
 
 
 @contextmanager
-def user_errors(console: Console) -> Iterator[None]:
-    """The body of a grid command: a bad argument, unknown name or held lock
-    (``ValueError``, ``KeyError``, ``LockHeldError``) is one line and exit 2; a Ctrl-C that
-    reaches here (before the grid handles its own) prints ``interrupted`` and exits 130."""
+def user_errors(console: Console, interrupted: str = "interrupted") -> Iterator[None]:
+    """The body of a command: a bad argument, unknown name or held lock (``ValueError``,
+    ``KeyError``, ``LockHeldError``) is one line and exit 2; a Ctrl-C that reaches here
+    (a grid handles its own first) prints ``interrupted`` and exits 130."""
     from udora.experiments import interrupts
     from udora.experiments.lock import LockHeldError
 
@@ -29,5 +29,5 @@ def user_errors(console: Console) -> Iterator[None]:
         usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
     except KeyboardInterrupt:
         interrupts.ignore_from_now()
-        console.print("interrupted")
+        console.print(interrupted, highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(130) from None

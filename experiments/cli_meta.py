@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from udora.experiments.cli_errors import usage_error as _usage_error
+from udora.experiments.cli_errors import user_errors
 
 console = Console()
 
@@ -45,11 +46,7 @@ def meta_cmd(
     their pooled means with bootstrap intervals, meta.md and a heatmap; then the same
     observables rescored on --sizes random pool points (docs/metrics.md).
     """
-    import warnings
-    from fnmatch import fnmatch
-
-    from udora.experiments.meta_report import markdown, write_meta
-    from udora.experiments.results import load_runs
+    from udora.experiments.meta_report import markdown
 
     if min_methods < 2:
         _usage_error(f"--min-methods: expected at least 2, got {min_methods}")
@@ -64,6 +61,22 @@ def meta_cmd(
     if repeats < 1:
         _usage_error(f"--repeats: expected a positive integer, got {repeats}")
     folder = out if out is not None else results / "report" / "meta"
+    stop = "interrupted: the files in --out may be incomplete; run udora meta again"
+    with user_errors(console, stop):
+        report = _meta(results, folder, configs, min_methods, boot, counts, repeats, data_dir)
+    console.print(markdown(report["pooled"]), highlight=False, markup=False, soft_wrap=True)
+    console.print(f"wrote {', '.join(p.name for p in report['written'])} in {folder}",
+                  highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+
+
+def _meta(results, folder, configs, min_methods, boot, counts, repeats, data_dir) -> dict:
+    """Load the runs, keep ``configs``, write the meta-evaluation; user errors as one line."""
+    import warnings
+    from fnmatch import fnmatch
+
+    from udora.experiments.meta_report import write_meta
+    from udora.experiments.results import load_runs
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # unreadable and legacy runs: `udora report` says
@@ -88,6 +101,4 @@ def meta_cmd(
         _usage_error(err)
     except OSError as err:  # ours name the folder; the system's (e.g. --out) get the path
         _usage_error(err if err.errno is None else f"{err.filename}: {err.strerror}")
-    console.print(markdown(report["pooled"]), highlight=False, markup=False, soft_wrap=True)
-    console.print(f"wrote {', '.join(p.name for p in report['written'])} in {folder}",
-                  highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    return report

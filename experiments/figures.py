@@ -21,6 +21,9 @@ import numpy as np
 from udora.experiments.results import natural_key
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+# Okabe & Ito (2008), "Color Universal Design": eight colours told apart by most readers.
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+             "#000000")  # fmt: skip
 
 
 def save_figure(fig, stem: Path) -> list[Path]:
@@ -46,8 +49,6 @@ def config_styles(labels: list[str]) -> dict[str, dict]:
     the colours are used up, so every (colour, marker) pair stays distinct for up to 64
     labels (beyond that, pairs repeat).
     """
-    from udora.experiments.figures_summary import OKABE_ITO
-
     pairs = itertools.cycle(itertools.product(MARKERS, OKABE_ITO))  # markers outer
     return {label: {"color": c, "marker": m} for label, (m, c) in zip(labels, pairs, strict=False)}
 

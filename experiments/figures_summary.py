@@ -22,9 +22,6 @@ from matplotlib.patches import Patch
 from udora.experiments.results import configs, per_dataset
 from udora.methods.base import FAMILIES
 
-# Okabe & Ito (2008), "Color Universal Design": eight colours told apart by most readers.
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
-             "#000000")  # fmt: skip
 FAMILY_COLOURS = {"NN": "#0072B2", "Bayesian NN": "#CC79A7", "trees": "#009E73",
                   "linear & kernel": "#E69F00", "other": "#D55E00",
                   "GP reference": "#999999"}  # fmt: skip

@@ -18,14 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from udora.experiments.figures import save_figure
-from udora.experiments.meta import (
-    OBSERVABLE,
-    ORACLE,
-    cell_taus,
+from udora.experiments.figures import OKABE_ITO, save_figure
+from udora.experiments.meta import OBSERVABLE, ORACLE, cell_taus, pooled_taus
+from udora.experiments.meta_cells import (
     iauc_regions,
     load_cells,
-    pooled_taus,
     subsample_taus,
     with_block_metrics,
 )
@@ -76,8 +73,6 @@ def size_figure(by_size: pd.DataFrame, stem: Path, oracle: str) -> list[Path]:
     """Mean tau over cells against the number of evaluation points, one line per
     observable metric; PNG and PDF."""
     import matplotlib.pyplot as plt  # Agg: set by udora.experiments.figures
-
-    from udora.experiments.figures_summary import OKABE_ITO
 
     mean = by_size.groupby(["observable", "size"])["tau"].mean().unstack("observable")
     fig, ax = plt.subplots(figsize=(7.6, 4.6))
@@ -171,14 +166,14 @@ def write_meta(
     ``out``; returns the cells, the pooled rows and the paths written. With ``rescore``,
     each (preset, seed) task is rebuilt once from the runs' folders (:func:`load_cells`)
     for the block energy and variogram scores of runs with members
-    (:func:`udora.experiments.meta.block_metrics`), ranked with the stored observable
+    (:func:`udora.experiments.meta_cells.block_metrics`), ranked with the stored observable
     metrics, for the interval AUC and for ``sizes``; without it only the stored metrics
     are ranked; files an earlier call wrote and this one does not are removed (the
     ``meta_by_size`` ones only without ``keep_sizes``). With ``sizes``,
     also the taus of observable metrics computed on that many pool points against the
-    EU ranking (:func:`udora.experiments.meta.subsample_taus`): ``meta_by_size.csv`` and
+    EU ranking (:func:`udora.experiments.meta_cells.subsample_taus`): ``meta_by_size.csv`` and
     the figure ``meta_by_size``; and the interval AUC of every config
-    (:func:`udora.experiments.meta.iauc_regions`): ``meta_iauc.csv`` and its figures.
+    (:func:`udora.experiments.meta_cells.iauc_regions`): ``meta_iauc.csv`` and its figures.
 
     Raises:
         ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.

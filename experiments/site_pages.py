@@ -14,17 +14,15 @@ from udora.experiments.results import HEADLINE, configs
 from udora.experiments.site import (
     COLUMNS,
     SECTION_TITLES,
-    calibration_chart,
     config_page,
     esc,
     index_html,
     nav_links,
     page,
-    parts_chart,
     preset_page,
-    strip_chart,
     write_assets,
 )
+from udora.experiments.site_charts import calibration_chart, parts_chart, strip_chart
 
 
 def _table_html(frame: pd.DataFrame, digits: int = 3, links: dict[str, str] | None = None) -> str:

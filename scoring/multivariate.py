@@ -73,6 +73,12 @@ def block_ensemble(
     """
     a = vector("block_ensemble", "aleatoric", aleatoric)
     m = members("block_ensemble", "member_means", member_means, a.shape[0])
+    blocks = np.asarray(blocks)
+    if (blocks.ndim != 2 or not np.issubdtype(blocks.dtype, np.integer)
+            or blocks.size == 0 or blocks.min() < 0 or blocks.max() >= a.shape[0]):  # fmt: skip
+        raise ValueError(f"block_ensemble: `blocks` must be (B, s) integer indices into the "
+                         f"{a.shape[0]} pool points, got shape {blocks.shape}, dtype "
+                         f"{blocks.dtype}")  # fmt: skip
     K = m.shape[0]
     means = np.transpose(m[:, blocks], (1, 0, 2))  # (B, K, s)
     z = rng.standard_normal((blocks.shape[0], K, draws, blocks.shape[1]))

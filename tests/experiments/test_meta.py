@@ -135,7 +135,7 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert set(cells["preset"]) == {"tinya", "tinyb"} and set(cells["seed"]) == {0, 1}
     assert cells["methods"].max() == 5
     # rescoring the stored predictions on the whole pool reproduces the stored rankings
-    from udora.experiments.meta import IAUC_LEVELS, load_cells, subsample_taus
+    from udora.experiments.meta_cells import IAUC_LEVELS, load_cells, subsample_taus
     from udora.experiments.results import load_runs
 
     table, _ = load_runs(out)
@@ -164,7 +164,7 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     too_few = runner.invoke(app, ["meta", str(out), "--min-methods", "6"])
     assert too_few.exit_code == 2 and "6 or more ok configs" in too_few.output
     # block scores exist for the member methods only; two of them make a ranking of two
-    from udora.experiments.meta import block_metrics
+    from udora.experiments.meta_cells import block_metrics
 
     blocks = block_metrics(load_cells(table, data_dir=str(data)))
     method = blocks["run_dir"].map(lambda d: table.set_index("run_dir").loc[d, "method"])
@@ -189,3 +189,23 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     wrong = runner.invoke(app, ["meta", str(out), "--data-dir", str(other)])
     assert wrong.exit_code == 2 and "the runs used" in wrong.output
     assert "give --data-dir as the runs had it" in wrong.output
+
+
+@pytest.mark.parametrize(("args", "target", "message"), [
+    (["meta", "anywhere"], "udora.experiments.cli_meta._meta", "run udora meta again"),
+    (["report", "anywhere"], "udora.experiments.report.write_report", "run udora report again"),
+])  # fmt: skip
+def test_ctrl_c_in_meta_or_report_is_one_line_and_130(args, target, message, monkeypatch):
+    from typer.testing import CliRunner
+
+    from udora.experiments import interrupts
+    from udora.experiments.cli import app
+
+    def interrupted(*_args, **_kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(target, interrupted)
+    monkeypatch.setattr(interrupts, "ignore_from_now", lambda: None)  # keep pytest's Ctrl-C
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 130 and message in result.output
+    assert "Traceback" not in result.output

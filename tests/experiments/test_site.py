@@ -36,7 +36,11 @@ def test_leaderboard_values_are_per_preset_seed_means_of_ok_runs():
         for preset, values in row["values"].items():
             for key in ("spearman_eu", "nll", "time_fit"):
                 assert values[key] == expected.loc[(row["config"], preset), key]
-        assert row["runs"] == 9 and row["failed"] == (1 if row["config"] == "swag" else 0)
+        runs = table[table["config"] == row["config"]]
+        for preset, (n, failed) in row["counts"].items():
+            part = runs[runs["preset"] == preset]
+            assert n == len(part) == 3 and failed == int((part["status"] != "ok").sum())
+        assert sum(f for _, f in row["counts"].values()) == (row["config"] == "swag")
     assert {c["key"] for c in data["columns"]} == {"spearman_eu", "nll", "time_fit"}
     assert [(p["name"], p["suite"]) for p in data["presets"]] == [
         ("p1", "dev"), ("p2", "dev"), ("p3", "heldout")]  # fmt: skip

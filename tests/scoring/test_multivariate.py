@@ -103,6 +103,9 @@ def test_the_true_forecast_scores_best_and_undefined_ones_are_nan():
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="size"):
         nearest_blocks(np.zeros((5, 2)), 2, 6, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="`blocks` must be \\(B, s\\) integer indices"):
+        block_scores(np.zeros(5), np.zeros((3, 5)), np.ones(5), np.array([[0, 5]]),
+                     rng=np.random.default_rng(0))  # fmt: skip
     with pytest.raises(ValueError, match="member_means"):
         block_scores(np.zeros(5), np.zeros((3, 4)), np.ones(5), np.array([[0, 1]]),
                      rng=np.random.default_rng(0))  # fmt: skip
