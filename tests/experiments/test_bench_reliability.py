@@ -236,7 +236,7 @@ def _interrupt(proc, out, jobs, when):
     [
         (1, "mid"),
         (2, "first"),
-        (2, "double"),
+        pytest.param(2, "double", marks=pytest.mark.slow),
         pytest.param(1, "first", marks=pytest.mark.slow),
         pytest.param(1, "double", marks=pytest.mark.slow),
         pytest.param(2, "mid", marks=pytest.mark.slow),
@@ -372,6 +372,7 @@ def test_an_interrupt_no_one_can_raise_prints_no_traceback(monkeypatch):
     assert sys.unraisablehook is recorder
 
 
+@pytest.mark.slow
 def test_workers_end_when_the_grid_process_is_killed(tiny_preset, tmp_path):
     """SIGKILL gives the parent no chance to stop its pool; the workers notice and exit."""
     path, data = tiny_preset

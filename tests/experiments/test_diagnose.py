@@ -206,6 +206,7 @@ def test_group_means_pool_errors_match_presets_and_refuse_duplicates():
         group_means(pd.concat([rows, rows.iloc[:1]]))
 
 
+@pytest.mark.slow
 def test_cli_end_to_end_resumes_and_summarises(tiny, tmp_path):
     (path_a, path_b), data = tiny
     out = tmp_path / "diag"
