@@ -52,12 +52,11 @@ def meta_cmd(
         _usage_error(f"--min-methods: expected at least 2, got {min_methods}")
     if boot < 1:
         _usage_error(f"--boot: expected a positive integer, got {boot}")
-    try:
-        counts = tuple(int(v) for v in sizes.split(",") if v.strip())
-    except ValueError:
-        counts = (0,)
+    parts = [v.strip() for v in sizes.split(",")] if sizes.strip() else []
+    counts = tuple(int(v) if v.isdigit() else 0 for v in parts)
     if any(c < 2 for c in counts):
-        _usage_error(f"--sizes: expected integers of at least 2, got {sizes!r}")
+        _usage_error(f"--sizes: expected comma-separated integers of at least 2 ('' for "
+                     f"none), got {sizes!r}")  # fmt: skip
     if repeats < 1:
         _usage_error(f"--repeats: expected a positive integer, got {repeats}")
     folder = out if out is not None else results / "report" / "meta"

@@ -209,3 +209,27 @@ def test_ctrl_c_in_meta_or_report_is_one_line_and_130(args, target, message, mon
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 130 and message in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("option", "value", "passed"), [
+    ("--sizes", "50,,200", ()), ("--sizes", "50,abc", ()), ("--sizes", "1", ()),
+    ("--sizes", "", "ok"), ("--sizes", " 50 , 200 ", "ok"),
+    ("--repeats", "0", ()), ("--boot", "0", ()), ("--min-methods", "1", ()),
+])  # fmt: skip
+def test_bad_meta_options_are_one_error_naming_the_option(option, value, passed, monkeypatch):
+    """Options are checked before any folder is read; a good value reaches the work."""
+    from typer.testing import CliRunner
+
+    from udora.experiments.cli import app
+
+    seen = []
+    monkeypatch.setattr("udora.experiments.cli_meta._meta",
+                        lambda *args: seen.append(args[5]) or {"pooled": None, "written": []})
+    monkeypatch.setattr("udora.experiments.meta_report.markdown", lambda pooled: "")
+    result = CliRunner().invoke(app, ["meta", "anywhere", option, value])
+    if passed:
+        assert result.exit_code == 0, result.output
+        assert seen == [tuple(int(v) for v in value.split(",") if v.strip())]
+    else:
+        assert result.exit_code == 2 and option in result.output and not seen, result.output
+        assert "Traceback" not in result.output
