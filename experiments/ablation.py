@@ -192,7 +192,7 @@ def rank_agreement(table, factor, levels, metric, default_level=None) -> dict[st
     ``w_levels``: per preset, raters = levels, items = methods, mean over presets;
     ``w_presets``: per level, raters = presets, mean over levels. In each W a method
     lacking a finite seed mean for a rater is dropped (as in
-    :func:`udora.experiments.results.ranking_agreement`); a W left with under two raters
+    :func:`udora.experiments.summaries.ranking_agreement`); a W left with under two raters
     or methods is NaN and not averaged. Also ``one_minus_w_*``, the counts ``presets`` /
     ``levels`` of Ws averaged, ``methods_*`` (fewest methods in one of them) and the
     Series ``per_preset`` / ``per_level`` of the single Ws.

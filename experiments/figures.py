@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from udora.experiments.results import natural_key
+from udora.experiments.summaries import natural_key
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 # Okabe & Ito (2008), "Color Universal Design": eight colours told apart by most readers.

@@ -19,7 +19,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from udora.experiments.results import configs, per_dataset
+from udora.experiments.summaries import configs, per_dataset
 from udora.methods.base import FAMILIES
 
 FAMILY_COLOURS = {"NN": "#0072B2", "Bayesian NN": "#CC79A7", "trees": "#009E73",

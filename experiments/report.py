@@ -17,17 +17,11 @@ from udora.experiments import figures, figures_summary
 from udora.experiments.legacy import legacy_note, legacy_results
 from udora.experiments.meta_report import meta_section
 from udora.experiments.report_tuning import tuning_lines
-from udora.experiments.results import (
-    HEADLINE,
-    UnreadableRunWarning,
-    load_runs,
-    method_summary,
-    per_dataset,
-    ranking_agreement,
-)
+from udora.experiments.results import UnreadableRunWarning, load_runs
 from udora.experiments.site_pages import write_site
 from udora.experiments.study import read_study
 from udora.experiments.study_report import study_section
+from udora.experiments.summaries import HEADLINE, method_summary, per_dataset, ranking_agreement
 
 
 def _save(fig, out: Path, stem: str) -> str:

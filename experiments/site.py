@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.figures_summary import REFERENCE, families, ordered
-from udora.experiments.results import configs, per_dataset
 from udora.experiments.site_charts import strip_chart
+from udora.experiments.summaries import configs, per_dataset
 
 # (metric, header, which way is better, digits): the leaderboard's columns.
 COLUMNS = (

@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 
 from udora.experiments import figures_summary
-from udora.experiments.results import HEADLINE, configs
 from udora.experiments.site import (
     COLUMNS,
     SECTION_TITLES,
@@ -23,6 +22,7 @@ from udora.experiments.site import (
     write_assets,
 )
 from udora.experiments.site_charts import calibration_chart, parts_chart, strip_chart
+from udora.experiments.summaries import HEADLINE, configs
 
 
 def _table_html(frame: pd.DataFrame, digits: int = 3, links: dict[str, str] | None = None) -> str:

@@ -20,12 +20,8 @@ import yaml
 from udora.experiments import figures
 from udora.experiments.bench import make_grid, run_grid
 from udora.experiments.report import write_report
-from udora.experiments.results import (
-    UnreadableRunWarning,
-    config_name,
-    load_runs,
-    method_summary,
-)
+from udora.experiments.results import UnreadableRunWarning, config_name, load_runs
+from udora.experiments.summaries import method_summary
 
 WIDTHS = (16, 32, 64, 128)
 SEEDS = (0, 1)
