@@ -39,16 +39,17 @@ def ablation(tmp_path_factory):
     data.mkdir()
     frame.to_csv(data / "tiny.csv.gz", index=False)
     presets = []
-    for name, n_train in (("tiny_a", 40), ("tiny_b", 60)):
+    # the same shapes (so one compiled program per width serves both), other noise
+    for name, noise in (("tiny_a", (0.1, 0.3)), ("tiny_b", (0.2, 0.5))):
         preset = {
             "name": name,
             "suite": "test",
             "source": {"file": "tiny.csv.gz"},
             "features": ["a", "b"],
             "pool_size": 120,
-            "n_train": n_train,
+            "n_train": 40,
             "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.5]}],
-            "noise": {"std_min": 0.1, "std_max": 0.3},
+            "noise": {"std_min": noise[0], "std_max": noise[1]},
             "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
         }
         path = root / f"{name}.yaml"
@@ -141,6 +142,7 @@ def test_figures_have_one_entry_and_colour_per_config(ablation):
     plt.close(fig)
 
 
+@pytest.mark.slow  # two whole reports, ~5 s
 def test_unreadable_runs_are_skipped_with_their_paths(ablation, tmp_path, capsys):
     out, _ = ablation
     copy = tmp_path / "results"
