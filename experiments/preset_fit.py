@@ -7,8 +7,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from udora.oracle.fit import fit_preset, noise_for_median_std
+from udora.oracle.fit import fit_preset
 from udora.oracle.preset import load_preset, parse_preset, preset_path, preset_to_yaml
+from udora.oracle.task import noise_for_median_std
 
 HEADER = (
     "Kernel hyperparameters fitted by `udora presets fit` (exact marginal likelihood on the\n"

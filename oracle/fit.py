@@ -265,26 +265,6 @@ def mll_at(problem, model, Z: np.ndarray, t: np.ndarray, what: str) -> tuple[flo
     return -loss, float(np.linalg.norm(problem.projected_gradient(x, Z, t)))
 
 
-def noise_for_median_std(
-    preset: Preset, median_std: float, data_dir: str | Path | None = None, ratio: float = 3.0
-) -> dict[str, float]:
-    """``{std_min, std_max = ratio * std_min}`` giving a pool median sigma_eps of ``median_std``.
-
-    ``median_std`` is in original target units; the result is in standardised units (the
-    whole table's target sd, as in the oracle). With ``sigma_eps = std_min (1 + (ratio - 1) r)``
-    monotone in r, the median is ``std_min (1 + (ratio - 1) median(r))``.
-    """
-    from udora.oracle.noise import NoiseModel
-    from udora.oracle.task import select_pool
-
-    X, y = load_table(preset, data_dir)
-    std = Standardiser.fit(X, y)
-    Z = std.x(X[select_pool(preset, X.shape[0])])
-    r = NoiseModel.from_pool(Z, 1.0, 2.0).rank_score(Z)
-    std_min = median_std / std.y_sd / (1.0 + (ratio - 1.0) * float(np.median(r)))
-    return {"std_min": float(std_min), "std_max": float(ratio * std_min)}
-
-
 def refit_from_written(
     preset: Preset, data_dir: str | Path | None = None, max_iters: int = 50, gtol: float = 1e-7
 ) -> float:

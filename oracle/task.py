@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from udora.oracle.data import load_table_with_source
+from udora.oracle.data import load_table, load_table_with_source
 from udora.oracle.gp import (
     Conditioner,
     sample_conditional_marginals,
@@ -131,6 +131,23 @@ def select_pool(preset: Preset, n_rows: int) -> np.ndarray:
         return np.arange(n_rows)
     rng = stream(preset.pool_seed, "pool")
     return np.sort(rng.choice(n_rows, size=preset.pool_size, replace=False))
+
+
+def noise_for_median_std(
+    preset: Preset, median_std: float, data_dir: str | Path | None = None, ratio: float = 3.0
+) -> dict[str, float]:
+    """``{std_min, std_max = ratio * std_min}`` giving a pool median sigma_eps of ``median_std``.
+
+    ``median_std`` is in original target units; the result is in standardised units (the
+    whole table's target sd, as in the oracle). With ``sigma_eps = std_min (1 + (ratio - 1) r)``
+    monotone in r, the median is ``std_min (1 + (ratio - 1) median(r))``.
+    """
+    X, y = load_table(preset, data_dir)
+    std = Standardiser.fit(X, y)
+    Z = std.x(X[select_pool(preset, X.shape[0])])
+    r = NoiseModel.from_pool(Z, 1.0, 2.0).rank_score(Z)
+    std_min = median_std / std.y_sd / (1.0 + (ratio - 1.0) * float(np.median(r)))
+    return {"std_min": float(std_min), "std_max": float(ratio * std_min)}
 
 
 def build_task(

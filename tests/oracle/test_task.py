@@ -138,3 +138,17 @@ def test_real_preset_and_cli_files(tmp_path, monkeypatch):
     assert info["bin_counts"] == [300, 188, 112, 75, 75]  # 0.4/0.25/0.15/0.1/0.1 of 750
     shown = CliRunner().invoke(app, ["oracle", "show", str(tmp_path)])
     assert "median_sigma_f" in shown.output and "1030" in shown.output
+
+
+def test_noise_for_median_std_gives_that_median_on_the_built_pool(synthetic_preset):
+    """The noise a paper preset's aleatoric_std asks for, checked on the task it builds: the
+    pool's median noise sd in target units is that value, and std_max / std_min = 3."""
+    from udora.oracle.preset import Noise
+    from udora.oracle.task import noise_for_median_std
+
+    preset, data = synthetic_preset(rows=300)
+    noise = noise_for_median_std(preset, 0.7, data)
+    task = build_task(preset.model_copy(update={"noise": Noise(**noise)}), 0, data_dir=data)
+    sigma = np.sqrt(task.noise_var)
+    assert np.median(sigma) == pytest.approx(0.7, rel=1e-9)
+    assert sigma.max() / sigma.min() == pytest.approx(3.0, rel=1e-9)
