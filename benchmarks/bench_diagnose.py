@@ -26,8 +26,8 @@ import numpy as np
 
 def measure(preset: str, method: str, draws: int, scale: int, quick: bool) -> dict:
     """One diagnosis in this process; its timings and normalised pool means."""
-    from udora.experiments.bench import make_grid
-    from udora.experiments.diagnose import Diagnosis, diagnose
+    from udora.experiments.diagnostics.diagnose import Diagnosis, diagnose
+    from udora.experiments.grid.bench import make_grid
 
     (run,) = make_grid([preset], [method], [0], quick=quick)
     t0 = time.perf_counter()

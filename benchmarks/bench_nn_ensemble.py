@@ -23,7 +23,7 @@ N, D, K, EPOCHS, REPEATS = 1500, 8, 10, 100, 3
 
 
 def _measure(cache: str) -> dict:
-    from udora.experiments.jax_cache import configure_compilation_cache
+    from udora.experiments.run.jax_cache import configure_compilation_cache
 
     configure_compilation_cache(cache)
     import jax

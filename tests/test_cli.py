@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from udora.experiments.cli import app
+from udora.experiments.cli.main import app
 from udora.oracle.preset import list_presets
 
 runner = CliRunner()
@@ -45,7 +45,7 @@ def test_console_script_reports_bad_suite_in_one_line():
 
 def test_compilation_cache_writes_entries(tmp_path):
     code = (
-        "from udora.experiments.jax_cache import configure_compilation_cache as c; c();"
+        "from udora.experiments.run.jax_cache import configure_compilation_cache as c; c();"
         "import jax, jax.numpy as jnp;"
         # this tiny program compiles faster than the 0.1 s threshold
         "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0);"
@@ -65,7 +65,7 @@ def test_compilation_cache_writes_entries(tmp_path):
 # JAX got imported (fast answers: docs/running.md; benchmarks/bench_cli.py times them).
 _IMPORTS_JAX = (
     "import sys\n"
-    "from udora.experiments.cli import main\n"
+    "from udora.experiments.cli.main import main\n"
     "try:\n    main()\nexcept SystemExit:\n    pass\n"
     "print('JAX IMPORTED' if 'jax' in sys.modules else 'NO JAX', file=sys.stderr)\n"
 )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from udora.experiments.cli import app
+from udora.experiments.cli.main import app
 from udora.oracle.fit import fit_preset, mll_and_grad, standardised_subset
 from udora.oracle.fit_box import BOUNDS
 from udora.oracle.preset import load_preset

@@ -58,7 +58,7 @@ def test_kernel_paper_selects_kernel_mean_and_record():
 
 
 def test_kernel_paper_changes_the_run_hash(shared_data):
-    from udora.experiments.spec import RunSpec, resolve
+    from udora.experiments.run.spec import RunSpec, resolve
 
     free = resolve(RunSpec("white_wine", "blr", 0, {}), shared_data)
     same = resolve(RunSpec("white_wine", "blr", 0, {"preset.kernel": "fitted"}), shared_data)
@@ -102,7 +102,7 @@ def test_kernel_paper_is_validated_like_kernel(tmp_path):
 @pytest.mark.slow  # ~10 s; the default run keeps under 5 minutes
 def test_cli_paper_fit_writes_a_selectable_block(tmp_path, shared_data):
     """--paper on 120 rows of a seoul_bike copy: pinned paper values, range, mean, record."""
-    from udora.experiments.cli import app
+    from udora.experiments.cli.main import app
 
     path = tmp_path / "seoul_small.yaml"
     shutil.copy(load_preset.__globals__["preset_dir"]() / "seoul_bike.yaml", path)

@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from udora.experiments import ablation, study_report
-from udora.experiments import ablation_figures as figs
-from udora.experiments.report import _md
+from udora.experiments.results.sections import markdown_table as _md
+from udora.experiments.studies import analysis as ablation
+from udora.experiments.studies import figures as figs
+from udora.experiments.studies import section as study_report
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

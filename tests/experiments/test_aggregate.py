@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from udora.experiments.aggregate import kendall_tau, kendall_w, ols_slope
+from udora.experiments.results.aggregate import kendall_tau, kendall_w, ols_slope
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

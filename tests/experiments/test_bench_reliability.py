@@ -17,11 +17,11 @@ from processes import ENV, EXE, alive, children, kill_a_worker_in_flight, last_l
 from rich.console import Console
 from typer.testing import CliRunner
 
-from udora.experiments import run as run_module
-from udora.experiments.bench import make_grid, run_grid
-from udora.experiments.cli import app
-from udora.experiments.lock import LOCK_NAME, LockHeldError, results_lock
-from udora.experiments.run import run_one
+from udora.experiments.cli.main import app
+from udora.experiments.grid.bench import make_grid, run_grid
+from udora.experiments.grid.lock import LOCK_NAME, LockHeldError, results_lock
+from udora.experiments.run import execute as run_module
+from udora.experiments.run.execute import run_one
 from udora.methods import register
 from udora.methods.base import MethodConfig, Prediction, UQMethod
 from udora.methods.registry import unregister
@@ -346,7 +346,7 @@ def test_an_interrupt_no_one_can_raise_prints_no_traceback(monkeypatch):
     import gc
     import sys
 
-    from udora.experiments import interrupts
+    from udora.experiments.run import interrupts
 
     class RaisesOnDelete:
         def __del__(self):

@@ -9,10 +9,15 @@ from scipy import stats
 from tiny_presets import two_tiny_presets
 from typer.testing import CliRunner
 
-from udora.experiments.cli import app
-from udora.experiments.diagnose import Diagnosis, diagnose, reference_indices, reference_means
-from udora.experiments.diagnose_run import run_diagnoses
-from udora.experiments.spec import RunSpec, resolve
+from udora.experiments.cli.main import app
+from udora.experiments.diagnostics.diagnose import (
+    Diagnosis,
+    diagnose,
+    reference_indices,
+    reference_means,
+)
+from udora.experiments.diagnostics.runner import run_diagnoses
+from udora.experiments.run.spec import RunSpec, resolve
 from udora.methods import get_method
 from udora.methods.base import MethodConfig, UQMethod
 from udora.methods.registry import register, unregister
@@ -159,7 +164,7 @@ def test_a_failing_reference_fit_fails_its_diagnosis_only(tiny, tmp_path):
 
 
 def test_an_error_outside_the_fit_fails_its_diagnosis_only(tiny, tmp_path, monkeypatch):
-    import udora.experiments.diagnose as diagnose_module
+    import udora.experiments.diagnostics.diagnose as diagnose_module
 
     (path_a, path_b), data = tiny
     real = diagnose_module._cached_task
@@ -190,7 +195,7 @@ def _row(preset, n, est, se, method="m", setting="default"):
 def test_group_means_pool_errors_match_presets_and_refuse_duplicates():
     import pandas as pd
 
-    from udora.experiments.diagnose_report import group_means
+    from udora.experiments.diagnostics.summary import group_means
 
     rows = pd.DataFrame([_row("a", 100, 0.4, 0.03), _row("b", 100, 0.2, 0.04),
                          _row("a", 300, 0.1, 0.01), _row("c", 100, 0.9, 0.05),

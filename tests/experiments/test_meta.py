@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from udora.experiments.meta import OBSERVABLE, ORACLE, cell_taus, goodness, pooled_taus
+from udora.experiments.meta.taus import OBSERVABLE, ORACLE, cell_taus, goodness, pooled_taus
 
 
 def _table(seed=0, presets=("a", "b", "c"), seeds=(0, 1), configs=5):
@@ -97,7 +97,7 @@ def test_pooling_averages_seeds_then_presets_with_a_bootstrap_over_presets():
 
 
 def test_write_meta_tables_agree_with_the_pooled_rows(tmp_path):
-    from udora.experiments.meta_report import tau_matrix, write_meta
+    from udora.experiments.meta.outputs import tau_matrix, write_meta
 
     report = write_meta(_table(seed=3), tmp_path / "meta", n_boot=200, rescore=False)
     names = {p.name for p in report["written"]}
@@ -118,7 +118,7 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     from tiny_presets import two_tiny_presets
     from typer.testing import CliRunner
 
-    from udora.experiments.cli import app
+    from udora.experiments.cli.main import app
 
     (path_a, path_b), data = two_tiny_presets(tmp_path)
     runner = CliRunner()
@@ -135,8 +135,8 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert set(cells["preset"]) == {"tinya", "tinyb"} and set(cells["seed"]) == {0, 1}
     assert cells["methods"].max() == 5
     # rescoring the stored predictions on the whole pool reproduces the stored rankings
-    from udora.experiments.meta_cells import IAUC_LEVELS, load_cells, subsample_taus
-    from udora.experiments.results import load_runs
+    from udora.experiments.meta.cells import IAUC_LEVELS, load_cells, subsample_taus
+    from udora.experiments.results.store import load_runs
 
     table, _ = load_runs(out)
     whole = subsample_taus(load_cells(table, data_dir=str(data)), sizes=(10_000,))
@@ -164,7 +164,7 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     too_few = runner.invoke(app, ["meta", str(out), "--min-methods", "6"])
     assert too_few.exit_code == 2 and "6 or more ok configs" in too_few.output
     # block scores exist for the member methods only; two of them make a ranking of two
-    from udora.experiments.meta_cells import block_metrics
+    from udora.experiments.meta.cells import block_metrics
 
     blocks = block_metrics(load_cells(table, data_dir=str(data)))
     method = blocks["run_dir"].map(lambda d: table.set_index("run_dir").loc[d, "method"])
@@ -192,14 +192,15 @@ def test_meta_command_on_a_bench_folder(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "target", "message"), [
-    (["meta", "anywhere"], "udora.experiments.cli_meta._meta", "run udora meta again"),
-    (["report", "anywhere"], "udora.experiments.report.write_report", "run udora report again"),
+    (["meta", "anywhere"], "udora.experiments.cli.meta._meta", "run udora meta again"),
+    (["report", "anywhere"], "udora.experiments.report.write.write_report",
+     "run udora report again"),
 ])  # fmt: skip
 def test_ctrl_c_in_meta_or_report_is_one_line_and_130(args, target, message, monkeypatch):
     from typer.testing import CliRunner
 
-    from udora.experiments import interrupts
-    from udora.experiments.cli import app
+    from udora.experiments.cli.main import app
+    from udora.experiments.run import interrupts
 
     def interrupted(*_args, **_kw):
         raise KeyboardInterrupt
@@ -220,12 +221,14 @@ def test_bad_meta_options_are_one_error_naming_the_option(option, value, good, m
     """Options are checked before any folder is read; a good value reaches the work."""
     from typer.testing import CliRunner
 
-    from udora.experiments.cli import app
+    from udora.experiments.cli.main import app
 
     seen = []
-    monkeypatch.setattr("udora.experiments.cli_meta._meta",
-                        lambda *args: seen.append(args[5]) or {"pooled": None, "written": []})
-    monkeypatch.setattr("udora.experiments.meta_report.markdown", lambda pooled: "")
+    monkeypatch.setattr(
+        "udora.experiments.cli.meta._meta",
+        lambda *args: seen.append(args[5]) or {"pooled": None, "written": []},
+    )
+    monkeypatch.setattr("udora.experiments.meta.outputs.markdown", lambda pooled: "")
     result = CliRunner().invoke(app, ["meta", "anywhere", option, value])
     if good:
         assert result.exit_code == 0, result.output

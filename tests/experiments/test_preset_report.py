@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from udora.experiments.preset_report import sigma_f_medians, within_counts
+from udora.experiments.preset_tools.compare import sigma_f_medians, within_counts
 
 
 def test_sigma_f_three_ways_on_a_bimodal_posterior():
@@ -31,7 +31,7 @@ def test_within_counts_use_the_closed_factor_interval():
 
 def test_paper_variant_row_sits_next_to_the_free_fit(shared_data):
     """protein's kernel=paper row: both mll per point, sigma_f three ways, both train ratios."""
-    from udora.experiments.preset_report import (
+    from udora.experiments.preset_tools.compare import (
         PAPER_COLUMNS,
         paper_markdown_table,
         paper_variant_row,
@@ -51,7 +51,7 @@ def test_paper_variant_row_sits_next_to_the_free_fit(shared_data):
 
 
 def test_paper_variant_row_needs_a_kernel_paper():
-    from udora.experiments.preset_report import paper_variant_row
+    from udora.experiments.preset_tools.compare import paper_variant_row
 
     with pytest.raises(ValueError, match="no kernel_paper block"):
         paper_variant_row("concrete")

@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from udora.experiments import figures
-from udora.experiments.bench import make_grid, run_grid
-from udora.experiments.report import write_report
-from udora.experiments.results import UnreadableRunWarning, config_name, load_runs
-from udora.experiments.summaries import method_summary
+from udora.experiments.grid.bench import make_grid, run_grid
+from udora.experiments.report.write import write_report
+from udora.experiments.results import figures
+from udora.experiments.results.store import UnreadableRunWarning, config_name, load_runs
+from udora.experiments.results.summaries import method_summary
 
 WIDTHS = (16, 32, 64, 128)
 SEEDS = (0, 1)
@@ -168,7 +168,7 @@ def test_unreadable_runs_are_skipped_with_their_paths(ablation, tmp_path, capsys
     # the command line prints the warnings and finishes; nothing readable: one error line
     from typer.testing import CliRunner
 
-    from udora.experiments.cli import app
+    from udora.experiments.cli.main import app
 
     result = CliRunner().invoke(app, ["report", str(copy)])
     assert result.exit_code == 0, result.output

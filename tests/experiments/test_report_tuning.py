@@ -10,9 +10,9 @@ from scipy import stats
 from tiny_presets import two_tiny_presets
 from typer.testing import CliRunner
 
-from udora.experiments import report_tuning
-from udora.experiments.cli import app
-from udora.experiments.results import load_runs
+from udora.experiments.cli.main import app
+from udora.experiments.results.store import load_runs
+from udora.experiments.tuning import section as report_tuning
 
 runner = CliRunner()
 pytestmark = pytest.mark.slow  # a tune and two benches (about 10 s): CI's slow set

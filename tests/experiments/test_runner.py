@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from udora.experiments.bench import make_grid, run_grid
-from udora.experiments.report import write_report
-from udora.experiments.run import parse_set, run_one
+from udora.experiments.grid.bench import make_grid, run_grid
+from udora.experiments.report.write import write_report
+from udora.experiments.run.execute import parse_set, run_one
 from udora.methods import register
 from udora.methods.base import MethodConfig, Prediction, UQMethod
 from udora.methods.registry import unregister

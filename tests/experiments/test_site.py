@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from udora.experiments.figures_summary import families, ordered
-from udora.experiments.site import _json_script, config_page, leaderboard_data, slug
+from udora.experiments.report.site import _json_script, config_page, leaderboard_data, slug
+from udora.experiments.results.figures_summary import families, ordered
 
 
 def _table():
@@ -68,7 +68,7 @@ def test_embedded_json_cannot_close_its_script_and_names_make_safe_unique_files(
 
 
 def test_a_second_report_removes_the_pages_the_first_wrote_and_it_does_not(tmp_path):
-    from udora.experiments.site_pages import write_site
+    from udora.experiments.report.pages import write_site
 
     table = _table().assign(run_dir=str(tmp_path / "nowhere"),
                             error=None)  # fmt: skip

@@ -193,7 +193,7 @@ def _tiny_site(root: Path, methods: str) -> Path:
     from tiny_presets import two_tiny_presets
     from typer.testing import CliRunner
 
-    from udora.experiments.cli import app
+    from udora.experiments.cli.main import app
 
     (path_a, path_b), data = two_tiny_presets(root)
     out = root / "results"

@@ -14,13 +14,13 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from udora import methods
-from udora.experiments import spec as spec_module
-from udora.experiments.bench import make_grid, run_grid
-from udora.experiments.cli import app
-from udora.experiments.report import write_report
-from udora.experiments.results import LegacyRunsWarning
-from udora.experiments.run import run_one
-from udora.experiments.spec import TASK_FIELDS, RunSpec, identity_hash, resolve
+from udora.experiments.cli.main import app
+from udora.experiments.grid.bench import make_grid, run_grid
+from udora.experiments.report.write import write_report
+from udora.experiments.results.store import LegacyRunsWarning
+from udora.experiments.run import spec as spec_module
+from udora.experiments.run.execute import run_one
+from udora.experiments.run.spec import TASK_FIELDS, RunSpec, identity_hash, resolve
 from udora.oracle import preset as preset_module
 
 
@@ -223,7 +223,7 @@ def test_missing_data_dir_is_one_clear_error(tiny_preset, tmp_path):
     with pytest.raises(ValueError, match=r"data directory '/nonexistent' .* does not exist"):
         run_one(path, "blr", 0, {}, tmp_path, data_dir="/nonexistent")
     proc = subprocess.run(
-        [sys.executable, "-c", "from udora.experiments.cli import main; main()", "run",
+        [sys.executable, "-c", "from udora.experiments.cli.main import main; main()", "run",
          "--preset", str(path), "--method", "blr", "--data-dir", "/nonexistent",
          "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=120,

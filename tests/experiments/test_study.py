@@ -8,8 +8,8 @@ import yaml
 from tiny_presets import two_tiny_presets
 from typer.testing import CliRunner
 
-from udora.experiments.cli import app
-from udora.experiments.study import (
+from udora.experiments.cli.main import app
+from udora.experiments.studies.study import (
     STUDY_FILE,
     StudyError,
     load_study,
@@ -220,7 +220,7 @@ def test_tuned_study_errors():
 
 
 def load_study_dict(data):
-    from udora.experiments.study import Study
+    from udora.experiments.studies.study import Study
 
     return Study(**data)
 
@@ -248,8 +248,8 @@ def test_tune_holds_a_field_and_records_it_in_the_protocol(tiny_preset, tmp_path
 def test_a_tuned_study_tunes_every_level_then_reports_it(tiny_preset, tmp_path):
     """tuning.objective at nll and rmse: a tune per level, then each level's tuned refits,
     labelled as two tuning protocols and mapped back to the levels by the report."""
-    from udora.experiments.results import load_runs
-    from udora.experiments.study_report import study_table
+    from udora.experiments.results.store import load_runs
+    from udora.experiments.studies.section import study_table
 
     path, data = tiny_preset
     study = {"name": "objective", "factor": "tuning.objective", "levels": ["nll", "rmse"],

@@ -10,9 +10,12 @@ import yaml
 from scipy import stats
 from typer.testing import CliRunner
 
-from udora.experiments import sweep_config, sweep_wandb
-from udora.experiments import sweep_run as sr
-from udora.experiments.cli import app
+from udora.experiments.cli.main import app
+from udora.experiments.tuning import on_wandb as sweep_wandb
+from udora.experiments.tuning import proposals as sp
+from udora.experiments.tuning import sweep_file as sweep_config
+from udora.experiments.tuning import sweeps as sr
+from udora.experiments.tuning.trials import load_trials
 from udora.methods import register
 from udora.methods.blr import BayesianLinearRegression, BLRConfig
 from udora.methods.registry import unregister
@@ -31,7 +34,7 @@ def test_sweep_writes_trials_whose_objective_recomputes(tiny_preset, tmp_path, s
     path, config = _sweep_file(tmp_path, preset, search=search)
     summary = sr.run_sweep(path, tmp_path / "out", trials=4, data_dir=data)
     assert summary.ran == 4 and summary.n_ok == 4 and not summary.interrupted
-    folder = sr.sweep_dir(config, tmp_path / "out")
+    folder = sp.sweep_dir(config, tmp_path / "out")
     assert summary.folder == folder and sorted(p.name for p in folder.glob("trial-*")) == [
         f"trial-{k}" for k in range(4)
     ]
@@ -67,7 +70,7 @@ def test_rerun_resumes_and_feeds_finished_trials_back(tiny_preset, tmp_path):
     assert len(after) == 4 and all(after[p] == t for p, t in before.items())
     # the same proposals as one uninterrupted sweep: the search is seeded by the sweep
     straight = sr.run_sweep(path, tmp_path / "straight", trials=4, data_dir=data)
-    resumed = sr.load_trials(next(out.iterdir()))
+    resumed = load_trials(next(out.iterdir()))
     assert [t["params"] for t in straight.trials] == [t["params"] for t in resumed]
 
 
@@ -101,14 +104,14 @@ def test_failing_trial_is_recorded_and_the_sweep_goes_on(tiny_preset, tmp_path, 
     assert result.exit_code == 0, result.output
     assert "3 trials (2 ok, 1 failed" in result.output
     assert "failed: RuntimeError: deliberate failure for alpha > 1" in result.output
-    trials = sr.load_trials(sr.sweep_dir(config, out))
+    trials = load_trials(sp.sweep_dir(config, out))
     failed = [t for t in trials if t["status"] == "failed"]
     assert len(failed) == 1 and failed[0]["params"]["alpha"] == 2.0
     assert failed[0]["value"] is None and "deliberate failure" in failed[0]["error"]
-    runs = sr._as_sweep_runs(trials, "val_nll")
+    runs = sp._as_sweep_runs(trials, "val_nll")
     assert [r.state for r in runs].count("failed") == 1
     # bayes after a failure still proposes (the failed run is imputed as the worst)
-    assert len(sr.propose({**config, "method": "bayes"}, trials, 1)) == 1
+    assert len(sp.propose({**config, "method": "bayes"}, trials, 1)) == 1
 
 
 def test_wandb_without_credentials_exits_2_and_runs_nothing(tiny_preset, tmp_path, monkeypatch):
@@ -142,7 +145,7 @@ def test_wandb_api_key_reads_the_environment_then_the_netrc(monkeypatch, tmp_pat
 
 
 def test_best_config_ignores_every_oracle_array(tiny_preset, tmp_path, monkeypatch):
-    from udora.experiments import run as run_module
+    from udora.experiments.run import execute as run_module
 
     preset, data = tiny_preset
     path, _ = _sweep_file(tmp_path, preset, trials=5)
@@ -184,11 +187,11 @@ def test_tune_writes_best_configs_and_passes_gp_oracle_through(tiny_preset, tmp_
     )
     assert set(blr["config"]) == {"alpha", "sigma", "fit_intercept"}
     assert blr["trials"] == {"ok": 3, "failed": 0} and blr["tuned"] is True
-    trials = sr.load_trials(blr["sweep_dir"])
+    trials = load_trials(blr["sweep_dir"])
     best = min(trials, key=lambda t: t["value"])
     assert blr["value"] == best["value"] and blr["config"] == best["overrides"]
     config = sweep_config.load_sweep_config(blr["sweep_file"])
-    assert sr.sweep_hash(config) == blr["sweep_hash"]
+    assert sp.sweep_hash(config) == blr["sweep_hash"]
     again = runner.invoke(app, args)  # resumes: nothing runs again
     assert again.exit_code == 0 and "0 ran now" in again.output
     assert yaml.safe_load((out / "tiny" / "blr.yaml").read_text()) == blr

@@ -11,8 +11,9 @@ from scipy.stats import norm
 from typer.testing import CliRunner
 
 from udora import methods
-from udora.experiments import sweep_config, tuning
-from udora.experiments.cli import app
+from udora.experiments.cli.main import app
+from udora.experiments.tuning import protocol as tuning
+from udora.experiments.tuning import sweep_file as sweep_config
 
 runner = CliRunner()
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from udora.experiments.run import run_one
-from udora.experiments.wandb_log import log_run, wandb_mode
+from udora.experiments.run.execute import run_one
+from udora.experiments.run.wandb_log import log_run, wandb_mode
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def test_grid_logs_the_resolved_run(tiny_preset, tmp_path, no_credentials):
 
     from rich.console import Console
 
-    from udora.experiments.bench import make_grid, run_grid
+    from udora.experiments.grid.bench import make_grid, run_grid
 
     path, data = tiny_preset
     (run,) = make_grid([str(path)], ["blr"], [2], {"alpha": 3.0}, data_dir=data)

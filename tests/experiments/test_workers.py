@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 from processes import times_ten_or_die, where_am_i
 
-from udora.experiments.executors import InProcess, LocalPool, run_all
-from udora.experiments.workers import crash_reason
+from udora.experiments.grid.executors import run_all
+from udora.experiments.grid.local import InProcess, LocalPool
+from udora.experiments.grid.workers import crash_reason
 
 
 def test_a_call_whose_worker_segfaults_is_reported_and_the_others_finish(tmp_path):
@@ -50,7 +51,7 @@ def test_crowded_mappings_are_released():
     import jax
     import jax.numpy as jnp
 
-    from udora.experiments import workers
+    from udora.experiments.grid import workers
 
     held = functools.lru_cache(maxsize=None)(lambda i: jax.jit(lambda x: jnp.sin(x) * i))
     workers.held_for_test = held  # a udora module's cache, as methods.nn.trainer's

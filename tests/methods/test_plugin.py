@@ -20,7 +20,7 @@ from udora.methods import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "docs" / "examples" / "udora_knn"
-CLI = "from udora.experiments.cli import main; main()"
+CLI = "from udora.experiments.cli.main import main; main()"
 
 
 def _pip(*args: str) -> None:

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from udora.experiments.cli import app
+from udora.experiments.cli.main import app
 from udora.oracle.preset import PresetError
 from udora.oracle.store import ARRAYS
 from udora.oracle.task import build_task

@@ -1,0 +1,142 @@
+"""``udora presets`` and ``udora oracle``: the presets and the oracle tasks built from them.
+
+Argument parsing only; registered on the root app by :mod:`udora.experiments.cli.main`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+presets_app = typer.Typer(help="List, show and fit the semi-synthetic presets.")
+oracle_app = typer.Typer(help="Build and inspect oracle tasks.", no_args_is_help=True)
+
+
+@presets_app.callback(invoke_without_command=True)
+def presets_list(
+    ctx: typer.Context,
+    suite: Annotated[str, typer.Option(help="dev, heldout or all.")] = "all",
+) -> None:
+    """List the presets found (name, suite, d, pool size, n_train, kernel)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from udora.oracle.preset import list_presets, load_preset
+
+    table = Table("preset", "suite", "d", "pool", "n_train", "kernel", "shift")
+    for name in list_presets(suite):
+        p = load_preset(name)
+        kernel = " + ".join(c["type"] for c in p.kernel)
+        shift = " ".join(f"{f:g}" for f in p.shift)
+        table.add_row(name, p.suite, str(p.d), str(p.pool_size), str(p.n_train), kernel, shift)
+    console.print(table)
+
+
+@presets_app.command("show")
+def presets_show(
+    name: Annotated[str | None, typer.Argument(help="Preset name or YAML path.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every shipped preset.")] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the task whose medians are shown.")] = 0,
+    markdown: Annotated[Path | None, typer.Option(help="Also write the table here.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Ours next to the paper: variances, lengthscale range, median sigma_eps and sigma_f."""
+    from udora.experiments.preset_tools import compare as pr
+    from udora.oracle.preset import list_presets, load_preset
+
+    if (name is None) == (not all_):
+        raise ValueError("presets show: give one preset NAME or --all")
+    names = list_presets() if all_ else [name]
+    rows = [pr.preset_row(n, seed, data_dir) for n in names]
+    paper = [pr.paper_variant_row(n, seed, data_dir) for n in names
+             if load_preset(n).kernel_paper is not None]  # fmt: skip
+    for columns, table_rows in ((pr.COLUMNS, rows), (pr.PAPER_COLUMNS, paper)):
+        if table_rows:
+            table = Table(*columns)
+            for row in table_rows:
+                table.add_row(*(str(row[c]) for c in columns))
+            Console(width=250).print(table)
+    if markdown is not None:
+        text = pr.markdown_table(rows)
+        if paper:
+            text += "\nPaper-constrained kernels (`--set preset.kernel=paper`):\n\n"
+            text += pr.paper_markdown_table(paper)
+        markdown.write_text(text)
+        console.print(f"wrote {markdown}")
+
+
+@presets_app.command("fit")
+def presets_fit(
+    name: Annotated[str, typer.Argument(help="Preset name or YAML path.")],
+    subset: Annotated[
+        int | None,
+        typer.Option(help="Rows of the real data used (seeded); 2000, or with --paper the fit's."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed of the row subset; 0, or with --paper the fit's.")
+    ] = None,
+    write: Annotated[bool, typer.Option("--write", help="Write the fit into the YAML.")] = False,
+    paper: Annotated[
+        bool,
+        typer.Option(
+            "--paper",
+            help="Fit the paper-constrained variant (paper variances and mean, lengthscales "
+            "in the paper's range) into the kernel_paper block.",
+        ),
+    ] = False,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Fit the preset's kernel family by marginal likelihood on its real data."""
+    from udora.experiments.preset_tools.fit import fit_and_write, fit_paper_and_write
+
+    if paper:
+        fit_paper_and_write(
+            name, subset=subset, seed=seed, write=write, data_dir=data_dir, console=console
+        )
+        return
+    fit_and_write(
+        name,
+        subset=2000 if subset is None else subset,
+        seed=0 if seed is None else seed,
+        write=write,
+        data_dir=data_dir,
+        console=console,
+    )
+
+
+@oracle_app.command("build")
+def oracle_build(
+    preset: Annotated[str, typer.Option(help="Preset name or path to a preset YAML.")],
+    out: Annotated[Path, typer.Option(help="Folder for oracle.npz and oracle.json.")],
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Folder of <preset>.csv.gz (default: $UDORA_DATA_DIR).")
+    ] = None,
+) -> None:
+    """Build the oracle task of PRESET at SEED and write it to OUT."""
+    from udora.oracle.store import load_oracle, save_task, summary
+    from udora.oracle.task import build_task
+
+    folder = save_task(build_task(preset, seed, data_dir=data_dir), out)
+    _print_summary(summary(*load_oracle(folder)))
+    console.print(f"wrote {folder / 'oracle.npz'} and {folder / 'oracle.json'}")
+
+
+@oracle_app.command("show")
+def oracle_show(folder: Annotated[Path, typer.Argument(help="A folder written by build.")]) -> None:
+    """Print n, d, median sigma_eps and sigma_f (original units) and the bin counts."""
+    from udora.oracle.store import load_oracle, summary
+
+    _print_summary(summary(*load_oracle(folder)))
+
+
+def _print_summary(info: dict) -> None:
+    table = Table("field", "value", show_header=False)
+    for key, value in info.items():
+        shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+        table.add_row(key, shown)
+    console.print(table)

@@ -1,0 +1,33 @@
+"""One user error, one line: what every ``udora`` command prints instead of a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.console import Console
+
+
+def usage_error(err: Exception | str) -> None:
+    """Print a user error as one unwrapped line on stderr and exit 2 (no traceback)."""
+    Console(stderr=True).print(f"error: {err}", highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+@contextmanager
+def user_errors(console: Console, interrupted: str = "interrupted") -> Iterator[None]:
+    """The body of a command: a bad argument, unknown name or held lock (``ValueError``,
+    ``KeyError``, ``LockHeldError``) is one line and exit 2; a Ctrl-C that reaches here
+    (a grid handles its own first) prints ``interrupted`` and exits 130."""
+    from udora.experiments.grid.lock import LockHeldError
+    from udora.experiments.run import interrupts
+
+    try:
+        yield
+    except (ValueError, KeyError, LockHeldError) as err:
+        usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    except KeyboardInterrupt:
+        interrupts.ignore_from_now()
+        console.print(interrupted, highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130) from None

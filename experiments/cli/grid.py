@@ -1,0 +1,137 @@
+"""``udora run`` and ``udora bench``: one run, a grid of runs (docs/running.md). Registered on
+the root app by :mod:`udora.experiments.cli.main`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from udora.experiments.cli import options as opts
+from udora.experiments.cli.errors import usage_error as _usage_error
+
+console = Console()
+
+
+def run_cmd(
+    preset: Annotated[str, typer.Option(help="Preset name or YAML path.")],
+    method: Annotated[str, typer.Option(help="Registered method name (see `udora methods`).")],
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="key=value: a method config field, or preset.FIELD."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Run one method on one preset at one seed and write its run folder."""
+    from udora.experiments.run.checks import UsageError, check_out_dir, check_seed
+    from udora.experiments.run.execute import parse_set, run_one
+
+    try:  # before anything is fitted (docs/running.md, "One run")
+        check_seed(seed)
+        check_out_dir(out)
+    except UsageError as err:
+        _usage_error(err)
+    result = run_one(preset, method, seed, parse_set(set_ or []), out, data_dir=data_dir)
+    m = result.metrics
+    console.print(f"{result.status}: {result.path}")
+    if result.status != "ok":
+        console.print(f"[red]{result.error}[/]")
+        raise typer.Exit(1)
+    keys = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total", "nll", "crps")
+    console.print("  ".join(f"{k}={m[k]:.3f}" for k in keys if k in m))
+
+
+def bench_cmd(
+    suite: Annotated[str, typer.Option(help="dev, heldout or all.")] = "dev",
+    presets: Annotated[str | None, typer.Option(help="Comma-separated presets.")] = None,
+    methods_: Annotated[
+        str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")
+    ] = None,
+    seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "0",
+    jobs: opts.Jobs = None,
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value overrides.")] = None,
+    wandb: Annotated[bool, typer.Option("--wandb", help="Log runs to W&B.")] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Shipped presets, fast methods, fewer epochs.")
+    ] = False,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+    wait_lock: Annotated[
+        bool, typer.Option("--wait-lock", help="Wait while another bench uses --out.")
+    ] = False,
+    tuned: Annotated[
+        Path | None,
+        typer.Option(help="Folder written by `udora tune`: tuned configs (--set wins)."),
+    ] = None,
+    executor: opts.Executor = "local",
+    address: opts.Address = None,
+    cpus_per_run: opts.CpusPerRun = None,
+) -> None:
+    """Run a grid of presets x methods x seeds; resumes, isolates failures, Ctrl-C safe.
+
+    Exit 0 when every run is ok, 1 when any failed or was skipped, 2 on a user error,
+    130 on Ctrl-C (docs/running.md, "A grid").
+    """
+    from udora import methods as registry
+    from udora.experiments.grid.bench import QUICK_METHODS, make_grid, run_grid, suite_presets
+    from udora.experiments.grid.lock import LockHeldError
+    from udora.experiments.run import interrupts
+    from udora.experiments.run.checks import UsageError, check_out_dir, parse_seeds
+    from udora.experiments.run.execute import parse_set
+
+    with interrupts.catch_interrupts():
+        try:
+            seed_list = parse_seeds(seeds)
+            spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
+            check_out_dir(out)
+            names = presets.split(",") if presets else suite_presets("quick" if quick else suite)
+            default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
+            chosen = methods_.split(",") if methods_ else (default or registry.list_methods())
+            over = parse_set(set_ or [])
+            configs, sources = _tuned_configs(tuned, names, chosen, over)
+            runs = make_grid(names, chosen, seed_list, over, quick=quick, data_dir=data_dir,
+                             tuned=configs)  # fmt: skip
+            summary = run_grid(
+                runs, out, data_dir=data_dir, wandb=wandb, console=console,
+                wait_lock=wait_lock, config_sources=sources, executor=spec,
+            )  # fmt: skip
+        except (UsageError, LockHeldError) as err:
+            _usage_error(err)
+        except KeyboardInterrupt:  # before the grid started: nothing ran
+            interrupts.ignore_from_now()
+            console.print("interrupted")
+            raise typer.Exit(130) from None
+        if summary.interrupted:  # a further Ctrl-C must not kill the exit (-2 instead of 130)
+            interrupts.ignore_from_now()
+        console.print(
+            f"{'interrupted: ' if summary.interrupted else ''}{summary.line()}; results in {out}",
+            highlight=False, markup=False, soft_wrap=True,
+        )  # fmt: skip
+    if summary.interrupted:
+        raise typer.Exit(130)
+    if not summary.ok:
+        raise typer.Exit(1)
+
+
+def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], over: dict):
+    """``bench --tuned``: ({(preset, method): config}, {(preset, method): source}); prints
+    one line per method without a tuned file and one when --set overrides tuned values."""
+    if tuned is None:
+        return None, None
+    from udora.experiments.tuning.tune import tuned_configs
+
+    configs, sources, missing = tuned_configs(tuned, presets, methods)
+    plain = {"highlight": False, "markup": False, "soft_wrap": True}
+    for (preset, method), config in configs.items():
+        won = sorted(set(over) & set(config))
+        if won:
+            path = sources[(preset, method)]["path"]
+            console.print(f"{preset}/{method}: --set {', '.join(won)} wins over {path}", **plain)
+    for method, where in missing.items():
+        console.print(f"{method}: no tuned file in {tuned} for {', '.join(where)}; default config",
+                      **plain)  # fmt: skip
+    return configs, sources

@@ -1,0 +1,70 @@
+"""The ``udora`` command line: parses arguments and calls one library function per job."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from udora.experiments.cli.data import oracle_app, presets_app
+from udora.experiments.cli.diagnose import diagnose_cmd
+from udora.experiments.cli.grid import bench_cmd, run_cmd
+from udora.experiments.cli.meta import meta_cmd
+from udora.experiments.cli.methods import methods_list
+from udora.experiments.cli.report import report_cmd
+from udora.experiments.cli.study import ablate_cmd
+from udora.experiments.cli.tuning import sweep_app, tune_cmd
+
+app = typer.Typer(
+    name="udora",
+    help="Score uncertainty disentanglement against exact GP posterior-risk targets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(presets_app, name="presets")
+app.add_typer(oracle_app, name="oracle")
+app.add_typer(sweep_app, name="sweep")
+app.command("tune")(tune_cmd)
+app.command("ablate")(ablate_cmd)
+app.command("diagnose")(diagnose_cmd)
+app.command("meta")(meta_cmd)
+app.command("run")(run_cmd)
+app.command("bench")(bench_cmd)
+app.command("report")(report_cmd)
+app.command("methods")(methods_list)
+console = Console()
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"udora {importlib.metadata.version('udora')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    from udora.experiments.run.jax_cache import configure_compilation_cache  # imports no JAX
+
+    configure_compilation_cache()
+
+
+def main() -> None:
+    """Console-script entry point: user errors print one line, not a traceback."""
+    try:
+        app()
+    except (ValueError, KeyError, FileNotFoundError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        # one line, never wrapped: a user error must stay greppable in logs
+        Console(stderr=True).print(
+            f"error: {message}", highlight=False, markup=False, soft_wrap=True
+        )
+        sys.exit(2)

@@ -1,0 +1,103 @@
+"""``udora meta``: observable against oracle rankings of methods (Kendall's tau).
+
+Argument parsing only; the numbers are :mod:`udora.experiments.meta.taus`, the files
+:mod:`udora.experiments.meta.outputs`. Registered on the root app by
+:mod:`udora.experiments.cli.main`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from udora.experiments.cli.errors import usage_error as _usage_error
+from udora.experiments.cli.errors import user_errors
+
+console = Console()
+
+
+def meta_cmd(
+    results: Annotated[Path, typer.Argument(help="A results folder of run, bench or ablate.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default RESULTS/report/meta).")
+    ] = None,
+    min_methods: Annotated[
+        int, typer.Option(help="Fewest configs a (preset, seed) needs to be ranked.")
+    ] = 4,
+    boot: Annotated[int, typer.Option(help="Bootstrap resamples of the presets.")] = 2000,
+    sizes: Annotated[
+        str,
+        typer.Option(help="Evaluation-point counts to rescore observables on ('' for none)."),
+    ] = "50,200,1000",
+    repeats: Annotated[int, typer.Option(help="Random subsets per count.")] = 20,
+    configs: Annotated[
+        str | None,
+        typer.Option(help="Only these configs: comma-separated patterns, e.g. '*@tuned'."),
+    ] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Which observable metrics rank methods the way the oracle does: Kendall's tau.
+
+    Per (preset, seed) with several methods, every observable metric (NLL, CRPS,
+    coverage, utilities, spread) and every oracle metric rank the configs; writes the taus,
+    their pooled means with bootstrap intervals, meta.md and a heatmap; then the same
+    observables rescored on --sizes random pool points (docs/metrics.md).
+    """
+    from udora.experiments.meta.outputs import markdown
+
+    if min_methods < 2:
+        _usage_error(f"--min-methods: expected at least 2, got {min_methods}")
+    if boot < 1:
+        _usage_error(f"--boot: expected a positive integer, got {boot}")
+    parts = [v.strip() for v in sizes.split(",")] if sizes.strip() else []
+    counts = tuple(int(v) if v.isdigit() else 0 for v in parts)
+    if any(c < 2 for c in counts):
+        _usage_error(f"--sizes: expected comma-separated integers of at least 2 ('' for "
+                     f"none), got {sizes!r}")  # fmt: skip
+    if repeats < 1:
+        _usage_error(f"--repeats: expected a positive integer, got {repeats}")
+    folder = out if out is not None else results / "report" / "meta"
+    stop = "interrupted: the files in --out may be incomplete; run udora meta again"
+    with user_errors(console, stop):
+        report = _meta(results, folder, configs, min_methods, boot, counts, repeats, data_dir)
+    console.print(markdown(report["pooled"]), highlight=False, markup=False, soft_wrap=True)
+    console.print(f"wrote {', '.join(p.name for p in report['written'])} in {folder}",
+                  highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+
+
+def _meta(results, folder, configs, min_methods, boot, counts, repeats, data_dir) -> dict:
+    """Load the runs, keep ``configs``, write the meta-evaluation; user errors as one line."""
+    import warnings
+    from fnmatch import fnmatch
+
+    from udora.experiments.meta.outputs import write_meta
+    from udora.experiments.results.store import load_runs
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # unreadable and legacy runs: `udora report` says
+            table, _ = load_runs(results)
+        if configs:
+            patterns = [p.strip() for p in configs.split(",") if p.strip()]
+            keep = table["config"].map(lambda c: any(fnmatch(c, p) for p in patterns))
+            if not keep.any():
+                raise ValueError(f"--configs: no config matches {configs!r}; configs here: "
+                                 f"{', '.join(sorted(set(table['config'])))}")  # fmt: skip
+            table = table[keep]
+        try:
+            report = write_meta(table, folder, min_methods=min_methods, n_boot=boot,
+                                sizes=counts, repeats=repeats,
+                                data_dir=str(data_dir) if data_dir else None)  # fmt: skip
+        except ValueError as err:
+            if configs and "or more ok configs" in str(err):
+                kept = sorted(set(table["config"]))
+                raise ValueError(f"{err} (--configs kept {len(kept)}: {', '.join(kept)})") from err
+            raise
+    except ValueError as err:
+        _usage_error(err)
+    except OSError as err:  # ours name the folder; the system's (e.g. --out) get the path
+        _usage_error(err if err.errno is None else f"{err.filename}: {err.strerror}")
+    return report

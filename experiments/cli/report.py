@@ -1,0 +1,54 @@
+"""``udora report``: the report of a results folder (docs/running.md, "The report").
+Registered on the root app by :mod:`udora.experiments.cli.main`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from udora.experiments.cli.errors import user_errors
+
+console = Console()
+
+
+def report_cmd(
+    results: Annotated[
+        Path, typer.Argument(help="A results folder written by run, bench or ablate.")
+    ],
+    out: Annotated[
+        Path | None, typer.Option(help="Report folder (default RESULTS/report).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Folder of <preset>.csv.gz (meta-evaluation section).")
+    ] = None,
+) -> None:
+    """Tables (parquet, csv), figures (PNG, PDF) and report.md from a results folder.
+
+    A folder of `udora ablate` also gets the study's section: slopes, Kendall's W, shifts
+    and their figures (docs/ablations.md). A folder with 4 or more methods on a preset and
+    seed also gets the meta-evaluation section (docs/metrics.md, `udora meta`).
+    """
+    import warnings
+
+    from udora.experiments.report.write import write_report
+    from udora.experiments.results.store import LegacyRunsWarning, UnreadableRunWarning
+    from udora.experiments.run.legacy import legacy_note, legacy_results
+
+    n_legacy = len(legacy_results(results))
+    if n_legacy:
+        note = f"note: the report excludes {legacy_note(results, n_legacy)}"
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("ignore", LegacyRunsWarning)  # said above, once
+        warnings.simplefilter("always", UnreadableRunWarning)
+        with user_errors(console, "interrupted: the report folder may be incomplete; run "
+                                  "udora report again"):  # fmt: skip
+            path = write_report(results, out, str(data_dir) if data_dir else None)
+    for w in caught:  # e.g. "skipped <path>: is not valid JSON ..."
+        console.print(f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
+    site = path.parent / "index.html"
+    console.print(f"wrote {path} and the browsable report {site} (open it in a browser; "
+                  "it works offline)", highlight=False, markup=False, soft_wrap=True)  # fmt: skip

@@ -1,0 +1,121 @@
+"""``udora ablate``: run an ablation study (a YAML file or ``--factor key=v1,v2,...``).
+
+Argument parsing only; the study is :mod:`udora.experiments.studies.study`, the grid is ``bench``'s
+(:func:`udora.experiments.grid.bench.run_grid`), and ``udora report`` on the study folder adds the
+ablation section (docs/ablations.md). Registered on the root app by
+:mod:`udora.experiments.cli.main`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from udora.experiments.cli import options as opts
+from udora.experiments.cli.errors import user_errors
+
+console = Console()
+
+
+def ablate_cmd(
+    study_file: Annotated[
+        Path | None,
+        typer.Argument(help="A study YAML, or a shipped study's name (width, depth, ...)."),
+    ] = None,
+    factor: Annotated[
+        str | None, typer.Option(help="Without a file: key=level1,level2,... (e.g. width=16,32).")
+    ] = None,
+    scale: Annotated[str, typer.Option(help="With --factor: log2, linear or ordinal.")] = "ordinal",
+    name: Annotated[str | None, typer.Option(help="With --factor: the study's name.")] = None,
+    suite: Annotated[str, typer.Option(help="With --factor: dev, heldout or all.")] = "dev",
+    presets: Annotated[str | None, typer.Option(help="With --factor: comma-separated.")] = None,
+    methods_: Annotated[
+        str | None, typer.Option("--methods", help="With --factor: comma-separated methods.")
+    ] = None,
+    seeds: Annotated[str, typer.Option(help="With --factor: comma-separated seeds.")] = "0",
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="With --factor: fixed key=value overrides.")
+    ] = None,
+    tune_trials: Annotated[
+        int | None,
+        typer.Option(
+            help="With --factor: tune the other fields at every level, N trials "
+            "per preset x method (udora tune; docs/ablations.md)."
+        ),
+    ] = None,
+    jobs: opts.Jobs = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Results folder (default ablations/<study name>).")
+    ] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+    wait_lock: Annotated[
+        bool, typer.Option("--wait-lock", help="Wait while another grid uses --out.")
+    ] = False,
+    executor: opts.Executor = "local",
+    address: opts.Address = None,
+    cpus_per_run: opts.CpusPerRun = None,
+) -> None:
+    """Run an ablation study: presets x methods x levels x seeds, resumable like bench.
+
+    Then `udora report OUT` writes its slopes, Kendall's W and figures. Exit 0 when every
+    run is ok, 1 when any failed or was skipped, 2 on a user error, 130 on Ctrl-C.
+    """
+    from udora.experiments.run import interrupts
+    from udora.experiments.run.checks import UsageError, check_out_dir, parse_seeds
+    from udora.experiments.run.execute import parse_set
+    from udora.experiments.studies.runner import run_study
+    from udora.experiments.studies.study import (
+        load_study,
+        study_from_factor,
+        study_runs,
+        write_study,
+    )
+
+    with interrupts.catch_interrupts():
+        with user_errors(console):
+            if (study_file is None) == (factor is None):
+                raise UsageError("give a study file or --factor key=level1,level2,..., not both")
+            if study_file is not None:
+                if tune_trials is not None:
+                    raise UsageError("--tune-trials: only with --factor (a file says `tune:`)")
+                study = load_study(study_file)
+                origin = str(study_file)
+            else:
+                if not methods_:
+                    raise UsageError("--factor needs --methods")
+                study = study_from_factor(
+                    factor, name=name, scale=scale, suite=suite,
+                    presets=presets.split(",") if presets else None,
+                    methods=methods_.split(","), seeds=parse_seeds(seeds),
+                    fixed=parse_set(set_ or []), tune_trials=tune_trials,
+                )  # fmt: skip
+                origin = "--factor"
+            folder = out if out is not None else Path("ablations") / study.name
+            spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
+            check_out_dir(folder)
+            n_runs = len(study_runs(study, data_dir, origin=origin)) if study.tune is None else (
+                len(study.preset_names()) * len(study.methods) * len(study.levels)
+                * len(study.seeds))  # fmt: skip
+            write_study(study, folder)
+            tuned = f", tuned per level ({study.tune.trials} trials)" if study.tune else ""
+            console.print(
+                f"study {study.name}: {study.factor} at {len(study.levels)} levels "
+                f"{study.level_names()}, {n_runs} runs{tuned}",
+                highlight=False, markup=False, soft_wrap=True,
+            )  # fmt: skip
+            summary = run_study(study, folder, data_dir=data_dir, console=console,
+                                wait_lock=wait_lock, origin=origin, executor=spec)  # fmt: skip
+        if summary.interrupted:
+            interrupts.ignore_from_now()
+        console.print(
+            f"{'interrupted: ' if summary.interrupted else ''}{summary.line()}; "
+            f"results in {folder}; `udora report {folder}` summarises the study",
+            highlight=False, markup=False, soft_wrap=True,
+        )  # fmt: skip
+    if summary.interrupted:
+        raise typer.Exit(130)
+    if not summary.ok:
+        raise typer.Exit(1)

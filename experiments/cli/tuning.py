@@ -1,0 +1,221 @@
+"""``udora sweep init|trial|run`` and ``udora tune``: tuning on a validation split.
+
+Argument parsing only; the work is in :mod:`udora.experiments.tuning.protocol`,
+:mod:`udora.experiments.tuning.sweeps` and :mod:`udora.experiments.tuning.tune` (docs/running.md,
+"Hyperparameter sweeps"). Registered on the root app by :mod:`udora.experiments.cli.main`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from udora.experiments.cli import options as opts
+from udora.experiments.cli.errors import usage_error as _usage_error
+
+console = Console()
+
+
+sweep_app = typer.Typer(
+    help="Hyperparameter sweeps scored on a validation split, never on the oracle.",
+    no_args_is_help=True,
+)
+
+
+@sweep_app.command("init")
+def sweep_init(
+    preset: Annotated[str, typer.Option(help="Preset name or YAML path.")],
+    method: Annotated[str, typer.Option(help="Registered method name (see `udora methods`).")],
+    out: Annotated[Path, typer.Option(help="The sweep YAML to write.")],
+    objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
+    search: Annotated[str, typer.Option(help="bayes, random or grid.")] = "bayes",
+    trials: Annotated[int, typer.Option(help="Trials in the sweep (run_cap).")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
+    val_fraction: Annotated[
+        float, typer.Option(help="Fraction of the training sample held out for validation.")
+    ] = 0.2,
+) -> None:
+    """Write a W&B sweep configuration (wandb sweep FILE) for METHOD on PRESET."""
+    from udora.experiments.tuning.sweep_file import sweep_config, write_sweep_config
+
+    try:
+        config = sweep_config(
+            preset, method, objective=objective, search=search, trials=trials, seed=seed,
+            val_fraction=val_fraction,
+        )  # fmt: skip
+        path = write_sweep_config(config, out)
+    except (ValueError, KeyError) as err:
+        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    console.print(f"wrote {path} ({search}, {trials} trials, metric {config['metric']['name']})")
+
+
+@sweep_app.command("trial")
+def sweep_trial(
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(help="key=value: preset, method, seed, objective, config fields."),
+    ] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+) -> None:
+    """Run one sweep trial: fit on the fit part, print the validation objective as JSON.
+
+    Under a W&B agent (WANDB_SWEEP_ID set) the objective is also logged to the run.
+    """
+    import json
+    import os
+
+    from udora.experiments.tuning.protocol import trial
+    from udora.experiments.tuning.sweep_file import parse_trial_args
+
+    try:
+        kwargs = parse_trial_args(list(args or []))
+        result = trial(data_dir=data_dir, **kwargs)
+    except (ValueError, KeyError) as err:
+        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    summary = result.summary()
+    print(json.dumps(summary, default=str))
+    if os.environ.get("WANDB_SWEEP_ID"):
+        import wandb
+
+        with wandb.init(config=kwargs["config_overrides"]) as run:
+            run.log({k: summary[k] for k in ("val_nll", "val_rmse", "n_fit", "n_val")})
+
+
+@sweep_app.command("run")
+def sweep_run_cmd(
+    file: Annotated[Path, typer.Argument(help="A sweep YAML (udora sweep init).")],
+    trials: Annotated[
+        int | None, typer.Option(help="Trials the sweep should have (default: its run_cap).")
+    ] = None,
+    jobs: opts.Jobs = None,
+    out: Annotated[Path, typer.Option(help="Folder of sweep folders.")] = Path("sweeps"),
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+    wandb: Annotated[
+        bool, typer.Option("--wandb", help="Create the sweep on W&B and run it under an agent.")
+    ] = False,
+    executor: opts.Executor = "local",
+    address: opts.Address = None,
+    cpus_per_run: opts.CpusPerRun = None,
+) -> None:
+    """Run (or resume) a sweep offline: `sweeps` proposes, trials run here, written to --out.
+
+    Exit 0 when the sweep completed (failed trials are counted, not fatal), 1 when no trial
+    is ok, 2 on a user error (also --wandb without credentials), 130 on Ctrl-C.
+    """
+    from udora.experiments.grid.lock import LockHeldError
+    from udora.experiments.run import interrupts
+    from udora.experiments.tuning import on_wandb as sweep_wandb
+    from udora.experiments.tuning import sweeps as sr
+    from udora.experiments.tuning.proposals import sweep_dir, trial_cap
+    from udora.experiments.tuning.sweep_file import load_sweep_config
+    from udora.experiments.tuning.trials import trial_line
+
+    plain = {"highlight": False, "markup": False, "soft_wrap": True}
+
+    def show(record: dict) -> None:
+        console.print(trial_line(record), **plain)
+
+    try:
+        config = load_sweep_config(file)
+        trial_cap(config, trials)
+        spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
+    except (ValueError, KeyError) as err:
+        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    if wandb:
+        if sweep_wandb.wandb_api_key() is None:
+            _usage_error(
+                "--wandb: no W&B credentials (set WANDB_API_KEY or run `wandb login`); "
+                "nothing was run. Without --wandb the sweep runs offline."
+            )
+        sweep_id = sweep_wandb.run_on_wandb(
+            config, out, trials=trials, data_dir=data_dir, on_trial=show
+        )
+        console.print(f"W&B sweep {sweep_id}; trials in {sweep_dir(config, out)}", **plain)
+        return
+    try:
+        summary = sr.run_sweep(config, out, trials=trials, data_dir=data_dir, on_trial=show,
+                               executor=spec)  # fmt: skip
+    except (ValueError, LockHeldError) as err:
+        _usage_error(err)
+    if summary.interrupted:
+        interrupts.ignore_from_now()
+        console.print(f"interrupted: {summary.line()}; rerun to resume", **plain)
+        raise typer.Exit(130)
+    console.print(summary.line(), **plain)
+    if summary.best is None:
+        raise typer.Exit(1)
+
+
+def tune_cmd(
+    suite: Annotated[str, typer.Option(help="dev, heldout or all.")] = "dev",
+    presets: Annotated[str | None, typer.Option(help="Comma-separated presets.")] = None,
+    methods_: Annotated[
+        str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")
+    ] = None,
+    trials: Annotated[int, typer.Option(help="Trials per (preset, method) sweep.")] = 10,
+    jobs: opts.Jobs = None,
+    objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
+    seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
+    out: Annotated[Path, typer.Option(help="Folder of tuned configs.")] = Path("tuned"),
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Hold a field: key=value (method.key for one method)."),
+    ] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+    executor: opts.Executor = "local",
+    address: opts.Address = None,
+    cpus_per_run: opts.CpusPerRun = None,
+) -> None:
+    """Tune every preset x method by an offline bayes sweep on a validation split.
+
+    Writes OUT/<preset>/<method>.yaml (best config, objective, trial counts, sweep file and
+    hash); resumable. Exit 0 when done, 2 on a user error, 130 on Ctrl-C.
+    """
+    from udora import methods as registry
+    from udora.experiments.grid.bench import suite_presets
+    from udora.experiments.grid.lock import LockHeldError
+    from udora.experiments.run import interrupts
+    from udora.experiments.tuning.proposals import SweepSummary
+    from udora.experiments.tuning.trials import trial_line
+    from udora.experiments.tuning.tune import tune_many
+
+    plain = {"highlight": False, "markup": False, "soft_wrap": True}
+    names = presets.split(",") if presets else suite_presets(suite)
+    chosen = methods_.split(",") if methods_ else registry.list_methods()
+
+    def show(record: dict) -> None:
+        where = f"{record['params'].get('preset')}/{record['params'].get('method')}"
+        seconds = record.get("timings", {}).get("trial", 0.0)
+        console.print(f"  {where} {trial_line(record)} ({seconds:.1f} s)", **plain)
+
+    def tuned(path: Path, data: dict, summary: SweepSummary | None) -> None:
+        if summary is None:
+            console.print(f"{data['preset']}/{data['method']}: no tunable parameters; "
+                          f"wrote {path}", **plain)  # fmt: skip
+        else:
+            console.print(f"{data['preset']}/{data['method']}: {summary.line()}; wrote {path}",
+                          **plain)  # fmt: skip
+
+    pairs = [(preset, method) for preset in names for method in chosen]
+    try:
+        from udora.experiments.run.spec import parse_set
+
+        spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
+        summaries = tune_many(
+            pairs, out, trials=trials, objective=objective, seed=seed, executor=spec,
+            fixed=parse_set(set_ or []), data_dir=data_dir, on_trial=show, on_tuned=tuned,
+        )  # fmt: skip
+    except (ValueError, KeyError, LockHeldError) as err:
+        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    if any(s.interrupted for s in summaries):
+        interrupts.ignore_from_now()
+        n = sum(len(s.trials) for s in summaries)
+        console.print(f"interrupted: {n} trials on disk under {out}/sweeps; rerun to resume",
+                      **plain)  # fmt: skip
+        raise typer.Exit(130)
+    ran = sum(s.ran for s in summaries)
+    console.print(f"tuned {len(pairs)} pairs ({len(summaries)} sweeps, {ran} trials ran now) "
+                  f"into {out}", **plain)  # fmt: skip

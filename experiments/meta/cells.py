@@ -1,0 +1,244 @@
+"""Meta-evaluation on the stored predictions: each (preset, seed) cell's task rebuilt once
+(:func:`load_cells`) to compute what result.json lacks. That is the block energy and
+variogram scores (:func:`block_metrics`), the observable metrics on random subsets of the
+pool (:func:`subsample_taus`) and the interval AUC on the oracle's exceedance task
+(:func:`iauc_regions`). The rankings themselves are :mod:`udora.experiments.meta.taus`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from udora.experiments.meta.taus import OBSERVABLE, ORACLE, goodness
+from udora.experiments.results.aggregate import kendall_tau
+
+# Multivariate scores over blocks of nearby pool points (udora.scoring.multivariate): not
+# in result.json (they need the covariates); :func:`block_metrics` computes them.
+BLOCK_SIZE = 5
+MAX_BLOCKS = 1000
+# Nominal levels of the interval-AUC curves (the 0.5/0.8/0.9/0.95 of the first tables among them).
+IAUC_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (preset, seed) of a results table with what rescoring needs: its ok runs (one
+    row per config), the task rebuilt from their recorded preset, and each run's stored
+    prediction arrays (``mean``, ``aleatoric``, ``epistemic`` (N,), ``member_means``
+    (K, N) if any), in the order of the rows; and ``blocks`` (B, 5), the blocks of nearby
+    pool points of the multivariate scores (:func:`udora.scoring.multivariate.nearest_blocks`,
+    ``B = min(N // 5, 1000)`` anchors drawn by the Generator of the run seed)."""
+
+    preset: str
+    seed: int
+    runs: pd.DataFrame
+    task: Any
+    predictions: list[dict[str, np.ndarray]]
+    blocks: np.ndarray
+
+    def where(self, keep: np.ndarray) -> Cell:
+        """The same cell with only the runs where ``keep`` (one bool per run) holds."""
+        preds = [p for p, k in zip(self.predictions, keep, strict=True) if k]
+        return Cell(self.preset, self.seed, self.runs[keep], self.task, preds, self.blocks)
+
+
+def load_cells(
+    table: pd.DataFrame, min_methods: int = 4, data_dir: str | None = None
+) -> list[Cell]:
+    """Every (preset, seed) of ``table``'s ok runs with at least ``min_methods`` configs,
+    its task built once (:class:`Cell`); the input of :func:`subsample_taus` and
+    :func:`iauc_regions`.
+
+    Raises:
+        ValueError: the data table found now (under ``data_dir``, default the loader's) is
+            not the one the runs recorded (its sha256): the rebuilt targets would not be
+            theirs.
+    """
+    import json
+
+    from udora.oracle.preset import Preset
+    from udora.oracle.task import build_task
+    from udora.scoring.multivariate import nearest_blocks
+
+    cells = []
+    ok = table[table["status"] == "ok"]
+    for (preset, run_seed), runs in ok.groupby(["preset", "seed"], sort=True):
+        if len(runs) < min_methods:
+            continue
+        records = [json.loads((Path(d) / "result.json").read_text()) for d in runs["run_dir"]]
+        used = {(r.get("data_source") or {}).get("sha256") for r in records}
+        record = records[0]
+        task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
+                          data_dir=data_dir)  # fmt: skip
+        found = task.meta.get("data_source") or {}
+        if used != {found.get("sha256")}:  # other data: other f, y and targets
+            ran = sorted(
+                f"{(r.get('data_source') or {}).get('location')} (sha256 "
+                f"{str((r.get('data_source') or {}).get('sha256'))[:12]})"
+                for r in records
+            )
+            raise ValueError(
+                f"{preset}, seed {run_seed}: the runs used {', '.join(dict.fromkeys(ran))}, "
+                f"but the data found now is {found.get('location')} (sha256 "
+                f"{str(found.get('sha256'))[:12]}); give --data-dir as the runs had it"
+            )
+        preds = []
+        for run_dir in runs["run_dir"]:
+            with np.load(Path(run_dir) / "predictions.npz") as z:
+                preds.append({name: z[name] for name in z.files})
+        N = task.X.shape[0]
+        blocks = nearest_blocks(task.X, min(N // BLOCK_SIZE, MAX_BLOCKS), BLOCK_SIZE,
+                                np.random.default_rng(int(run_seed)))  # fmt: skip
+        cells.append(Cell(str(preset), int(run_seed), runs, task, preds, blocks))
+    return cells
+
+
+def _block_rng(cell: Cell, config: str, extra: int = 0) -> np.random.Generator:
+    """The noise draws of one config's block forecast: from the run seed and the config's
+    name, so they never depend on which other configs the folder holds."""
+    import zlib
+
+    return np.random.default_rng([cell.seed, zlib.crc32(config.encode()), extra])
+
+
+def _block_scores(cell: Cell, i: int, blocks: np.ndarray, extra: int = 0) -> dict[str, float]:
+    """Run ``i``'s block energy and variogram scores on ``blocks`` (NaN without members)."""
+    from udora.scoring.multivariate import block_scores
+
+    pred = cell.predictions[i]
+    if pred.get("member_means") is None:
+        return {"energy_score_block": float("nan"), "variogram_score_block": float("nan")}
+    return block_scores(cell.task.y, pred["member_means"], pred["aleatoric"], blocks,
+                        rng=_block_rng(cell, str(cell.runs["config"].iloc[i]), extra))  # fmt: skip
+
+
+def block_metrics(cells: list[Cell]) -> pd.DataFrame:
+    """The energy and variogram scores over each cell's blocks for every run with members
+    (:func:`udora.scoring.multivariate.block_scores`; NaN for runs without).
+
+    Returns:
+        One row per run: ``run_dir``, ``energy_score_block``, ``variogram_score_block``.
+    """
+    rows = []
+    for cell in cells:
+        for i, run_dir in enumerate(cell.runs["run_dir"]):
+            rows.append({"run_dir": run_dir, **_block_scores(cell, i, cell.blocks)})
+    return pd.DataFrame(rows, columns=["run_dir", "energy_score_block", "variogram_score_block"])
+
+
+def with_block_metrics(table: pd.DataFrame, cells: list[Cell]) -> pd.DataFrame:
+    """``table`` with the columns of :func:`block_metrics` (NaN for runs not in a cell)."""
+    extra = block_metrics(cells)
+    merged = table.drop(columns=[c for c in extra.columns[1:] if c in table.columns])
+    return merged.merge(extra, on="run_dir", how="left", validate="many_to_one").set_axis(
+        table.index
+    )
+
+
+def subsample_taus(
+    cells: list[Cell],
+    sizes: tuple[int, ...] = (50, 200, 1000),
+    repeats: int = 20,
+    seed: int = 0,
+    oracle: str = "spearman_eu",
+    min_methods: int = 4,
+) -> pd.DataFrame:
+    """How many evaluation points an observable metric needs to rank like the oracle.
+
+    In each cell (:func:`load_cells`), each config's stored prediction is scored again
+    (:func:`udora.scoring.score_arrays`) on ``repeats`` random subsets of the pool of each
+    size (a size at least N is the whole pool, once); the observable rankings on the
+    subset are compared (Kendall's tau-b) with the ``oracle`` metric's ranking on the
+    whole pool, as stored. The block scores use ``size // 5`` of the cell's blocks instead
+    (all of them past N). Subsets are drawn from the Generator of ``[seed, cell index,
+    size]``.
+
+    Returns:
+        One row per (preset, seed, observable, size) with the mean ``tau`` over repeats
+        and ``points`` (the subset size used).
+    """
+    from udora.scoring import score_arrays
+
+    rows = []
+    for k, cell in enumerate(cells):
+        cell = cell.where(np.isfinite(ORACLE[oracle](cell.runs).to_numpy()))
+        if len(cell.runs) < min_methods:
+            continue
+        truth = ORACLE[oracle](cell.runs).to_numpy()
+        N = cell.task.X.shape[0]
+        for size in sizes:
+            rng = np.random.default_rng([seed, k, size])
+            B = cell.blocks.shape[0]
+            subsets = (
+                [(np.arange(N), np.arange(B))]
+                if size >= N
+                else [(rng.choice(N, size=size, replace=False),
+                       rng.choice(B, size=max(1, min(B, size // BLOCK_SIZE)), replace=False))
+                      for _ in range(repeats)]
+            )  # fmt: skip
+            taus: dict[str, list[float]] = {}
+            for r, (idx, blk) in enumerate(subsets):
+                scored = pd.DataFrame([
+                    _score_subset(cell.task, p, idx, score_arrays)
+                    | _block_scores(cell, i, cell.blocks[blk], extra=r)
+                    for i, p in enumerate(cell.predictions)
+                ])  # fmt: skip
+                seen = goodness(scored, OBSERVABLE)
+                for obs in seen:
+                    fine = np.isfinite(seen[obs].to_numpy())
+                    if fine.sum() >= min_methods:
+                        taus.setdefault(obs, []).append(
+                            kendall_tau(seen[obs].to_numpy()[fine], truth[fine])
+                        )
+            for obs, values in taus.items():
+                rows.append({"preset": cell.preset, "seed": cell.seed, "observable": obs,
+                             "size": size, "points": min(size, N),
+                             "tau": float(np.nanmean(values))})  # fmt: skip
+    return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
+
+
+def iauc_regions(
+    cells: list[Cell],
+    levels: tuple[float, ...] = IAUC_LEVELS,
+    quantile: float = 0.9,
+) -> pd.DataFrame:
+    """Interval AUC of each config's EU intervals on the oracle's exceedance task, per
+    cell (:func:`load_cells`) and level, with the exact posterior's own intervals as the
+    ``oracle`` row (:func:`udora.scoring.interval_auc.exceedance_regions`).
+
+    Returns:
+        One row per (preset, seed, config, level): ``above``, ``overlap``, ``below``.
+    """
+    from udora.scoring.interval_auc import exceedance_regions
+
+    rows = []
+    for cell in cells:
+        task = cell.task
+        for i, (config, pred) in enumerate(zip(cell.runs["config"], cell.predictions,
+                                               strict=True)):  # fmt: skip
+            out = exceedance_regions(task.f, pred["mean"], pred["epistemic"], task.post_mean,
+                                     task.post_var, quantile=quantile, levels=levels)  # fmt: skip
+            sources = [(config, out["method"])] + ([("oracle", out["oracle"])] if i == 0 else [])
+            for name, by_level in sources:
+                for level, regions in by_level.items():
+                    rows.append({"preset": cell.preset, "seed": cell.seed, "config": name,
+                                 "level": level, **regions})  # fmt: skip
+    return pd.DataFrame(rows, columns=["preset", "seed", "config", "level", "above",
+                                       "overlap", "below"])  # fmt: skip
+
+
+def _score_subset(task, prediction: dict, idx: np.ndarray, score_arrays) -> dict:
+    """The metrics of one prediction on the pool points ``idx`` (M,)."""
+    members = prediction.get("member_means")
+    return score_arrays(
+        f=task.f[idx], y=task.y[idx], noise_var=task.noise_var[idx],
+        post_mean=task.post_mean[idx], post_var=task.post_var[idx],
+        mean=prediction["mean"][idx], aleatoric=prediction["aleatoric"][idx],
+        epistemic=prediction["epistemic"][idx],
+        member_means=None if members is None else members[:, idx],
+    )  # fmt: skip

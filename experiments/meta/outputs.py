@@ -1,0 +1,225 @@
+"""``udora meta RESULTS``: the tables and the figure of :mod:`udora.experiments.meta.taus`.
+
+Writes under the output folder: ``meta_cells.csv`` (tau per preset, seed, observable and
+oracle metric), ``meta_pooled.csv`` (pooled tau with its bootstrap interval),
+``meta.md`` (the pooled taus as an observable x oracle table), ``meta_tau.png``/``.pdf``
+(the same as a heatmap, annotated) and, when asked, ``meta_by_size.csv`` and its figure
+(agreement with the EU ranking against the number of evaluation points), and
+``meta_iauc.csv`` with the figures ``meta_iauc`` (interval AUC of every config's EU
+intervals on the exceedance task f > its 0.9 quantile at the 90% level, the exact
+posterior as reference) and ``meta_iauc_curves`` (the three regions over nominal levels).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from udora.experiments.meta.cells import (
+    iauc_regions,
+    load_cells,
+    subsample_taus,
+    with_block_metrics,
+)
+from udora.experiments.meta.taus import OBSERVABLE, ORACLE, cell_taus, pooled_taus
+from udora.experiments.results.figures import OKABE_ITO, save_figure
+
+
+def tau_matrix(pooled: pd.DataFrame, column: str = "tau") -> pd.DataFrame:
+    """``column`` of the pooled rows as an observable x oracle frame, in the order of
+    :data:`OBSERVABLE` and :data:`ORACLE` (metrics without a value left out)."""
+    wide = pooled.pivot(index="observable", columns="oracle", values=column)
+    rows = [m for m in OBSERVABLE if m in wide.index]
+    cols = [m for m in ORACLE if m in wide.columns]
+    return wide.loc[rows, cols]
+
+
+def markdown(pooled: pd.DataFrame) -> str:
+    """Pooled tau and its 95% interval per observable (rows) and oracle metric (columns)."""
+    tau, low, high = (tau_matrix(pooled, c) for c in ("tau", "low", "high"))
+    lines = ["| observable | " + " | ".join(tau.columns) + " |",
+             "|---|" + "---|" * len(tau.columns)]  # fmt: skip
+    for obs in tau.index:
+        cells = [f"{tau.loc[obs, c]:+.2f} [{low.loc[obs, c]:+.2f}, {high.loc[obs, c]:+.2f}]"
+                 if np.isfinite(tau.loc[obs, c]) else "n/a" for c in tau.columns]  # fmt: skip
+        lines.append(f"| {obs} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def heatmap(pooled: pd.DataFrame, stem: Path, title: str) -> list[Path]:
+    """The pooled taus as an annotated heatmap (diverging, -1 to 1); PNG and PDF."""
+    import matplotlib.pyplot as plt  # Agg: set by udora.experiments.results.figures
+
+    tau = tau_matrix(pooled)
+    fig, ax = plt.subplots(figsize=(1.2 + 0.95 * tau.shape[1], 1.4 + 0.42 * tau.shape[0]))
+    image = ax.imshow(tau.to_numpy(dtype=float), cmap="RdBu", vmin=-1.0, vmax=1.0)
+    ax.set_xticks(range(tau.shape[1]), tau.columns, rotation=40, ha="right", fontsize=8)
+    ax.set_yticks(range(tau.shape[0]), tau.index, fontsize=8)
+    for i in range(tau.shape[0]):
+        for j in range(tau.shape[1]):
+            value = tau.iat[i, j]
+            if np.isfinite(value):
+                ax.text(j, i, f"{value:+.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if abs(value) > 0.6 else "black")  # fmt: skip
+    ax.set(xlabel="oracle metric", ylabel="observable metric", title=title)
+    fig.colorbar(image, ax=ax, label="Kendall's tau-b (mean over presets)")
+    return save_figure(fig, stem)
+
+
+def size_figure(by_size: pd.DataFrame, stem: Path, oracle: str) -> list[Path]:
+    """Mean tau over cells against the number of evaluation points, one line per
+    observable metric; PNG and PDF."""
+    import matplotlib.pyplot as plt  # Agg: set by udora.experiments.results.figures
+
+    mean = by_size.groupby(["observable", "size"])["tau"].mean().unstack("observable")
+    fig, ax = plt.subplots(figsize=(7.6, 4.6))
+    for i, obs in enumerate(m for m in OBSERVABLE if m in mean.columns):
+        # 8 colours, then a new line style and marker: each (colour, style) pair once
+        style, marker = (("-", "o"), ("--", "s"), (":", "^"))[(i // 8) % 3]
+        ax.plot(mean.index, mean[obs], ls=style, marker=marker, color=OKABE_ITO[i % 8],
+                label=obs)  # fmt: skip
+    ax.set_xscale("log")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set(xlabel="evaluation points (random subsets of the pool; a size past N: all N)",
+           ylabel=f"Kendall's tau with {oracle} (mean over cells)",
+           title="How many points an observable metric needs")  # fmt: skip
+    ax.legend(
+        fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, handlelength=3.5
+    )  # long enough to show the dashes
+    return save_figure(fig, stem)
+
+
+def iauc_figure(regions: pd.DataFrame, stem: Path, level: float = 0.9) -> list[Path]:
+    """The three ranking regions per config at one nominal level, mean over cells, as
+    stacked horizontal bars sorted by P(I1 > I0); the exact posterior's row is ``oracle``."""
+    import matplotlib.pyplot as plt  # Agg: set by udora.experiments.results.figures
+
+    at = regions[np.isclose(regions["level"], level)]
+    mean = at.groupby("config")[["above", "overlap", "below"]].mean().sort_values("above")
+    fig, ax = plt.subplots(figsize=(7.6, 1.6 + 0.36 * len(mean)))
+    left = np.zeros(len(mean))
+    for name, colour, label in (("above", "#2166ac", "P(I1 > I0): confidently right"),
+                                ("overlap", "#bbbbbb", "P(overlap)"),
+                                ("below", "#b2182b", "P(I1 < I0): confidently wrong")):  # fmt: skip
+        ax.barh(range(len(mean)), mean[name], left=left, color=colour, label=label)
+        left += mean[name].to_numpy()
+    ax.set_yticks(range(len(mean)), mean.index, fontsize=8)
+    ax.set(xlim=(0, 1), xlabel="share of (exceeding, not exceeding) pairs, mean over cells",
+           title=f"Ranking f's top decile with EU intervals ({level:.0%} nominal)")  # fmt: skip
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return save_figure(fig, stem)
+
+
+def iauc_curves_figure(regions: pd.DataFrame, stem: Path) -> list[Path]:
+    """The three-region curves over nominal levels: one small panel per config (the exact
+    posterior's ``oracle`` first, then by P(I1 > I0) at 90%), the regions stacked, mean
+    over cells; PNG and PDF."""
+    import matplotlib.pyplot as plt  # Agg: set by udora.experiments.results.figures
+
+    mean = regions.groupby(["config", "level"])[["above", "overlap", "below"]].mean()
+    at90 = mean.xs(0.9, level="level")["above"] if 0.9 in mean.index.get_level_values(1) else (
+        mean.groupby("config")["above"].mean())  # fmt: skip
+    order = sorted(at90.index, key=lambda c: (c != "oracle", -at90[c]))
+    cols = 4
+    rows = -(-len(order) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(10.0, 1.0 + 1.9 * rows), sharex=True,
+                             sharey=True, squeeze=False)  # fmt: skip
+    colours = {"above": "#2166ac", "overlap": "#bbbbbb", "below": "#b2182b"}
+    labels = {"above": "P(I1 > I0)", "overlap": "P(overlap)", "below": "P(I1 < I0)"}
+    for ax, config in zip(axes.flat, order, strict=False):
+        part = mean.loc[config]
+        ax.stackplot(part.index, *(part[k] for k in colours), colors=list(colours.values()),
+                     labels=list(labels.values()))  # fmt: skip
+        ax.set_title(config, fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes.flat[len(order) :]:
+        ax.set_visible(False)
+    for j in range(cols):  # the lowest panel of each column carries the x axis
+        shown = [ax for ax in axes[:, j] if ax.get_visible()]
+        if shown:
+            shown[-1].tick_params(labelbottom=True)
+            shown[-1].set_xlabel("nominal level of mu +- z sqrt(e)", fontsize=7)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("share of pairs", fontsize=7)
+    axes.flat[0].legend(fontsize=6, loc="lower left")
+    fig.suptitle("Interval AUC regions of EU intervals over nominal levels (f > its 0.9 "
+                 "quantile; mean over cells)", fontsize=10)  # fmt: skip
+    return save_figure(fig, stem)
+
+
+def write_meta(
+    table: pd.DataFrame,
+    out: str | Path,
+    *,
+    min_methods: int = 4,
+    n_boot: int = 2000,
+    sizes: tuple[int, ...] = (),
+    repeats: int = 20,
+    rescore: bool = True,
+    data_dir: str | None = None,
+    keep_sizes: bool = False,
+) -> dict[str, Any]:
+    """Compute and write the meta-evaluation of a results table (``load_runs``) under
+    ``out``; returns the cells, the pooled rows and the paths written. With ``rescore``,
+    each (preset, seed) task is rebuilt once from the runs' folders (:func:`load_cells`)
+    for the block energy and variogram scores of runs with members
+    (:func:`udora.experiments.meta.cells.block_metrics`), ranked with the stored observable
+    metrics, for the interval AUC and for ``sizes``; without it only the stored metrics
+    are ranked; files an earlier call wrote and this one does not are removed (the
+    ``meta_by_size`` ones only without ``keep_sizes``). With ``sizes``,
+    also the taus of observable metrics computed on that many pool points against the
+    EU ranking (:func:`udora.experiments.meta.cells.subsample_taus`): ``meta_by_size.csv`` and
+    the figure ``meta_by_size``; and the interval AUC of every config
+    (:func:`udora.experiments.meta.cells.iauc_regions`): ``meta_iauc.csv`` and its figures.
+
+    Raises:
+        ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stale = [] if rescore else ["meta_iauc.csv", "meta_iauc.png", "meta_iauc.pdf",
+                                "meta_iauc_curves.png", "meta_iauc_curves.pdf"]  # fmt: skip
+    if not (sizes and rescore) and not keep_sizes:
+        stale += ["meta_by_size.csv", "meta_by_size.png", "meta_by_size.pdf"]
+    for name in stale:  # outputs of an earlier call that this one does not write
+        (out / name).unlink(missing_ok=True)
+    loaded = load_cells(table, min_methods, data_dir) if rescore else []
+    if rescore:
+        table = with_block_metrics(table, loaded)
+    cells = cell_taus(table, min_methods=min_methods)
+    if cells.empty:
+        raise ValueError(
+            f"no (preset, seed) has {min_methods} or more ok configs to rank; "
+            "the meta-evaluation needs several methods on the same preset and seed"
+        )
+    pooled = pooled_taus(cells, n_boot=n_boot)
+    written = [out / "meta_cells.csv", out / "meta_pooled.csv", out / "meta.md"]
+    cells.to_csv(written[0], index=False)
+    pooled.to_csv(written[1], index=False)
+    presets, n_cells = cells["preset"].nunique(), len(cells[["preset", "seed"]].drop_duplicates())
+    text = ("# Which observable metrics rank methods like the oracle\n\n"
+            f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
+            f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
+            "over presets (docs/metrics.md).\n\n" + markdown(pooled))  # fmt: skip
+    written[2].write_text(text)
+    written += heatmap(pooled, out / "meta_tau", f"Observable vs oracle rankings "
+                       f"({presets} presets)")  # fmt: skip
+    regions = by_size = None
+    if rescore:
+        regions = iauc_regions(loaded)
+        regions.to_csv(out / "meta_iauc.csv", index=False)
+        written.append(out / "meta_iauc.csv")
+        if not regions.empty:
+            written += iauc_figure(regions, out / "meta_iauc")
+            written += iauc_curves_figure(regions, out / "meta_iauc_curves")
+    if sizes and rescore:
+        by_size = subsample_taus(loaded, sizes=sizes, repeats=repeats, min_methods=min_methods)
+        by_size.to_csv(out / "meta_by_size.csv", index=False)
+        written.append(out / "meta_by_size.csv")
+        if not by_size.empty:
+            written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
+    return {"cells": cells, "pooled": pooled, "by_size": by_size, "iauc": regions,
+            "written": written}  # fmt: skip

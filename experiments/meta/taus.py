@@ -1,0 +1,135 @@
+"""Which observable metrics rank UQ methods the way the oracle does (meta-evaluation).
+
+A practitioner ranks methods by what held-out noisy targets show: NLL, CRPS, coverage,
+calibration, realised utilities, ensemble spread scores. udora also knows each method's
+agreement with the exact targets. For every (preset, seed) cell of a results folder with
+at least ``min_methods`` ok configs (each config one "method", keyed as the report keys
+them), every observable metric and every oracle metric rank the configs, and Kendall's
+tau-b compares the two rankings (:func:`cell_taus`). :func:`pooled_taus` averages a pair's
+tau over the seeds of a preset, then over presets, with a percentile bootstrap interval
+that resamples presets.
+
+Each metric is first turned into a *goodness* (higher is better, :data:`OBSERVABLE`,
+:data:`ORACLE`): scores and losses are negated, a coverage becomes minus its distance to
+the nominal level, a spread-skill ratio minus the absolute log of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from udora.experiments.results.aggregate import kendall_tau
+
+
+def _lower_is_better(name: str) -> Callable[[pd.DataFrame], pd.Series]:
+    return lambda table: -table[name]
+
+
+def _higher_is_better(name: str) -> Callable[[pd.DataFrame], pd.Series]:
+    return lambda table: table[name]
+
+
+def _coverage(level: int) -> Callable[[pd.DataFrame], pd.Series]:
+    return lambda table: -(table[f"coverage_{level}"] - level / 100.0).abs()
+
+
+OBSERVABLE: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+    "nll": _lower_is_better("nll"),
+    "crps": _lower_is_better("crps"),
+    "miscal_area": _lower_is_better("miscal_area"),
+    "coverage_error_50": _coverage(50),
+    "coverage_error_90": _coverage(90),
+    "coverage_error_95": _coverage(95),
+    "interval_score_50": _lower_is_better("interval_score_50"),
+    "interval_score_90": _lower_is_better("interval_score_90"),
+    "interval_score_95": _lower_is_better("interval_score_95"),
+    "nAURC_eu_realised": _higher_is_better("nAURC_eu_realised"),
+    "nAURC_total_realised": _higher_is_better("nAURC_total_realised"),
+    "util_selective": _lower_is_better("util_selective"),
+    "util_topk": _lower_is_better("util_topk"),
+    "crps_fair": _lower_is_better("crps_fair"),
+    "spread_skill": lambda table: -np.log(table["spread_skill"]).abs(),
+    "err_spread_spearman": _higher_is_better("err_spread_spearman"),
+    "energy_score_block": _lower_is_better("energy_score_block"),
+    "variogram_score_block": _lower_is_better("variogram_score_block"),
+}
+# The last two are multivariate scores over blocks of nearby pool points, not in
+# result.json (they need the covariates): :mod:`udora.experiments.meta.cells` computes them.
+ORACLE: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+    "spearman_eu": _higher_is_better("spearman_eu"),
+    "spearman_au": _higher_is_better("spearman_au"),
+    "spearman_total": _higher_is_better("spearman_total"),
+    "nAURC_eu": _higher_is_better("nAURC_eu"),
+    "nAURC_total": _higher_is_better("nAURC_total"),
+    "util_selective_oracle": _lower_is_better("util_selective_oracle"),
+    "util_topk_oracle": _lower_is_better("util_topk_oracle"),
+}
+
+
+def goodness(table: pd.DataFrame, metrics: dict[str, Callable]) -> pd.DataFrame:
+    """One column per metric of ``metrics`` that ``table`` can compute, higher is better;
+    rows as ``table``'s. Metrics whose columns are missing are left out."""
+    out = {}
+    for name, fn in metrics.items():
+        try:
+            out[name] = fn(table).astype(float)
+        except KeyError:
+            continue
+    return pd.DataFrame(out, index=table.index)
+
+
+def cell_taus(table: pd.DataFrame, min_methods: int = 4) -> pd.DataFrame:
+    """Kendall's tau-b between every observable and every oracle ranking, per cell.
+
+    Args:
+        table: one row per run with ``preset``, ``seed``, ``config``, ``status`` and metric
+            columns (:func:`udora.experiments.results.store.load_runs`).
+        min_methods: the fewest configs with both metrics finite for a tau to be computed.
+
+    Returns:
+        One row per (preset, seed, observable, oracle) with ``tau`` and ``methods`` (the
+        configs ranked); pairs with too few finite configs are left out.
+    """
+    ok = table[table["status"] == "ok"]
+    rows = []
+    for (preset, seed), cell in ok.groupby(["preset", "seed"], sort=True):
+        if cell["config"].duplicated().any():
+            raise ValueError(f"{preset}, seed {seed}: a config appears twice; one run each")
+        seen, truth = goodness(cell, OBSERVABLE), goodness(cell, ORACLE)
+        for obs in seen:
+            for orc in truth:
+                both = np.isfinite(seen[obs]) & np.isfinite(truth[orc])
+                if both.sum() < min_methods:
+                    continue
+                tau = kendall_tau(seen[obs][both].to_numpy(), truth[orc][both].to_numpy())
+                rows.append({"preset": preset, "seed": seed, "observable": obs,
+                             "oracle": orc, "tau": tau, "methods": int(both.sum())})  # fmt: skip
+    return pd.DataFrame(rows, columns=["preset", "seed", "observable", "oracle", "tau",
+                                       "methods"])  # fmt: skip
+
+
+def pooled_taus(cells: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Per (observable, oracle): tau averaged over each preset's seeds, then over presets;
+    a 95% percentile bootstrap interval resampling presets (``n_boot`` resamples from the
+    Generator of ``seed``); the number of presets and cells.
+
+    Returns:
+        One row per pair: ``observable``, ``oracle``, ``tau``, ``low``, ``high``,
+        ``presets``, ``cells``; NaN taus (a constant ranking) are left out.
+    """
+    rows = []
+    valid = cells[np.isfinite(cells["tau"])]
+    for (obs, orc), part in valid.groupby(["observable", "oracle"], sort=True):
+        per_preset = part.groupby("preset")["tau"].mean().to_numpy()
+        rng = np.random.default_rng(seed)  # per pair: an interval never depends on the others
+        draws = rng.integers(0, per_preset.size, size=(n_boot, per_preset.size))
+        boot = per_preset[draws].mean(axis=1)
+        rows.append({"observable": obs, "oracle": orc, "tau": float(per_preset.mean()),
+                     "low": float(np.quantile(boot, 0.025)),
+                     "high": float(np.quantile(boot, 0.975)),
+                     "presets": int(per_preset.size), "cells": len(part)})  # fmt: skip
+    return pd.DataFrame(rows, columns=["observable", "oracle", "tau", "low", "high",
+                                       "presets", "cells"])  # fmt: skip

@@ -1,0 +1,131 @@
+"""``udora report``: tables, figures and report.md from a results folder.
+
+Every table and figure keys runs by (preset,) method and config label
+(``nn_ensemble[width=64]``); seeds are the only thing averaged (docs/running.md,
+"The report"; docs/design.md, "The life of a run").
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from udora.experiments.report.pages import write_site
+from udora.experiments.report.sections import registered
+from udora.experiments.results import figures, figures_summary
+from udora.experiments.results.sections import ReportContext, markdown_table
+from udora.experiments.results.store import UnreadableRunWarning, load_runs
+from udora.experiments.results.summaries import (
+    HEADLINE,
+    method_summary,
+    per_dataset,
+    ranking_agreement,
+)
+from udora.experiments.run.legacy import legacy_note, legacy_results
+
+
+def _save(fig, out: Path, stem: str) -> str:
+    for ext in ("png", "pdf"):
+        fig.savefig(out / f"{stem}.{ext}", dpi=130)
+    plt.close(fig)
+    return f"{stem}.png"
+
+
+def write_report(
+    results_dir: str | Path, out_dir: str | Path | None = None, data_dir: str | None = None
+) -> Path:
+    """Write results.parquet/.csv, figures (PNG+PDF) and report.md; returns report.md.
+
+    Each capability's section (:func:`udora.experiments.report.sections.registered`:
+    tuning, ablation, meta-evaluation, diagnostics) adds its lines when the folder has its
+    records; ``data_dir`` is where a section rebuilds tasks (default the data loader's).
+
+    Runs of udora 0.1.0 under ``results_dir`` are excluded with a warning (and a note in
+    report.md) that says how many; an unreadable result.json is skipped with a warning
+    naming its path (and listed in report.md). Raises FileNotFoundError when no run can
+    be read.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnreadableRunWarning)
+        table, curves = load_runs(results_dir)
+    skipped = [str(w.message) for w in caught if issubclass(w.category, UnreadableRunWarning)]
+    for w in caught:  # pass every warning on to the caller, as if not caught
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    n_legacy = len(legacy_results(results_dir))
+    out = Path(out_dir) if out_dir is not None else Path(results_dir) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_parquet(out / "results.parquet", index=False)
+    table.to_csv(out / "results.csv", index=False)
+
+    summary = method_summary(table)
+    agreement = ranking_agreement(table)
+    images = {
+        "spearman": _save(figures_summary.spearman_summary(table), out, "spearman_au_eu"),
+        "eu_parts": _save(figures_summary.eu_parts(table), out, "eu_decomposition"),
+        "calib_au": _save(figures.calibration(curves, "au"), out, "calibration_au"),
+        "calib_eu": _save(figures.calibration(curves, "eu"), out, "calibration_eu"),
+    }
+    rc = [_save(figures.risk_coverage(curves, p), out, f"risk_coverage_{p}")
+          for p in sorted(table["preset"].unique())]  # fmt: skip
+
+    failed = table[table["status"] != "ok"][["preset", "method", "config", "seed", "error"]]
+    lines = [
+        "# udora report",
+        "",
+        f"{len(table)} runs ({int((table['status'] == 'ok').sum())} ok, {len(failed)} failed) "
+        f"on {table['preset'].nunique()} presets, {table['method'].nunique()} methods "
+        f"in {table['config'].nunique()} configs, "
+        f"seeds {sorted(table['seed'].unique().tolist())}. "
+        "Browsable: [index.html](index.html) (sortable leaderboard, a page per preset and config).",
+        "",
+        *([f"Excluded: {legacy_note(results_dir, n_legacy)}.", ""] if n_legacy else []),
+        *(
+            [
+                f"Skipped {len(skipped)} unreadable result.json:",
+                "",
+                *[f"- {s}" for s in skipped],
+                "",
+            ]
+            if skipped
+            else []
+        ),
+        "A config is a method with its overrides, `method[key=value,...]` (the bare method "
+        "name for defaults). Means and sds are over seeds of one config, then over datasets; "
+        "different configs are never averaged together; `runs` counts that config's runs.",
+        "",
+        "## Per method and config (mean and sd over datasets of per-dataset seed means)",
+        "",
+        markdown_table(summary),
+        "",
+        f"Kendall's W of the config rankings by EU Spearman across presets: "
+        f"{agreement['kendall_w']:.3f} ({agreement['presets']} presets, "
+        f"{agreement['methods']} configs with results on all of them; each config is its "
+        "own entry).",
+        "",
+        f"![AU and EU Spearman]({images['spearman']})",
+        "",
+        f"![EU decomposition]({images['eu_parts']})",
+        "",
+    ]
+    for metric in HEADLINE:
+        if metric in table:
+            pivot = per_dataset(table, metric)
+            lines += [f"## {metric} per preset x config (mean over seeds)", "", markdown_table(pivot), ""]
+    context = ReportContext(Path(results_dir), out, table, curves, data_dir)
+    sections = {s.name: s.write(context) for s in registered()}
+    for part in sections.values():
+        lines += part
+    lines += ["## Calibration", "", f"![AU]({images['calib_au']}) ![EU]({images['calib_eu']})", ""]
+    lines += ["## Risk-coverage (EU estimate vs the EU target)", ""]
+    lines += [f"![risk-coverage]({name})" for name in rc] + [""]
+    if not failed.empty:
+        lines += ["## Failed runs", "", markdown_table(failed, index=False), ""]
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    write_site(table, curves, out, {k: "\n".join(v) for k, v in sections.items() if v},
+               {"EU and AU Spearman per config, one dot per dataset": images["spearman"],
+                "What the EU estimate tracks": images["eu_parts"]})  # fmt: skip
+    return report

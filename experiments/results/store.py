@@ -1,0 +1,249 @@
+"""Collect run folders into one table (one row per run); the summaries built on it are in
+:mod:`udora.experiments.results.summaries`.
+
+Runs are keyed by (preset, method, config): ``config`` is a readable label built from the
+run's overrides (``nn_ensemble[width=64]``, the bare method name for a default config), so
+every summary averages over seeds of one config only, never over configs
+(docs/design.md, "The life of a run", step 8; docs/running.md, "The report").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from udora.experiments.run.legacy import RESULT_GLOB, is_current, legacy_note
+
+KEYS = ("preset", "method", "config")  # what a summary row is keyed by; seeds are averaged
+REQUIRED = ("preset", "method", "config_hash", "seed", "status", "metrics")
+BASE_COLUMNS = ("preset", "suite", "method", "config", "config_hash", "seed", "status", "error",
+                "run_dir")  # fmt: skip
+
+
+class LegacyRunsWarning(UserWarning):
+    """Run folders of udora 0.1.0 were found and left out (:mod:`udora.experiments.run.legacy`)."""
+
+
+class UnreadableRunWarning(UserWarning):
+    """A result.json could not be read (truncated, empty, missing keys) and was skipped."""
+
+
+def _value(v: Any) -> str:
+    """One override value as label text: strings bare, everything else as compact JSON."""
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, default=str, separators=(",", ":"))
+
+
+def config_name(method: str, overrides: dict[str, Any] | None) -> str:
+    """The readable label of a config: ``method`` or ``method[k=v,k=v]`` (keys sorted).
+
+    Preset overrides keep their prefix: ``nn_ensemble[preset.n_train=300,width=64]``.
+    """
+    if not overrides:
+        return method
+    return f"{method}[{','.join(f'{k}={_value(v)}' for k, v in sorted(overrides.items()))}]"
+
+
+def _override_cell(v: Any) -> Any:
+    """A scalar override as is; lists and dicts as compact JSON text (parquet-safe)."""
+    return v if v is None or isinstance(v, bool | int | float | str) else _value(v)
+
+
+def _read(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """(record, "") or (None, why it cannot be used)."""
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        return None, f"cannot be read ({type(err).__name__}: {err})"
+    except json.JSONDecodeError as err:
+        return None, f"is not valid JSON (truncated or empty? {err})"
+    if not isinstance(rec, dict):
+        return None, f"holds a JSON {type(rec).__name__}, not an object"
+    return rec, ""
+
+
+def _missing(rec: dict[str, Any]) -> str:
+    """Why a current-schema record cannot be tabulated, or "" when it can."""
+    absent = [k for k in REQUIRED if k not in rec]
+    if absent:
+        return f"lacks the key{'s' if len(absent) > 1 else ''} {', '.join(map(repr, absent))}"
+    if not isinstance(rec["metrics"], dict):
+        return "has 'metrics' that is not an object"
+    if not isinstance(rec.get("overrides") or {}, dict):
+        return "has 'overrides' that is not an object"
+    return ""
+
+
+def _tidy_overrides(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Override columns whose values mix types (e.g. 64 and "wide") become text columns."""
+    for key in keys:
+        kinds = {type(v) for v in frame[key] if v is not None and not pd.isna(v)}
+        if len(kinds - {int, float}) > 0 and len(kinds) > 1:
+            frame[key] = [None if v is None or pd.isna(v) else str(v) for v in frame[key]]
+    return frame
+
+
+def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(config label, tuning columns) of a run. The tuning columns, for tuned runs only:
+    ``tuning_protocol`` (JSON), ``tuned_file``, ``tuning.objective``, ``tuning.trials``,
+    ``tuning.search``.
+
+    A run of ``bench --tuned`` whose method was tuned is ``method@tuned``: its values differ
+    per preset by design, and the config it stands for is the tuning protocol (search,
+    trials, objective, seed, validation share; docs/running.md, "Hyperparameter sweeps").
+    ``--set`` values on top of the tuned ones follow in brackets. Other runs are labelled
+    by their overrides (:func:`config_name`).
+    """
+    source = rec.get("config_source")
+    if isinstance(source, dict) and "protocol" not in source and source.get("path"):
+        source = _read_source(source)
+    protocol = source.get("protocol") if isinstance(source, dict) else None
+    if not protocol:
+        return config_name(rec["method"], overrides), {}
+    tuned_keys = set(source.get("keys") or ())
+    extra = {k: v for k, v in overrides.items() if k not in tuned_keys}
+    columns = {
+        "tuning_protocol": json.dumps(protocol, sort_keys=True, default=str),
+        "tuned_file": source.get("path"),
+        **{f"tuning.{k}": v for k, v in protocol.items() if k in ("objective", "trials", "search")},
+    }
+    return config_name(f"{rec['method']}@tuned", extra), columns
+
+
+def _read_source(source: dict[str, Any]) -> dict[str, Any]:
+    """A ``config_source`` recorded with only the tuned file's path and hash (before the
+    protocol was recorded): its keys and protocol read from that file, when it is still
+    there with the same hash; otherwise the record as it is (an untuned label)."""
+    import hashlib
+
+    import yaml
+
+    from udora.experiments.run.spec import tuned_source
+
+    path = Path(source["path"])
+    try:
+        text = path.read_text()
+    except OSError:
+        return source
+    if hashlib.sha256(text.encode()).hexdigest()[:12] != source.get("hash"):
+        return source
+    data = yaml.safe_load(text) or {}
+    return tuned_source({**data, "path": str(path), "hash": source["hash"]})
+
+
+def _split_tuning_protocols(frame: pd.DataFrame) -> pd.DataFrame:
+    """Tuned runs of one label under different protocols get ``~<hash>`` labels."""
+    if "tuning_protocol" not in frame:
+        return frame
+    tuned = frame["tuning_protocol"].notna()
+    counts = frame[tuned].groupby("config")["tuning_protocol"].transform("nunique")
+    clash = counts[counts > 1].index
+    if len(clash):
+        digest = [hashlib.sha256(p.encode()).hexdigest()[:6]
+                  for p in frame.loc[clash, "tuning_protocol"]]  # fmt: skip
+        suffix = "~" + pd.Series(digest, index=clash)
+        frame.loc[clash, "config"] = frame.loc[clash, "config"] + suffix
+    return frame
+
+
+def _split_reused_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """Give runs of one (preset, config) label but different hashes their own config.
+
+    The same overrides can name different configs (a preset YAML edited between runs, a
+    changed method default); their labels get ``@<hash>`` so they are never averaged.
+    """
+    hashes = frame.groupby(["preset", "config"])["config_hash"].transform("nunique")
+    clash = hashes > 1
+    if clash.any():
+        frame.loc[clash, "config"] = (
+            frame.loc[clash, "config"] + "@" + frame.loc[clash, "config_hash"].astype(str)
+        )
+        warnings.warn(
+            f"{int(clash.sum())} runs share a config label with runs of another config hash on "
+            "the same preset; their labels carry '@<hash>' and they are reported apart",
+            UserWarning,
+            stacklevel=3,
+        )
+    return frame
+
+
+def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]:
+    """(table, curves): one row per run with spec, config label, overrides, timings, metrics.
+
+    The table has :data:`BASE_COLUMNS`, one column per override key (``width``,
+    ``preset.n_train``; empty where a run does not set it; ``override.<key>`` when a key
+    would clash with another column), ``time_*`` and one column per metric. ``curves``
+    maps (preset, method, config, seed) to the run's curve summaries.
+
+    A result.json that is truncated, empty, not an object or lacks a needed key is skipped
+    with an :class:`UnreadableRunWarning` naming its path. Runs written by udora 0.1.0
+    (no ``"schema": 2``) are left out with one :class:`LegacyRunsWarning` saying how many.
+    Raises FileNotFoundError naming ``results_dir`` when no run can be read.
+    """
+    rows, run_curves, legacy, bad = [], [], 0, 0
+    override_keys: dict[str, str] = {}  # override key -> column name
+    for path in sorted(Path(results_dir).glob(RESULT_GLOB)):
+        rec, why = _read(path)
+        if rec is not None and not is_current(rec):
+            legacy += 1
+            continue
+        why = why or _missing(rec)
+        if why:
+            bad += 1
+            warnings.warn(f"skipped {path}: {why}", UnreadableRunWarning, stacklevel=2)
+            continue
+        overrides = dict(rec.get("overrides") or {})
+        label, tuning = _label(rec, overrides)
+        row = {
+            "preset": rec["preset"],
+            "suite": str((rec.get("preset_config") or {}).get("suite") or ""),
+            "method": rec["method"],
+            "config": label,
+            "config_hash": rec["config_hash"],
+            "seed": rec["seed"],
+            "status": rec["status"],
+            "error": rec.get("error"),
+            "run_dir": str(path.parent),
+            **tuning,
+        }
+        for key, value in overrides.items():
+            column = override_keys.setdefault(
+                key, f"override.{key}" if key in BASE_COLUMNS else key
+            )
+            row[column] = _override_cell(value)
+        timings = rec.get("timings")
+        row.update(
+            {f"time_{k}": v for k, v in (timings if isinstance(timings, dict) else {}).items()}
+        )
+        row.update({k: (np.nan if v is None else v) for k, v in rec["metrics"].items()})
+        rows.append(row)
+        run_curves.append(rec.get("curves") if isinstance(rec.get("curves"), dict) else {})
+    if legacy:
+        warnings.warn(
+            f"report excludes {legacy_note(results_dir, legacy)}", LegacyRunsWarning, stacklevel=2
+        )
+    if not rows:
+        old = f"; {legacy} of udora 0.1.0 excluded" if legacy else ""
+        unread = f"; {bad} unreadable result.json skipped" if bad else ""
+        raise FileNotFoundError(
+            f"{results_dir}: no readable run folders ({RESULT_GLOB}){old}{unread}"
+        )
+    frame = pd.DataFrame(rows)
+    columns = list(override_keys.values())
+    frame = _tidy_overrides(frame, columns)
+    frame = _split_tuning_protocols(frame)
+    frame = _split_reused_labels(frame)
+    rest = [c for c in frame.columns if c not in BASE_COLUMNS and c not in columns]
+    frame = frame[[*BASE_COLUMNS, *sorted(columns), *rest]]
+    curves = {
+        (r.preset, r.method, r.config, r.seed): c
+        for r, c in zip(frame.itertuples(index=False), run_curves, strict=True)
+    }
+    return frame, curves

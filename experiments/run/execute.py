@@ -1,0 +1,271 @@
+"""One run: build the oracle task, fit a method on the training sample, predict, score.
+
+A run writes ``<out>/<preset>/<method>/<config-hash>/seed-<s>/`` atomically (built under a
+temporary name, then renamed): ``result.json`` (``schema`` 2, spec, the hashed
+``identity``, resolved config, derived preset, metrics, curve summaries, timings,
+versions, status, error) and, when the method produced a valid prediction,
+``predictions.npz`` (``mean``, ``aleatoric``, ``epistemic`` (N,) and ``member_means``
+(K, N) when present). A method that raises or returns NaN or negative variances is
+recorded as ``failed`` with its reason; nothing else is affected. The hash and folder
+come from :func:`udora.experiments.run.spec.resolve` (docs/running.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import os
+import secrets
+import shutil
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from udora.experiments.run import interrupts
+from udora.experiments.run.legacy import SCHEMA, is_current
+from udora.experiments.run.spec import (
+    PRESET_PREFIX,
+    ResolvedRun,
+    RunSpec,
+    parse_set,
+    resolve,
+    split_overrides,
+)
+from udora.oracle.preset import Preset
+
+if TYPE_CHECKING:
+    from udora.oracle.task import OracleTask
+
+__all__ = ["PRESET_PREFIX", "ResolvedRun", "RunResult", "RunSpec", "is_current", "load_result",
+           "parse_set", "record_skipped", "resolve", "run_one", "run_resolved",
+           "split_overrides"]  # fmt: skip
+_LIBRARIES = {"ngboost": "ngboost", "catboost": "catboost", "gp": "gpjax", "laplace": "laplax"}
+
+
+@dataclass
+class RunResult:
+    """The outcome of :func:`run_one`; ``path`` is the run's folder."""
+
+    run: ResolvedRun
+    status: str
+    path: Path
+    metrics: dict[str, float]
+    error: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_task(preset_json: str, seed: int, data_dir: str | None) -> OracleTask:
+    from udora.oracle.task import build_task  # JAX: imported when a run starts, not before
+
+    return build_task(Preset.model_validate_json(preset_json), seed, data_dir=data_dir)
+
+
+def _versions(method_name: str) -> dict[str, str]:
+    lib = next((v for k, v in _LIBRARIES.items() if method_name.startswith(k)), "flax")
+    out = {}
+    for dist in ("udora", "jax", lib):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def _summarise(curve: dict[str, np.ndarray], points: int = 101) -> dict[str, list[float]]:
+    """Curves for result.json: full-length (N,) risk-coverage curves subsampled to ``points``."""
+    out = {}
+    for name, arr in curve.items():
+        arr = np.asarray(arr, dtype=float)
+        if arr.ndim == 1 and arr.size > points:
+            arr = arr[np.linspace(0, arr.size - 1, points).round().astype(int)]
+        out[name] = [None if not np.isfinite(v) else float(v) for v in arr.ravel()]
+    return out
+
+
+def _clean(metrics: dict[str, float]) -> dict[str, float | None]:
+    return {k: (float(v) if np.isfinite(v) else None) for k, v in metrics.items()}
+
+
+def run_one(
+    preset: str | Path,
+    method: str,
+    seed: int,
+    overrides: dict[str, Any] | None = None,
+    out_dir: str | Path = "results",
+    *,
+    data_dir: str | Path | None = None,
+) -> RunResult:
+    """Run ``method`` on ``preset`` at ``seed`` and write the run folder (see module doc).
+
+    Bad presets, methods or overrides raise before anything runs; failures of the method
+    itself are recorded in the result (status ``failed``) and returned.
+    """
+    run = resolve(RunSpec(str(preset), method, int(seed), dict(overrides or {})), data_dir)
+    return run_resolved(run, out_dir, data_dir=data_dir)
+
+
+def _record(run: ResolvedRun, status: str) -> dict[str, Any]:
+    """The fields every result.json starts with (docs/running.md, "One run")."""
+    return {
+        "schema": SCHEMA,
+        "preset": run.preset.name,
+        "preset_arg": run.preset_arg,
+        "method": run.method,
+        "seed": run.seed,
+        "overrides": run.overrides,
+        "label": run.label,
+        "config": run.config.to_dict(),
+        "config_hash": run.config_hash,
+        "identity": run.identity,
+        "preset_config": run.preset.model_dump(mode="json", exclude={"paper"}),
+        "versions": _versions(run.method),
+        "status": status,
+        "error": None,
+        "metrics": {},
+        "curves": {},
+        "timings": {},
+    }
+
+
+def run_resolved(
+    run: ResolvedRun,
+    out_dir: str | Path,
+    *,
+    data_dir: str | Path | None = None,
+    config_source: str | dict[str, str] | None = None,
+) -> RunResult:
+    """Run an already resolved run and write its folder under ``out_dir``.
+
+    ``config_source`` (recorded in result.json, default ``"default"``) says where the
+    method's config came from: ``{"path", "hash"}`` of a tuned file (``bench --tuned``).
+    """
+    final = run.run_dir(out_dir)
+    model = run.make_method()
+    record = _record(run, "failed")
+    record["config_source"] = config_source or "default"
+    record["data_source"] = run.check_data_source(data_dir)  # raises if not the one hashed
+    timings = record["timings"]
+    prediction = None
+    t0 = time.perf_counter()
+    dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
+    task = _cached_task(run.preset.model_dump_json(), run.seed, dd)
+    timings["oracle"] = time.perf_counter() - t0
+    try:
+        knowledge = task.knowledge(with_prior=type(model).uses_task_prior)
+        t0 = time.perf_counter()
+        model.fit(task.X_train, task.y_train, seed=run.seed, knowledge=knowledge)
+        timings["fit"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        prediction = model.predict(task.X)
+        timings["predict"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        from udora.scoring import curves, score
+
+        record["metrics"] = _clean(score(task, prediction))
+        record["curves"] = _summarise(curves(task, prediction))
+        record["diagnostics"] = _clean(model.diagnostics())
+        timings["score"] = time.perf_counter() - t0
+        record["status"] = "ok"
+    except Exception as err:  # one failing method never takes the grid down
+        if interrupts.requested():  # Ctrl-C turned into another error inside JAX: stop
+            raise KeyboardInterrupt from err
+        record["error"] = f"{type(err).__name__}: {err}"
+        record["traceback"] = traceback.format_exc(limit=8)
+    _write_atomically(final, record, prediction)
+    metrics = {k: (np.nan if v is None else v) for k, v in record["metrics"].items()}
+    return RunResult(run, record["status"], final, metrics, record["error"], timings)
+
+
+def record_skipped(run: ResolvedRun, out_dir: str | Path, reason: str) -> Path:
+    """Write ``result.json`` with status ``skipped`` and the reason for a run that cannot happen.
+
+    E.g. its preset's data cannot be found; a later grid retries it like a failed run
+    (docs/running.md, "A grid").
+    """
+    final = run.run_dir(out_dir)
+    record = {**_record(run, "skipped"), "error": reason, "reason": reason}
+    _write_atomically(final, record, None)
+    return final
+
+
+def record_failed(run: ResolvedRun, out_dir: str | Path, reason: str) -> Path:
+    """Write ``result.json`` with status ``failed`` for a run that never returned.
+
+    E.g. the worker process running it died (:mod:`udora.experiments.grid.workers`); a later
+    grid retries it like any failed run.
+    """
+    final = run.run_dir(out_dir)
+    _write_atomically(final, {**_record(run, "failed"), "error": reason}, None)
+    return final
+
+
+def _make_temporary_dir(parent: Path, name: str) -> Path:
+    """A new folder ``.<name>.<random>.tmp`` created like ``mkdir``, so the umask applies.
+
+    ``tempfile.mkdtemp`` makes 0700 folders, which left finished runs unreadable to the
+    group after the rename.
+    """
+    while True:
+        tmp = parent / f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            tmp.mkdir()
+            return tmp
+        except FileExistsError:
+            continue
+
+
+def write_folder_atomically(
+    final: Path, fill: Callable[[Path], None], check_old: Callable[[Path], None] | None = None
+) -> None:
+    """Make ``final`` appear whole or not at all: ``fill(tmp)`` writes a temporary sibling
+    folder, which then replaces ``final`` (after ``check_old(final)``, which may raise to
+    keep an existing folder)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _make_temporary_dir(final.parent, final.name)
+    try:
+        fill(tmp)
+        if final.exists():  # a failed earlier attempt: replace it
+            if check_old is not None:
+                check_old(final)
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> None:
+    def fill(tmp: Path) -> None:
+        if prediction is not None:
+            arrays = {
+                "mean": prediction.mean,
+                "aleatoric": prediction.aleatoric,
+                "epistemic": prediction.epistemic,
+            }
+            if prediction.member_means is not None:
+                arrays["member_means"] = prediction.member_means
+            np.savez(tmp / "predictions.npz", **arrays)
+        (tmp / "result.json").write_text(json.dumps(record, indent=1, allow_nan=False))
+
+    def check_old(folder: Path) -> None:
+        previous = load_result(folder)
+        if previous is not None and not is_current(previous):
+            raise FileExistsError(f"{folder}: holds a run of an older udora; not replaced")
+
+    write_folder_atomically(final, fill, check_old)
+
+
+def load_result(run_dir: str | Path) -> dict[str, Any] | None:
+    """The run's result.json as a dict, or None when absent or unreadable."""
+    path = Path(run_dir) / "result.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None

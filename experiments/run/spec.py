@@ -1,0 +1,260 @@
+"""What a run is, resolved once: :class:`RunSpec` (as given) -> :class:`ResolvedRun` (frozen).
+
+A run's identity is what reaches the task and the method, nothing else (docs/running.md):
+the preset fields :func:`udora.oracle.task.build_task` reads (:data:`TASK_FIELDS`) and the
+method's class name with its full resolved config. The preset's ``name`` (already the top
+folder), ``suite``, ``paper`` and the ``fit`` record (wall seconds and backend of the
+kernel fit) are left out, so refitting a preset elsewhere to the same hyperparameters
+keeps its run folders. The seed is the ``seed-<s>`` folder, not part of the hash.
+
+The table the task is built from is part of the identity too: the kind and SHA-256 of its
+:class:`udora.oracle.data.DataSource` (a data-directory file and a package copy of the
+same dataset differ in rounding, so they hash differently). It is looked up once per
+(preset source, data directory) and cached; a table found nowhere hashes as ``None`` and
+the run then fails with the loader's message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from udora import methods
+from udora.experiments.run.checks import UsageError
+from udora.oracle.preset import Preset, load_preset
+
+_SOURCES: dict[tuple[str, str | None], dict[str, str]] = {}  # (source key, dir) -> record
+
+PRESET_PREFIX = "preset."
+HASH_DIGITS = 10
+TASK_FIELDS = ("source", "features", "target", "pool_size", "pool_seed", "n_train", "kernel",
+               "mean", "noise", "shift")  # fmt: skip
+
+
+def parse_set(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``["width=64", "preset.n_train=300"]`` -> dict; values parsed as YAML scalars/lists."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set: expected key=value, got {pair!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def split_overrides(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(method overrides, preset overrides): keys ``preset.X`` go to the preset."""
+    method = {k: v for k, v in overrides.items() if not k.startswith(PRESET_PREFIX)}
+    preset = {
+        k[len(PRESET_PREFIX) :]: v for k, v in overrides.items() if k.startswith(PRESET_PREFIX)
+    }
+    return method, preset
+
+
+def scoped_overrides(
+    overrides: dict[str, Any], method: str, method_names: list[str]
+) -> dict[str, Any]:
+    """The overrides of ``method`` in a grid of ``method_names``.
+
+    ``width=64`` applies to every method; ``nn_ensemble.width=64`` to ``nn_ensemble`` only
+    (a registered method's name before the dot); ``preset.n_train`` stays a preset field.
+    A scoped key whose method is not in the grid raises UsageError naming it.
+    """
+    known = set(methods.list_methods())
+    out = {}
+    for key, value in overrides.items():
+        head, dot, field = key.partition(".")
+        if not dot or head not in known:
+            out[key] = value
+        elif head not in method_names:
+            raise UsageError(f"--set {key}: {head} is not among the grid's methods "
+                             f"({', '.join(method_names)})")  # fmt: skip
+        elif head == method:
+            out[field] = value
+    return out
+
+
+def scope_hint(method: str, mine: dict[str, Any], method_names: list[str]) -> str:
+    """For a grid-wide --set key that ``method`` lacks: which methods have it, and how to
+    set it for them only (empty when no other method of the grid has it)."""
+    fields = methods.get_method_class(method).Config.model_fields
+    hints = []
+    for key in (k for k in mine if k not in fields and "." not in k):
+        owners = [
+            m
+            for m in method_names
+            if m != method and key in methods.get_method_class(m).Config.model_fields
+        ]
+        if owners:
+            scoped = " ".join(f"--set {m}.{key}=..." for m in owners)
+            hints.append(f"{key} is a field of {', '.join(owners)} only: use {scoped}")
+    return "; " + "; ".join(hints) if hints else ""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run as the user gave it: preset name or path, method name, seed, raw overrides."""
+
+    preset: str
+    method: str
+    seed: int
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """A run resolved once: derived preset, validated config, identity and folder.
+
+    Built by :func:`resolve`; every later step (skip check, worker, result.json, W&B)
+    reads it instead of re-reading the preset YAML. Picklable (spawned workers get it).
+    """
+
+    preset_arg: str  # the preset name or YAML path as given
+    preset: Preset  # the derived preset (``preset.X`` overrides applied)
+    method: str
+    config: Any  # the method's validated MethodConfig
+    seed: int
+    overrides: dict[str, Any]  # the user's overrides (method fields and ``preset.X``)
+    label: str  # "default" or the overrides as "k=v,k=v" (sorted)
+    identity: dict[str, Any]  # exactly what was hashed
+    config_hash: str
+    rel_dir: Path  # <preset>/<method>/<hash>/seed-<s>, relative to the results root
+    data_source: dict[str, str] | None = None  # the table's DataSource record, or None
+
+    def check_data_source(self, data_dir: str | Path | None = None) -> dict[str, str]:
+        """The table's source record under ``data_dir``; it must be the one hashed.
+
+        Raises:
+            ValueError: a given data directory does not exist, or the table found now
+                (kind or checksum) is not the one this run was resolved with.
+            DataNotFoundError: the table is found nowhere.
+        """
+        found = data_source_record(self.preset, data_dir, missing_ok=False)
+        if self.identity["task"].get("data_source") != _hashed_part(found):
+            raise ValueError(
+                f"{self.rel_dir}: resolved with data source {self.data_source}, but the "
+                f"data found now is {found}; resolve the run again with the same data_dir"
+            )
+        return found
+
+    def run_dir(self, out_dir: str | Path) -> Path:
+        """The run's folder under the results root ``out_dir``."""
+        return Path(out_dir) / self.rel_dir
+
+    def make_method(self) -> Any:
+        """A fresh, unfitted method instance with the resolved config."""
+        return methods.get_method_class(self.method)(self.config)
+
+
+def task_identity(preset: Preset) -> dict[str, Any]:
+    """The preset fields that reach the task (:data:`TASK_FIELDS`), as JSON values."""
+    return preset.model_dump(mode="json", include=set(TASK_FIELDS))
+
+
+def _source_key(preset: Preset) -> str:
+    return preset.model_dump_json(include={"name", "source", "features", "target"})
+
+
+def data_source_record(
+    preset: Preset, data_dir: str | Path | None = None, *, missing_ok: bool = True
+) -> dict[str, str] | None:
+    """The :class:`~udora.oracle.data.DataSource` of ``preset``'s table as a dict, or None.
+
+    ``data_dir`` defaults to ``UDORA_DATA_DIR``. When no source has the table: None if
+    ``missing_ok`` (the run then fails with the loader's message), else the loader's
+    error. Cached per (preset source, data dir): a package table is loaded to checksum it
+    (~1 s), a file is only hashed.
+
+    Raises:
+        ValueError: a given data directory does not exist.
+        DataNotFoundError: the table is found nowhere and not ``missing_ok``.
+    """
+    from udora.oracle.data import DataNotFoundError, data_dir_from_env, table_source
+
+    folder = data_dir_from_env(data_dir)
+    key = (_source_key(preset), None if folder is None else str(folder.resolve()))
+    if key in _SOURCES:
+        return _SOURCES[key]
+    try:
+        record = table_source(preset, folder).to_dict()
+    except DataNotFoundError:
+        if not missing_ok:
+            raise
+        return None
+    _SOURCES[key] = record
+    return record
+
+
+def _hashed_part(record: dict[str, str] | None) -> dict[str, str] | None:
+    """What of a source record the identity covers: kind and checksum, not the path."""
+    return None if record is None else {"kind": record["kind"], "sha256": record["sha256"]}
+
+
+def run_identity(
+    preset: Preset, method_cls: type, config: Any, data_source: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The dict a run's hash covers: task fields and data source, method class and config."""
+    return {
+        "task": {**task_identity(preset), "data_source": _hashed_part(data_source)},
+        "method": {"class": method_cls.__name__, "config": config.to_dict()},
+    }
+
+
+def identity_hash(identity: dict[str, Any]) -> str:
+    """:data:`HASH_DIGITS` hex digits of the SHA-256 of the canonical JSON of ``identity``."""
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:HASH_DIGITS]
+
+
+def config_label(overrides: dict[str, Any]) -> str:
+    """A short human label of a run's overrides: ``default`` or ``k=v,k=v`` sorted by key."""
+    if not overrides:
+        return "default"
+    return ",".join(f"{k}={json.dumps(v, default=str, separators=(',', ':'))}" for k, v in
+                    sorted(overrides.items()))  # fmt: skip
+
+
+def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
+    """Load and derive the preset, validate the method config, hash; raises on bad input.
+
+    ``data_dir`` (default ``UDORA_DATA_DIR``) locates the table whose source is hashed.
+    """
+    method_over, preset_over = split_overrides(spec.overrides)
+    preset = load_preset(spec.preset)
+    if preset_over:
+        preset = preset.with_overrides(preset_over, origin="--set preset")
+    model = methods.get_method(spec.method, **method_over)
+    source = data_source_record(preset, data_dir)
+    identity = run_identity(preset, type(model), model.config, source)
+    digest = identity_hash(identity)
+    return ResolvedRun(
+        preset_arg=str(spec.preset),
+        preset=preset,
+        method=spec.method,
+        config=model.config,
+        seed=int(spec.seed),
+        overrides=dict(spec.overrides),
+        label=config_label(spec.overrides),
+        identity=identity,
+        config_hash=digest,
+        rel_dir=Path(preset.name) / spec.method / digest / f"seed-{int(spec.seed)}",
+        data_source=source,
+    )
+
+
+def tuned_source(found: dict[str, Any]) -> dict[str, Any]:
+    """What ``bench --tuned`` records as a run's ``config_source``, from a tuned file's
+    contents ``found`` (with its ``path`` and ``hash``): the keys it set and its tuning
+    protocol (None for a method with nothing to tune, whose run is the default config)."""
+    return {
+        "path": found["path"],
+        "hash": found["hash"],
+        "keys": sorted(found.get("config") or {}),
+        "tuned": bool(found.get("tuned")),
+        "protocol": found.get("protocol"),
+    }

@@ -1,0 +1,250 @@
+"""Hyperparameter tuning without the oracle: the validation split, the objectives, one trial.
+
+**Validation protocol.** The training sample of a (preset, seed) task (``task.X_train``,
+``task.y_train``, n points) is split once into a fit part and a validation part by
+:func:`split_training`: a random permutation of the n positions from the named stream
+``"tuning_split"`` of the run seed (:func:`udora.oracle.task.stream`), the first
+``round(val_fraction * n)`` positions (at least 1, at most n - 2) are the validation part.
+The default fraction, :data:`VAL_FRACTION` = 0.2, is ours: the paper tunes on "validation
+NLL" with W&B Bayesian sweeps (§5.1, Appendix D) but gives no split fraction. A
+:func:`trial` fits the method on the fit part only and scores its predictive on the
+validation part with :func:`gaussian_nll` (default) or :func:`rmse`; the validation
+targets are the observed noisy training targets, so no oracle array (``f``, ``y`` of the
+pool, ``post_mean``, ``post_var``, ``noise_var``) is ever read.
+
+The sweep configurations that propose trial configs are in
+:mod:`udora.experiments.tuning.sweep_file`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from udora.oracle.task import OracleTask
+
+VAL_FRACTION = 0.2
+SPLIT_STREAM = "tuning_split"
+OBJECTIVES = {"nll": "val_nll", "rmse": "val_rmse"}  # objective -> metric name
+
+
+class SweepConfigError(ValueError):
+    """A sweep configuration (or its file) that cannot be used; the message names why."""
+
+
+# --------------------------------------------------------------------------- objectives
+
+
+def gaussian_nll(mean: np.ndarray, total_var: np.ndarray, y: np.ndarray) -> float:
+    """Mean per-point negative log density of ``y`` under ``N(mean, total_var)``; shapes (v,).
+
+    A non-positive variance gives ``inf`` (the predictive is no density there).
+    """
+    mean, var, y = (np.asarray(a, dtype=np.float64) for a in (mean, total_var, y))
+    _same_shape(mean, var, y)
+    if np.any(var <= 0):
+        return math.inf
+    return float(np.mean(0.5 * np.log(2 * np.pi * var) + 0.5 * (y - mean) ** 2 / var))
+
+
+def rmse(mean: np.ndarray, y: np.ndarray) -> float:
+    """Root mean squared error of ``mean`` against ``y``; shapes (v,)."""
+    mean, y = (np.asarray(a, dtype=np.float64) for a in (mean, y))
+    _same_shape(mean, y)
+    return float(np.sqrt(np.mean((y - mean) ** 2)))
+
+
+def _same_shape(*arrays: np.ndarray) -> None:
+    shape = arrays[0].shape
+    if len(shape) != 1 or shape[0] < 1 or any(a.shape != shape for a in arrays):
+        raise ValueError(f"expected equal shapes (v,), got {[a.shape for a in arrays]}")
+
+
+def objective_value(objective: str, mean: np.ndarray, total_var: np.ndarray, y: np.ndarray):
+    """The named objective (``nll`` or ``rmse``) on validation arrays."""
+    check_objective(objective)
+    return gaussian_nll(mean, total_var, y) if objective == "nll" else rmse(mean, y)
+
+
+def check_objective(objective: str) -> str:
+    if objective not in OBJECTIVES:
+        raise SweepConfigError(f"unknown objective {objective!r}; valid: {', '.join(OBJECTIVES)}")
+    return objective
+
+
+def check_val_fraction(val_fraction: Any) -> float:
+    if isinstance(val_fraction, bool) or not isinstance(val_fraction, int | float):
+        raise SweepConfigError(f"val_fraction: expected a number, got {val_fraction!r}")
+    if not 0 < val_fraction < 1:
+        raise SweepConfigError(f"val_fraction: must be in (0, 1), got {val_fraction}")
+    return float(val_fraction)
+
+
+# --------------------------------------------------------------------------- split and trial
+
+
+def split_training(n: int, seed: int, val_fraction: float = VAL_FRACTION):
+    """(fit positions, validation positions) into the n-point training sample; sorted, disjoint.
+
+    Seeded by the stream ``"tuning_split"`` of ``seed``; ``round(val_fraction * n)``
+    validation points, at least 1 and at most n - 2 (a fit needs 2 points).
+    """
+    from udora.oracle.task import stream
+
+    check_val_fraction(val_fraction)
+    if n < 3:
+        raise ValueError(f"need at least 3 training points to split, got {n}")
+    n_val = min(max(1, round(val_fraction * n)), n - 2)
+    perm = stream(int(seed), SPLIT_STREAM).permutation(n)
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+@dataclasses.dataclass
+class TrialResult:
+    """One trial: the objective and the validation arrays it was computed from, (v,) each."""
+
+    objective: str
+    metric: str  # "val_nll" or "val_rmse"
+    value: float
+    targets: np.ndarray  # observed training targets of the validation part
+    mean: np.ndarray
+    aleatoric: np.ndarray
+    epistemic: np.ndarray
+    fit_idx: np.ndarray  # positions into the training sample
+    val_idx: np.ndarray
+    config: dict[str, Any]  # the method's full resolved config
+    model: Any = dataclasses.field(default=None, repr=False)  # the fitted method
+    task: Any = dataclasses.field(default=None, repr=False)  # set by trial()
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready: metric, value, both objectives, sizes and config."""
+        return {
+            self.metric: self.value,
+            "objective": self.objective,
+            "val_nll": gaussian_nll(self.mean, self.aleatoric + self.epistemic, self.targets),
+            "val_rmse": rmse(self.mean, self.targets),
+            "n_fit": int(self.fit_idx.size),
+            "n_val": int(self.val_idx.size),
+            "config": self.config,
+        }
+
+
+def trial_on_task(
+    task: OracleTask,
+    method: str,
+    seed: int,
+    config_overrides: dict[str, Any] | None = None,
+    objective: str = "nll",
+    val_fraction: float = VAL_FRACTION,
+) -> TrialResult:
+    """Fit ``method`` on the fit part of ``task``'s training sample, score the validation part.
+
+    Reads only ``task.X``, ``task.train_idx``, ``task.y_train`` and the task's knowledge
+    (the prior only for methods that declare ``uses_task_prior``, as in a run).
+    """
+    from udora import methods
+
+    check_objective(objective)
+    model = methods.get_method(method, **dict(config_overrides or {}))
+    X_train, y_train = task.X_train, np.asarray(task.y_train)
+    fit_idx, val_idx = split_training(y_train.shape[0], seed, val_fraction)
+    knowledge = task.knowledge(with_prior=type(model).uses_task_prior)
+    knowledge = dataclasses.replace(knowledge, n=int(fit_idx.size))
+    model.fit(X_train[fit_idx], y_train[fit_idx], seed=int(seed), knowledge=knowledge)
+    pred = model.predict(X_train[val_idx])
+    targets = y_train[val_idx].astype(np.float64)
+    value = objective_value(objective, pred.mean, pred.total, targets)
+    return TrialResult(
+        objective, OBJECTIVES[objective], value, targets, pred.mean, pred.aleatoric,
+        pred.epistemic, fit_idx, val_idx, model.config.to_dict(), model,
+    )  # fmt: skip
+
+
+ORACLE_METRICS = ("spearman_eu", "spearman_au", "spearman_total", "scale_ratio_eu", "nll")
+
+
+def trial_oracle_metrics(task: OracleTask, result: TrialResult) -> dict[str, float | None]:
+    """How the trial's fitted method agrees with the oracle, for analysis only.
+
+    The method was fitted on the fit part of the training sample, so its epistemic target
+    is the exact posterior conditioned on that part: ``gp_oracle`` (the task's own prior)
+    is fitted on the same points, and its mean and latent variance at the pool (N,)
+    replace ``task.post_mean`` and ``task.post_var`` in
+    :func:`udora.scoring.score_arrays`. Returns :data:`ORACLE_METRICS` (None where
+    undefined, e.g. the AU Spearman of a constant AU). Selection never reads these: a
+    sweep ranks trials by ``result.value`` alone.
+    """
+    from udora.scoring.score import score_arrays
+
+    post_mean, post_var = _fit_part_posterior(task, result.fit_idx)
+    pred = result.model.predict(task.X)
+    metrics = score_arrays(
+        f=task.f, y=task.y, noise_var=task.noise_var, post_mean=post_mean,
+        post_var=post_var, mean=pred.mean, aleatoric=pred.aleatoric,
+        epistemic=pred.epistemic, total=pred.total,
+    )  # fmt: skip
+    return {k: float(metrics[k]) if math.isfinite(metrics[k]) else None for k in ORACLE_METRICS}
+
+
+def trial(
+    preset: str | Path,
+    method: str,
+    seed: int,
+    config_overrides: dict[str, Any] | None = None,
+    objective: str = "nll",
+    data_dir: str | Path | None = None,
+    val_fraction: float = VAL_FRACTION,
+) -> TrialResult:
+    """Build the task of ``preset`` at ``seed`` and run :func:`trial_on_task` on it.
+
+    ``config_overrides`` are method fields and, with the ``preset.`` prefix, preset
+    fields, as for ``udora run --set``; bad input raises before anything is fitted.
+    The result keeps the task (``result.task``) for :func:`trial_oracle_metrics`.
+    """
+    from udora.experiments.run.execute import _cached_task
+    from udora.experiments.run.spec import RunSpec, resolve, split_overrides
+
+    check_objective(objective)
+    check_val_fraction(val_fraction)
+    overrides = dict(config_overrides or {})
+    run = resolve(RunSpec(str(preset), method, int(seed), overrides), data_dir)
+    dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
+    task = _cached_task(run.preset.model_dump_json(), run.seed, dd)
+    method_over, _ = split_overrides(overrides)
+    result = trial_on_task(task, method, run.seed, method_over, objective, val_fraction)
+    result.task = task
+    return result
+
+
+_POSTERIORS: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+_POSTERIORS_KEPT = 16  # every trial of a (preset, seed) shares one fit part
+
+
+def _fit_part_posterior(task: OracleTask, fit_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact posterior mean and latent variance at the pool (N,) given the fit part only.
+
+    ``gp_oracle`` fitted on ``task.X_train[fit_idx]``; kept per (preset, seed, fit part)
+    in this process, since every trial of a task shares its fit part.
+    """
+    import hashlib
+
+    from udora import methods
+
+    key = (task.preset.model_dump_json(), task.seed, hashlib.sha256(fit_idx.tobytes()).hexdigest())
+    if key not in _POSTERIORS:
+        reference = methods.get_method("gp_oracle")
+        knowledge = dataclasses.replace(task.knowledge(with_prior=True), n=int(fit_idx.size))
+        y_train = np.asarray(task.y_train)
+        reference.fit(task.X_train[fit_idx], y_train[fit_idx], seed=task.seed,
+                      knowledge=knowledge)  # fmt: skip
+        post = reference.predict(task.X)
+        if len(_POSTERIORS) >= _POSTERIORS_KEPT:
+            _POSTERIORS.pop(next(iter(_POSTERIORS)))
+        _POSTERIORS[key] = (post.mean, post.epistemic)
+    return _POSTERIORS[key]

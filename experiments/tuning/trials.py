@@ -1,0 +1,192 @@
+"""One trial of a sweep, as a record on disk: ``<sweep folder>/trial-<k>/``.
+
+``trial.json`` holds the parameters, the method config, the objective's name and value,
+status ``ok`` or ``failed``, the error, timings (``trial``: wall seconds; ``compile``: the
+seconds JAX spent tracing, lowering and compiling, cache reads included), and ``oracle``:
+the trial's agreement with the oracle
+(:func:`udora.experiments.tuning.protocol.trial_oracle_metrics`) for later analysis, which
+selection never reads. ``validation.npz`` (``targets``, ``mean``, ``aleatoric``,
+``epistemic``, (v,) each) holds the arrays the objective is computed from.
+A folder appears whole or not at all (written beside it, then renamed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from udora.experiments.run import interrupts
+from udora.experiments.tuning.protocol import OBJECTIVES, VAL_FRACTION
+from udora.experiments.tuning.sweep_file import FIXED
+
+TRIAL_SCHEMA = 1
+
+
+def split_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The :func:`udora.experiments.tuning.protocol.trial` keywords from a flat proposal."""
+    return {
+        "preset": str(params["preset"]),
+        "method": str(params["method"]),
+        "seed": int(params.get("seed", 0)),
+        "objective": str(params.get("objective", "nll")),
+        "val_fraction": float(params.get("tuning_val_fraction", VAL_FRACTION)),
+        "config_overrides": {k: v for k, v in params.items() if k not in FIXED},
+    }
+
+
+def _failed_record(k: int, params: dict[str, Any], error: str | None = None) -> dict[str, Any]:
+    kw = split_params(params)
+    return {
+        "schema": TRIAL_SCHEMA, "k": k, "params": params, "overrides": kw["config_overrides"],
+        "config": None, "objective": kw["objective"],
+        "metric": OBJECTIVES.get(kw["objective"], kw["objective"]), "value": None,
+        "status": "failed", "error": error, "timings": {},
+    }  # fmt: skip
+
+
+def record_crashed_trial(
+    folder: str | Path, k: int, params: dict[str, Any], reason: str
+) -> dict[str, Any]:
+    """Write ``folder/trial-<k>/`` as ``failed`` for a trial whose worker died; its record."""
+    record = _failed_record(k, params, reason)
+    _write_trial(Path(folder) / f"trial-{k}", record, None)
+    return record
+
+
+def run_trial(
+    folder: str | Path, k: int, params: dict[str, Any], data_dir: str | None
+) -> dict[str, Any]:
+    """Run trial ``k`` with the flat ``params`` and write ``folder/trial-<k>/``; its record.
+
+    Never raises for a failing method or a bad value: the trial is recorded ``failed``.
+    """
+    from udora.experiments.tuning import protocol as tuning
+
+    kw = split_params(params)
+    record = _failed_record(k, params)
+    arrays = None
+    c0 = compile_seconds()
+    t0 = time.perf_counter()
+    try:
+        result = tuning.trial(data_dir=data_dir, **kw)
+        summary = result.summary()
+        record.update(config=result.config, value=result.value,
+                      val_nll=_finite(summary["val_nll"]), val_rmse=_finite(summary["val_rmse"]),
+                      n_fit=summary["n_fit"], n_val=summary["n_val"])  # fmt: skip
+        arrays = {"targets": result.targets, "mean": result.mean,
+                  "aleatoric": result.aleatoric, "epistemic": result.epistemic}  # fmt: skip
+        if math.isfinite(result.value):
+            record["status"] = "ok"
+        else:
+            record["value"] = None
+            record["error"] = f"non-finite objective {record['metric']}={result.value}"
+    except Exception as err:  # a failing trial never stops the sweep
+        if interrupts.requested():
+            raise KeyboardInterrupt from err
+        record["error"] = f"{type(err).__name__}: {err}"
+        result = None
+    record["timings"]["trial"] = time.perf_counter() - t0
+    record["timings"]["compile"] = compile_seconds() - c0
+    if result is not None and record["status"] == "ok":
+        record["oracle"] = _oracle_metrics(result, record)
+    _write_trial(Path(folder) / f"trial-{k}", record, arrays)
+    return record
+
+
+def _oracle_metrics(result: Any, record: dict[str, Any]) -> dict[str, Any] | None:
+    """The trial's oracle metrics, after its objective is final; an error here is noted in
+    ``record["oracle_error"]`` and never fails the trial (analysis only)."""
+    from udora.experiments.tuning import protocol as tuning
+
+    t0 = time.perf_counter()
+    try:
+        return tuning.trial_oracle_metrics(result.task, result)
+    except Exception as err:
+        if interrupts.requested():
+            raise KeyboardInterrupt from err
+        record["oracle_error"] = f"{type(err).__name__}: {err}"
+        return None
+    finally:
+        record["timings"]["oracle"] = time.perf_counter() - t0
+
+
+_COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",  # includes persistent-cache reads
+)
+_compile = {"seconds": 0.0, "listening": False}
+
+
+def compile_seconds() -> float:
+    """Seconds JAX has spent tracing, lowering and compiling in this process so far.
+
+    Counted from the first call on, by a ``jax.monitoring`` duration listener on JAX's
+    own compile events (the first call imports JAX; every trial builds its task with it).
+    """
+    if not _compile["listening"]:
+        from jax import monitoring
+
+        def listen(event: str, duration: float, **_: Any) -> None:
+            if event in _COMPILE_EVENTS:
+                _compile["seconds"] += duration
+
+        monitoring.register_event_duration_secs_listener(listen)
+        _compile["listening"] = True
+    return _compile["seconds"]
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _write_trial(final: Path, record: dict[str, Any], arrays: dict[str, Any] | None) -> None:
+    tmp = final.parent / f".{final.name}.{secrets.token_hex(4)}.tmp"
+    tmp.mkdir()
+    try:
+        if arrays is not None:
+            np.savez(tmp / "validation.npz", **arrays)
+        (tmp / "trial.json").write_text(json.dumps(record, indent=1, allow_nan=False, default=str))
+        if final.exists():
+            raise FileExistsError(f"{final}: already written")
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load_trial(folder: str | Path, k: int) -> dict[str, Any] | None:
+    """Trial ``k``'s record under ``folder``, or None when it is not (readably) written."""
+    try:
+        return json.loads((Path(folder) / f"trial-{k}" / "trial.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def load_trials(folder: str | Path) -> list[dict[str, Any]]:
+    """Every finished trial record under ``folder``, ordered by ``k`` (unreadable ones skipped)."""
+    out = []
+    for path in Path(folder).glob("trial-*/trial.json"):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(record, dict) and "k" in record and "params" in record:
+            out.append(record)
+    return sorted(out, key=lambda r: r["k"])
+
+
+def trial_line(record: dict[str, Any]) -> str:
+    """``trial-3 ok val_nll=0.8123 {"alpha": 0.1}`` or ``trial-3 failed: <reason> {...}``."""
+    over = json.dumps(record["overrides"], default=str)
+    if record["status"] == "ok":
+        return f"trial-{record['k']} ok {record['metric']}={record['value']:.6g} {over}"
+    return f"trial-{record['k']} failed: {record['error']} {over}"

@@ -1,0 +1,254 @@
+"""``udora tune``: one offline sweep per (preset, method), the best config written per pair.
+
+For each pair a bayes sweep (:func:`udora.experiments.tuning.sweep_file.sweep_config`) is
+written to ``<out>/sweeps/<preset>-<method>.yaml``; all sweeps run together under
+``<out>/sweeps/`` by :func:`udora.experiments.tuning.sweeps.run_sweeps`, each fully sequential
+(one trial in flight, every proposal sees every earlier result) while the ``jobs``
+workers are shared by the sweeps (resumable: rerunning reads finished trials back). The
+result is ``<out>/<preset>/<method>.yaml``: the best trial's values of the searched method
+fields (``config``), its objective, the trial counts (ok/failed), the sweep file and its
+hash. A method with an empty search space (``gp_oracle``) is passed through: its file says
+"no tunable parameters" and holds the default config. ``udora bench --tuned OUT`` reads
+these files. Tuning never reads the oracle (validation split of the training sample).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from udora.experiments.grid.executors import ExecutorSpec
+from udora.experiments.run.spec import tuned_source
+from udora.experiments.tuning import protocol as tuning
+from udora.experiments.tuning import sweep_file as sc
+from udora.experiments.tuning import sweeps as sr
+from udora.experiments.tuning.proposals import SweepSummary, sweep_dir, sweep_hash
+
+
+def tuned_path(out: str | Path, preset_name: str, method: str) -> Path:
+    return Path(out) / preset_name / f"{method}.yaml"
+
+
+def _write_yaml(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False))
+    tmp.replace(path)
+
+
+def prepare(
+    preset: str,
+    method: str,
+    out: str | Path,
+    *,
+    trials: int = 10,
+    objective: str = "nll",
+    seed: int = 0,
+    search: str = "bayes",
+    fixed: dict[str, Any] | None = None,
+) -> tuple[Path, dict[str, Any] | None, dict[str, Any] | None]:
+    """(tuned file, its content when final already, the validated sweep config or None).
+
+    ``fixed`` method fields are held at their values and written into the tuned config
+    (:func:`udora.experiments.tuning.sweep_file.sweep_config`). A method with no search space
+    gets its pass-through file now (its config: the fixed fields) and no sweep.
+    """
+    from udora import methods
+    from udora.oracle.preset import load_preset
+
+    name = load_preset(preset).name
+    target = tuned_path(out, name, method)
+    cls = methods.get_method_class(method)
+    held = dict(fixed or {})
+    if not {k: v for k, v in cls.Config().search_space().items() if k not in held}:
+        from udora.methods.base import make_config
+
+        default = make_config(cls.Config, held).to_dict()
+        data = {"preset": name, "method": method, "tuned": False,
+                "note": "no tunable parameters: the default config",
+                "config": held, "default_config": default}  # fmt: skip
+        _write_yaml(target, data)
+        return target, data, None
+    config = sc.sweep_config(
+        preset, method, objective=objective, search=search, trials=trials, seed=seed, fixed=held
+    )
+    config["name"] = f"{name}-{method}-{objective}"
+    sweeps_dir = Path(out) / "sweeps"
+    sweeps_dir.mkdir(parents=True, exist_ok=True)
+    sweep_file = sc.write_sweep_config(config, sweeps_dir / f"{name}-{method}.yaml")
+    return target, None, sc.load_sweep_config(sweep_file)
+
+
+def finish(target: Path, config: dict[str, Any], summary: SweepSummary) -> dict[str, Any]:
+    """Write the tuned file of a finished sweep; returns its content."""
+    params = config["parameters"]
+    objective = params["objective"]["value"]
+    best = summary.best
+    searched = set(params) - set(sc.FIXED)
+    data = {
+        "preset": target.parent.name,
+        "method": params["method"]["value"],
+        "tuned": best is not None,
+        "config": {k: v for k, v in (best or {}).get("overrides", {}).items() if k in searched},
+        "objective": objective,
+        "metric": tuning.OBJECTIVES[objective],
+        "value": None if best is None else best["value"],
+        "best_trial": None if best is None else best["k"],
+        "trials": {"ok": summary.n_ok, "failed": summary.n_failed},
+        "sweep_file": str(
+            Path(summary.folder).parent / f"{target.parent.name}-{params['method']['value']}.yaml"
+        ),
+        "sweep_hash": sweep_hash(config),
+        "sweep_dir": str(summary.folder),
+        "protocol": protocol_of(config),
+    }
+    if best is None:
+        data["note"] = "no trial ok: bench uses the default config"
+    _write_yaml(target, data)
+    return data
+
+
+def tune_many(
+    pairs: list[tuple[str, str]],
+    out: str | Path,
+    *,
+    trials: int = 10,
+    jobs: int = 1,
+    objective: str = "nll",
+    seed: int = 0,
+    search: str = "bayes",
+    fixed: dict[str, Any] | None = None,
+    data_dir: str | Path | None = None,
+    on_trial: Callable[[dict[str, Any]], None] | None = None,
+    on_tuned: Callable[[Path, dict[str, Any], SweepSummary | None], None] | None = None,
+    executor: ExecutorSpec | None = None,
+) -> list[SweepSummary]:
+    """Tune every (preset, method) of ``pairs``: one sweep each, all over ``jobs`` workers.
+
+    ``fixed`` holds method fields at values for every sweep (``optimizer: sgd``), with
+    ``<method>.<field>`` keys for one method, as ``bench --set``. Every sweep file is
+    written (and every bad name raised) before anything runs.
+    ``on_tuned(path, content, summary)`` follows each tuned file as it is written (summary
+    None for a pass-through). Returns the sweep summaries (interrupted ones after Ctrl-C).
+    ``executor`` (default: the local one with ``jobs``) says where trials execute.
+    """
+    from udora.experiments.run.spec import scoped_overrides
+
+    names = sorted({m for _, m in pairs})
+    kw = {"trials": trials, "objective": objective, "seed": seed, "search": search}
+    prepared = [prepare(p, m, out, **kw, fixed=scoped_overrides(fixed or {}, m, names))
+                for p, m in pairs]  # fmt: skip
+    targets = {}
+    configs = []
+    for target, data, config in prepared:
+        if config is None:
+            if on_tuned is not None:
+                on_tuned(target, data, None)
+            continue
+        targets[sweep_dir(config, Path(out) / "sweeps")] = (target, config)
+        configs.append(config)
+
+    def done(summary: SweepSummary) -> None:
+        target, config = targets[summary.folder]
+        data = finish(target, config, summary)
+        if on_tuned is not None:
+            on_tuned(target, data, summary)
+
+    return sr.run_sweeps(configs, Path(out) / "sweeps", trials=trials, jobs=jobs, per_sweep=1,
+                         data_dir=data_dir, on_trial=on_trial, on_done=done,
+                         executor=executor)  # fmt: skip
+
+
+def tune_one(
+    preset: str,
+    method: str,
+    out: str | Path,
+    **kwargs: Any,
+) -> tuple[Path, dict[str, Any], SweepSummary | None]:
+    """Tune ``method`` on ``preset`` (keywords as :func:`tune_many`); returns (tuned file,
+    its content, the sweep summary or None for a pass-through)."""
+    got: list[tuple[Path, dict[str, Any], SweepSummary | None]] = []
+    summaries = tune_many([(preset, method)], out, **kwargs,
+                          on_tuned=lambda *a: got.append(a))  # fmt: skip
+    if got:
+        return got[0]
+    from udora.oracle.preset import load_preset
+
+    return tuned_path(out, load_preset(preset).name, method), {}, summaries[0]
+
+
+def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str, Any] | None:
+    """The tuned file of (preset, method) under ``tuned_dir`` with its ``path`` and ``hash``
+    (SHA-256 of the file, 12 digits), or None when there is none."""
+    import hashlib
+
+    path = tuned_path(tuned_dir, preset_name, method)
+    if not path.is_file():
+        return None
+    text = path.read_text()
+    data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict):
+        raise ValueError(f"{path}: not a tuned-config file (expected a 'config' mapping)")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return {**data, "path": str(path), "hash": digest}
+
+
+def protocol_of(config: dict[str, Any]) -> dict[str, Any]:
+    """The tuning protocol of a sweep config: what is the same for every preset it tunes.
+
+    ``{"search", "trials", "objective", "seed", "tuning_val_fraction"}`` and ``fixed``
+    (the method fields held at a value, when any); a tuned run's
+    config in the report is its method under this protocol (``method@tuned``), since its
+    values differ per preset by design.
+    """
+    params = config.get("parameters", {})
+
+    def fixed(key: str, default: Any) -> Any:
+        spec = params.get(key)
+        return spec.get("value", default) if isinstance(spec, dict) else default
+
+    held = {k: spec["value"] for k, spec in params.items()
+            if isinstance(spec, dict) and "value" in spec and k not in sc.FIXED}  # fmt: skip
+    return {
+        "search": config.get("method"),
+        "trials": config.get("run_cap"),
+        "objective": fixed("objective", "nll"),
+        "seed": fixed("seed", 0),
+        "tuning_val_fraction": fixed("tuning_val_fraction", fixed("val_fraction", None)),
+        **({"fixed": held} if held else {}),
+    }
+
+
+def tuned_configs(tuned: str | Path, presets: list[str], methods: list[str]):
+    """What ``bench --tuned`` reads: ``(configs, sources, missing)``.
+
+    ``configs[(preset, method)]`` is the tuned file's ``config`` (the overrides of that
+    pair), ``sources[(preset, method)]`` its
+    :func:`~udora.experiments.run.spec.tuned_source`, and ``missing[method]``
+    the preset names without a tuned file (those run the default config). ``preset`` is
+    as given (name or path). Raises ValueError when ``tuned`` is not a folder.
+    """
+    from udora.oracle.preset import load_preset
+
+    if not Path(tuned).is_dir():
+        raise ValueError(f"--tuned: {tuned} is not a folder (write one with `udora tune`)")
+    configs, sources, missing = {}, {}, {}
+    for preset in presets:
+        name = load_preset(preset).name
+        for method in methods:
+            found = load_tuned(tuned, name, method)
+            if found is None:
+                missing.setdefault(method, []).append(name)
+                continue
+            configs[(preset, method)] = dict(found.get("config") or {})
+            sweep_file = found.get("sweep_file")
+            if found.get("protocol") is None and sweep_file and Path(sweep_file).is_file():
+                found = {
+                    **found,
+                    "protocol": protocol_of(yaml.safe_load(Path(sweep_file).read_text()) or {}),
+                }
+            sources[(preset, method)] = tuned_source(found)
+    return configs, sources, missing
