@@ -1,0 +1,68 @@
+"""What a report section is: a capability's part of ``udora report``.
+
+Each capability folder of ``udora.experiments`` that has something to say about a results
+folder (tuning, studies, meta-evaluation, diagnostics) holds a module ``section.py`` with
+one :class:`ReportSection` named ``SECTION``. ``udora report``
+(:mod:`udora.experiments.report.sections`) finds them by that name, asks each in ``order``
+for its lines, and writes every non-empty one into report.md and as its own HTML page, so
+a new capability adds a section without editing the report (docs/design.md, "Where do I
+add ...").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+
+def markdown_table(frame: pd.DataFrame, digits: int = 3, index: bool = True) -> str:
+    """``frame`` as a GitHub-markdown table (pandas' to_markdown needs the tabulate
+    package); floats with ``digits`` decimals, NaN as an empty cell."""
+    if frame.empty:
+        return "(no data)"
+    frame = frame.reset_index() if index else frame
+
+    def cell(v) -> str:
+        if isinstance(v, float):
+            return "" if pd.isna(v) else f"{v:.{digits}f}"
+        return str(v).replace("|", "/").replace("\n", " ")
+
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "---|" * frame.shape[1]
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What a section may read: the results folder, its runs (``table``: one row per run,
+    as :func:`udora.experiments.results.store.load_runs` reads it, and ``curves``), the
+    report folder ``out`` (a section writes its figures under it, images linked relative
+    to it) and ``data_dir`` (where datasets are looked up to rebuild a task; None: the
+    data loader's default)."""
+
+    results_dir: Path
+    out: Path
+    table: pd.DataFrame
+    curves: dict
+    data_dir: str | None = None
+
+    @staticmethod
+    def markdown(frame: pd.DataFrame, digits: int = 3, index: bool = True) -> str:
+        return markdown_table(frame, digits, index)
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """One section of the report: ``name`` (its HTML page is ``<name>.html``), ``title``
+    (the navigation bar's link), ``order`` (sections are written by increasing order) and
+    ``write(context) -> lines`` (the section's Markdown lines; ``[]`` when the folder has
+    no records of it, and then no page is written)."""
+
+    name: str
+    title: str
+    order: int
+    write: Callable[[ReportContext], list[str]]
