@@ -92,7 +92,12 @@ class Prediction:
 
 
 class MethodConfig(BaseModel):
-    """Base of every method config: frozen, unknown fields are errors.
+    """Base of every method config: frozen, unknown fields are errors, defaults validated.
+
+    Every field needs a default (``udora bench`` builds each method's default config) and
+    a constraint that refuses values the method cannot use (``Field(ge=2)`` for a member
+    count, ``gt=0`` for a budget, ...): pydantic's error names the field, and a default
+    is checked against its own constraint too.
 
     ``SEARCH_SPACE`` maps field names to W&B sweep-parameter specs, e.g.
     ``{"lr": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-2}}`` or
@@ -103,7 +108,7 @@ class MethodConfig(BaseModel):
     follow one vocabulary across methods (docs/adding_a_method.md, "Field names").
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {}
     QUICK: ClassVar[dict[str, Any]] = {}
@@ -126,6 +131,12 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _problem(error: dict[str, Any]) -> str:
+    """``field: message`` of one pydantic error; just the message for a whole-config one."""
+    where = ".".join(str(p) for p in error["loc"])
+    return f"{where}: {error['msg']}" if where else error["msg"]
+
+
 def make_config(cls: type[MethodConfig], overrides: dict[str, Any]) -> MethodConfig:
     """``cls(**overrides)``, with errors that name the method's valid fields."""
     valid = ", ".join(cls.field_names())
@@ -135,9 +146,7 @@ def make_config(cls: type[MethodConfig], overrides: dict[str, Any]) -> MethodCon
     try:
         return cls(**{k: _plain(v) for k, v in overrides.items()})
     except ValidationError as err:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()
-        )
+        problems = "; ".join(_problem(e) for e in err.errors())
         raise ConfigError(f"{cls.__qualname__}: {problems}; valid fields: {valid}") from None
 
 

@@ -43,7 +43,7 @@ class CatBoostKGBConfig(MethodConfig):
     predicting only: the sampler does not expose its training threads (it uses all cores).
     """
 
-    n_members: int = Field(default=10, ge=1)
+    n_members: int = Field(default=10, ge=2)  # K = 1 would give EU = 0 everywhere
     n_estimators: int = Field(default=900, ge=1)
     n_prior_estimators: int = Field(default=100, ge=1)
     learning_rate: float = Field(default=0.1, gt=0.0, le=1.0)

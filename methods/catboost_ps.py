@@ -41,7 +41,7 @@ class CatBoostPSConfig(MethodConfig):
     applies): 5 members of at most 100 trees.
     """
 
-    n_members: int = Field(default=10, ge=1)
+    n_members: int = Field(default=10, ge=2)  # K = 1 would give EU = 0 everywhere
     n_estimators: int = Field(default=500, ge=1)
     learning_rate: float = Field(default=0.05, gt=0.0)
     depth: int = Field(default=6, ge=1, le=16)

@@ -15,7 +15,7 @@ import numpy as np
 from ngboost import NGBRegressor
 from ngboost.distns.distn import RegressionDistn
 from ngboost.scores import LogScore
-from pydantic import Field
+from pydantic import Field, model_validator
 from sklearn.tree import DecisionTreeRegressor
 
 from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
@@ -83,10 +83,12 @@ class NGBoostBagConfig(MethodConfig):
     The paper gives ranges only; our defaults (10 members, NGBoost's own 500 trees at rate
     0.01, depth 3, 80% of the rows with replacement) sit inside them. The paper calls the
     resample size both ``bagging_frac`` and ``sample_fraction``; we use the latter.
-    ``QUICK`` (what ``udora bench --quick`` applies): 5 members of 100 trees.
+    ``QUICK`` (what ``udora bench --quick`` applies): 5 members of 100 trees. Members
+    must differ: ``replace=False`` with ``sample_fraction=1`` gives each one every row,
+    so it is refused unless ``minibatch_frac`` or ``col_sample`` is below 1.
     """
 
-    n_members: int = Field(default=10, ge=1)
+    n_members: int = Field(default=10, ge=2)  # K = 1 would give EU = 0 everywhere
     n_estimators: int = Field(default=500, ge=1)
     learning_rate: float = Field(default=0.01, gt=0.0)
     max_depth: int = Field(default=3, ge=1)
@@ -110,6 +112,18 @@ class NGBoostBagConfig(MethodConfig):
         "standardize_y": {"values": [True, False]},
     }
     QUICK: ClassVar[dict[str, Any]] = {"n_estimators": 100, "n_members": 5}
+
+    @model_validator(mode="after")
+    def _members_differ(self) -> Self:
+        """Refuse K copies of one model (every row, no subsampling): EU would be 0."""
+        same_rows = not self.replace and self.sample_fraction == 1.0
+        if same_rows and self.minibatch_frac == 1.0 and self.col_sample == 1.0:
+            raise ValueError(
+                "replace=False with sample_fraction=1.0 fits every member to all rows, and "
+                "minibatch_frac=col_sample=1.0 leaves nothing random: the members are one "
+                "model and EU is 0; set replace=True or lower one of those fractions"
+            )
+        return self
 
 
 @register("ngboost_bag")

@@ -9,10 +9,14 @@ Presets, the CLI and sweeps refer to methods by name (docs/design.md, "Methods")
 - **Plugins**: any installed distribution declares
   ``[project.entry-points."udora.methods"] knn = "my_pkg.knn:KNN"``
   (docs/adding_a_method.md). Entry points are read once; a plugin is imported on first
-  use. One that fails to import gives a warning naming the entry point and is left out; a
-  plugin name that is also a built-in's (or declared twice) is an error naming both.
-- :func:`method_infos` lists names, origins and each class's one-line docstring read with
-  :mod:`ast`, importing no method module (``udora methods`` answers without JAX).
+  use and checked (:mod:`udora.methods.plugins`). One that fails to import, names a missing
+  class or declares something udora cannot use (a config field without a default, an
+  unknown family, ...) gives one :class:`PluginWarning` naming the entry point and why and
+  is left out of every listing and grid; a plugin name that is also a built-in's (or
+  declared twice) is an error naming both.
+- :func:`method_infos` lists names, origins and each class's one-line docstring; the
+  built-ins' are read with :mod:`ast`, importing no built-in method module (``udora
+  methods`` answers without JAX unless a plugin imports it).
 """
 
 from __future__ import annotations
@@ -21,12 +25,25 @@ import ast
 import importlib
 import importlib.metadata
 import importlib.util
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from udora.methods.plugins import PluginWarning, describe, load_plugin, warn_left_out
+
+__all__ = [
+    "BUILTIN_METHODS",
+    "ENTRY_POINT_GROUP",
+    "MethodInfo",
+    "PluginWarning",
+    "get_method",
+    "get_method_class",
+    "list_methods",
+    "method_infos",
+    "register",
+    "unregister",
+]
 ENTRY_POINT_GROUP = "udora.methods"
 BUILTIN_METHODS: dict[str, str] = {
     "blr": "udora.methods.blr:BayesianLinearRegression",
@@ -50,7 +67,7 @@ BUILTIN_METHODS: dict[str, str] = {
 
 _REGISTRY: dict[str, type] = {}
 _PLUGINS: dict[str, importlib.metadata.EntryPoint] | None = None  # read once
-_BROKEN: dict[str, str] = {}  # plugin name -> why it failed to load
+_BROKEN: dict[str, str] = {}  # plugin name -> why it is left out
 
 
 @dataclass(frozen=True)
@@ -90,12 +107,6 @@ def unregister(name: str) -> None:
     del _REGISTRY[name]
 
 
-def _describe(ep: importlib.metadata.EntryPoint) -> str:
-    dist = getattr(ep, "dist", None)
-    where = f" (distribution {dist.name} {dist.version})" if dist is not None else ""
-    return f"'{ep.name} = {ep.value}'{where}"
-
-
 def plugin_entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     """The ``udora.methods`` entry points of installed distributions, by name; read once.
 
@@ -108,13 +119,13 @@ def plugin_entry_points() -> dict[str, importlib.metadata.EntryPoint]:
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             if ep.name in BUILTIN_METHODS:
                 raise ValueError(
-                    f"method name {ep.name!r}: plugin entry point {_describe(ep)} clashes "
+                    f"method name {ep.name!r}: plugin entry point {describe(ep)} clashes "
                     f"with the built-in {BUILTIN_METHODS[ep.name]}; rename the entry point"
                 )
             if ep.name in found and found[ep.name].value != ep.value:
                 raise ValueError(
                     f"method name {ep.name!r} is declared by two plugin entry points: "
-                    f"{_describe(found[ep.name])} and {_describe(ep)}"
+                    f"{describe(found[ep.name])} and {describe(ep)}"
                 )
             found[ep.name] = ep
         _PLUGINS = found
@@ -127,26 +138,22 @@ def _load_builtin(name: str) -> type:
     return _REGISTRY.get(name) or register(name)(cls)  # the import ran @register
 
 
-def _load_plugin(name: str) -> type | None:
-    """The plugin's class, registered; None (after one warning) when it cannot load."""
+def _load_plugin(name: str, warn: bool = True) -> type | None:
+    """The plugin's class, registered; None when it is left out (after one warning, unless
+    ``warn`` is off: a caller that raises the reason itself)."""
     if name in _BROKEN:
         return None
     ep = plugin_entry_points()[name]
-    try:
-        cls = ep.load()
-        from udora.methods.base import UQMethod
-
-        if not (isinstance(cls, type) and issubclass(cls, UQMethod)):
-            raise TypeError(f"{cls!r} is not a subclass of udora.methods.base.UQMethod")
-        return register(name)(cls)
-    except Exception as err:  # a broken plugin never takes the built-ins down
-        _BROKEN[name] = f"{type(err).__name__}: {err}"
-        warnings.warn(
-            f"udora.methods plugin {_describe(ep)} failed to load and is left out: {_BROKEN[name]}",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return None
+    cls, why = load_plugin(ep)
+    if cls is not None:
+        try:
+            return register(name)(cls)
+        except ValueError as err:  # the class is registered in code under another name
+            why = str(err)
+    _BROKEN[name] = f"plugin {describe(ep)} is left out: {why}"
+    if warn:
+        warn_left_out(ep, why)
+    return None
 
 
 def list_methods() -> list[str]:
@@ -157,16 +164,17 @@ def list_methods() -> list[str]:
 
 
 def get_method_class(name: str) -> type:
-    """The class registered under ``name``; an unknown name lists the valid ones."""
+    """The class registered under ``name``; an unknown name lists the valid ones, a plugin
+    that is left out raises its entry point and why (as a KeyError, not a warning)."""
     plugins = plugin_entry_points()  # a clash with a built-in is an error, always
     if name in _REGISTRY:
         return _REGISTRY[name]
     if name in BUILTIN_METHODS:
         return _load_builtin(name)
-    if name in plugins and (cls := _load_plugin(name)) is not None:
+    if name in plugins and (cls := _load_plugin(name, warn=False)) is not None:
         return cls
     if name in _BROKEN:
-        raise KeyError(f"method {name!r}: its plugin failed to load: {_BROKEN[name]}")
+        raise KeyError(f"method {name!r}: {_BROKEN[name]}")
     valid = ", ".join(list_methods()) or "(none registered)"
     raise KeyError(f"unknown method {name!r}; valid methods: {valid}")
 
@@ -212,19 +220,25 @@ def _class_source(target: str) -> tuple[str, str]:
     return "", "other"
 
 
+def _class_info(name: str, cls: type, origin: str) -> MethodInfo:
+    doc = (cls.__doc__ or "").strip().splitlines()
+    return MethodInfo(name, _target(cls), origin, doc[0] if doc else "", cls.family)
+
+
 def method_infos() -> list[MethodInfo]:
-    """Every method's :class:`MethodInfo`, sorted by name, importing no method module."""
+    """Every usable method's :class:`MethodInfo`, sorted by name.
+
+    Built-ins are read without importing their modules; plugins are loaded (and checked),
+    and one that is left out is warned about once and not listed.
+    """
     out = {n: MethodInfo(n, t, "built-in", *_class_source(t)) for n, t in BUILTIN_METHODS.items()}
     for name, ep in plugin_entry_points().items():
-        dist = getattr(ep, "dist", None)
-        origin = f"plugin {dist.name} {dist.version}" if dist is not None else "plugin"
-        if name in _BROKEN:
-            origin += " (failed to load)"
-        out[name] = MethodInfo(name, ep.value, origin, *_class_source(ep.value))
+        cls = _REGISTRY.get(name) or _load_plugin(name)
+        if cls is not None:
+            dist = getattr(ep, "dist", None)
+            origin = f"plugin {dist.name} {dist.version}" if dist is not None else "plugin"
+            out[name] = _class_info(name, cls, origin)
     for name, cls in _REGISTRY.items():
         if name not in out:
-            doc = (cls.__doc__ or "").strip().splitlines()
-            family = getattr(cls, "family", "other")
-            out[name] = MethodInfo(name, _target(cls), "registered in code",
-                                   doc[0] if doc else "", family)  # fmt: skip
+            out[name] = _class_info(name, cls, "registered in code")
     return [out[name] for name in sorted(out)]

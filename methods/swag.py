@@ -63,7 +63,7 @@ class SWAGConfig(NNConfig):
     behaviour before burn-in existed).
     """
 
-    n_members: int = Field(default=30, ge=1)
+    n_members: int = Field(default=30, ge=2)  # K = 1 would give EU = 0 everywhere
     n_checkpoints: int = Field(default=20, ge=2)
     swag_burn_in: int = Field(default=200, ge=0)
     epochs_per_checkpoint: int = Field(default=4, ge=1)

@@ -63,7 +63,7 @@ class NNConfig(MethodConfig):
     networks train on all training points and ``val_fraction`` is unused.
     """
 
-    n_members: int = Field(default=10, ge=1)
+    n_members: int = Field(default=10, ge=2)  # K = 1 would give EU = 0 everywhere
     width: int = Field(default=32, ge=1)
     blocks: int = Field(default=2, ge=0)
     activation: Activation = "tanh"
