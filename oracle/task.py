@@ -71,6 +71,20 @@ class OracleTask:
         """Training covariates, (n, d)."""
         return self.X[self.train_idx]
 
+    def fingerprint(self) -> str:
+        """The SHA-256 of every array of the task and of its prior: equal before and after
+        a run proves the run changed nothing a later run on this (cached) task reads."""
+        import hashlib
+        import pickle
+
+        digest = hashlib.sha256()
+        for name in ("X", "train_idx", "y_train", "f", "y", "noise_var", "post_mean", "post_var"):
+            array = np.ascontiguousarray(getattr(self, name))
+            digest.update(f"{name}{array.dtype}{array.shape}".encode())
+            digest.update(array.tobytes())
+        digest.update(pickle.dumps(self.prior))
+        return digest.hexdigest()
+
     def gp_prior(self) -> GPPrior:
         """The generating prior (kernel, mean, noise model, standardisation)."""
         return self.prior

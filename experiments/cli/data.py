@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from udora.experiments.cli import options as opts
+
 console = Console()
 presets_app = typer.Typer(help="List, show and fit the semi-synthetic presets.")
 oracle_app = typer.Typer(help="Build and inspect oracle tasks.", no_args_is_help=True)
@@ -111,7 +113,7 @@ def presets_fit(
 @oracle_app.command("build")
 def oracle_build(
     preset: Annotated[str, typer.Option(help="Preset name or path to a preset YAML.")],
-    out: Annotated[Path, typer.Option(help="Folder for oracle.npz and oracle.json.")],
+    out: Annotated[Path, opts.path_option("Folder for oracle.npz and oracle.json.")],
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
     data_dir: Annotated[
         Path | None, typer.Option(help="Folder of <preset>.csv.gz (default: $UDORA_DATA_DIR).")

@@ -21,10 +21,6 @@ console = Console()
 SANITY_METHODS = ("gp_oracle", "gp_linear")
 
 
-def _names(text: str | None) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()] if text else []
-
-
 def diagnose_cmd(
     preset: Annotated[str | None, typer.Option(help="Preset(s), comma-separated.")] = None,
     suite: Annotated[
@@ -52,7 +48,7 @@ def diagnose_cmd(
         list[str] | None, typer.Option("--set", help="key=value method or preset.X override.")
     ] = None,
     quick: Annotated[bool, typer.Option(help="Start from each method's quick budget.")] = False,
-    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("diagnostics"),
+    out: Annotated[Path, opts.path_option("Results folder.")] = Path("diagnostics"),
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
     wait_lock: Annotated[
         bool, typer.Option("--wait-lock", help="Wait while another command uses --out.")
@@ -81,14 +77,16 @@ def diagnose_cmd(
 
     with interrupts.catch_interrupts():
         with user_errors(console):
-            if sanity and method:
+            if sanity and method is not None:
                 raise UsageError("--sanity chooses the methods (gp_oracle, gp_linear): "
                                  "drop --method")  # fmt: skip
-            if preset and suite:
+            if preset is not None and suite is not None:
                 raise UsageError("give --preset or --suite, not both")
-            suite = suite or ("dev" if sanity else None)
-            presets = _names(preset) or (suite_presets(suite) if suite else [])
-            methods = list(SANITY_METHODS) if sanity else _names(method)
+            suite = suite if suite is not None else ("dev" if sanity else None)
+            given = opts.names(preset, "--preset", console, "preset names or YAML paths")
+            presets = given or (suite_presets(suite) if suite is not None else [])
+            methods = list(SANITY_METHODS) if sanity else (
+                opts.names(method, "--method", console, "method names") or [])  # fmt: skip
             if not presets:
                 raise UsageError("give --preset P (or --suite S, or --sanity)")
             if not methods:
@@ -96,7 +94,7 @@ def diagnose_cmd(
             check_seed(seed)
             check_out_dir(out)
             overrides = parse_set(set_ or [])
-            sizes = [_size(v) for v in _names(n or ("100,300,1000" if sanity else None))]
+            sizes = _sizes(n if n is not None else ("100,300,1000" if sanity else None))
             if sizes and "preset.n_train" in overrides:
                 raise UsageError("give --n or --set preset.n_train, not both")
             diagnoses = []
@@ -141,13 +139,25 @@ def diagnose_cmd(
     console.print(f"{'interrupted: ' if summary.interrupted else ''}{summary.line()}{wrote}",
                   highlight=False, markup=False, soft_wrap=True)  # fmt: skip
     if summary.interrupted:
-        raise typer.Exit(130)
+        raise typer.Exit(interrupts.exit_code())
     if not summary.ok:
         raise typer.Exit(1)
 
 
 def _count(k: int, one: str, many: str | None = None) -> str:
     return f"{k} {one if k == 1 else (many or one + 's')}"
+
+
+def _sizes(text: str | None) -> list[int]:
+    """``--n``: positive integers, once each in the order given (a note on repeats)."""
+    from udora.experiments.run.checks import once_each, parse_names
+
+    if text is None:
+        return []
+    sizes, note = once_each([_size(v) for v in parse_names(text, "--n", "training sizes")], "--n")
+    if note:
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
+    return sizes
 
 
 def _size(text: str) -> int:

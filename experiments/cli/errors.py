@@ -15,6 +15,19 @@ def usage_error(err: Exception | str) -> None:
     raise typer.Exit(2)
 
 
+def os_error_line(err: OSError) -> tuple[int, str]:
+    """(exit code, one line) for a file-system error reaching the command line: 2 for a
+    path the user chose that cannot be used (not a folder, no permission, exists), 1 for
+    the machine's (a full disk, an I/O error)."""
+    import errno
+
+    where = f"{err.filename}: " if err.filename else ""
+    what = err.strerror or str(err)
+    theirs = (errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR, errno.EEXIST,
+              errno.EROFS, errno.ENOENT)  # fmt: skip
+    return (2 if err.errno in theirs else 1), f"error: {where}{what}"
+
+
 @contextmanager
 def user_errors(console: Console, interrupted: str = "interrupted") -> Iterator[None]:
     """The body of a command: a bad argument, unknown name or held lock (``ValueError``,
@@ -27,7 +40,11 @@ def user_errors(console: Console, interrupted: str = "interrupted") -> Iterator[
         yield
     except (ValueError, KeyError, LockHeldError) as err:
         usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    except OSError as err:
+        code, line = os_error_line(err)
+        Console(stderr=True).print(line, highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(code) from None
     except KeyboardInterrupt:
         interrupts.ignore_from_now()
         console.print(interrupted, highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(interrupts.exit_code()) from None

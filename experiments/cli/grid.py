@@ -23,7 +23,7 @@ def run_cmd(
         list[str] | None,
         typer.Option("--set", help="key=value: a method config field, or preset.FIELD."),
     ] = None,
-    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    out: Annotated[Path, opts.path_option("Results folder.")] = Path("results"),
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
     """Run one method on one preset at one seed and write its run folder."""
@@ -53,7 +53,7 @@ def bench_cmd(
     ] = None,
     seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "0",
     jobs: opts.Jobs = None,
-    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    out: Annotated[Path, opts.path_option("Results folder.")] = Path("results"),
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value overrides.")] = None,
     wandb: Annotated[bool, typer.Option("--wandb", help="Log runs to W&B.")] = False,
     quick: Annotated[
@@ -65,7 +65,11 @@ def bench_cmd(
     ] = False,
     tuned: Annotated[
         Path | None,
-        typer.Option(help="Folder written by `udora tune`: tuned configs (--set wins)."),
+        opts.path_option(
+            "Folder written by `udora tune` or `udora sweep run --tuned-out`: "
+            "tuned configs (--set wins).",
+            "--tuned",
+        ),
     ] = None,
     executor: opts.Executor = "local",
     address: opts.Address = None,
@@ -80,17 +84,19 @@ def bench_cmd(
     from udora.experiments.grid.bench import QUICK_METHODS, make_grid, run_grid, suite_presets
     from udora.experiments.grid.lock import LockHeldError
     from udora.experiments.run import interrupts
-    from udora.experiments.run.checks import UsageError, check_out_dir, parse_seeds
+    from udora.experiments.run.checks import UsageError, check_out_dir
     from udora.experiments.run.execute import parse_set
 
     with interrupts.catch_interrupts():
         try:
-            seed_list = parse_seeds(seeds)
+            names = opts.names(presets, "--presets", console, "preset names or YAML paths")
+            chosen = opts.names(methods_, "--methods", console, "method names")
+            seed_list = opts.seeds(seeds, console)
             spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
             check_out_dir(out)
-            names = presets.split(",") if presets else suite_presets("quick" if quick else suite)
+            names = names or suite_presets("quick" if quick else suite)
             default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
-            chosen = methods_.split(",") if methods_ else (default or registry.list_methods())
+            chosen = chosen or default or registry.list_methods()
             over = parse_set(set_ or [])
             configs, sources = _tuned_configs(tuned, names, chosen, over)
             runs = make_grid(names, chosen, seed_list, over, quick=quick, data_dir=data_dir,
@@ -104,7 +110,7 @@ def bench_cmd(
         except KeyboardInterrupt:  # before the grid started: nothing ran
             interrupts.ignore_from_now()
             console.print("interrupted")
-            raise typer.Exit(130) from None
+            raise typer.Exit(interrupts.exit_code()) from None
         if summary.interrupted:  # a further Ctrl-C must not kill the exit (-2 instead of 130)
             interrupts.ignore_from_now()
         console.print(
@@ -112,7 +118,7 @@ def bench_cmd(
             highlight=False, markup=False, soft_wrap=True,
         )  # fmt: skip
     if summary.interrupted:
-        raise typer.Exit(130)
+        raise typer.Exit(interrupts.exit_code())
     if not summary.ok:
         raise typer.Exit(1)
 

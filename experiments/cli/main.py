@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 from typing import Annotated
 
@@ -11,6 +10,7 @@ from rich.console import Console
 
 from udora.experiments.cli.data import oracle_app, presets_app
 from udora.experiments.cli.diagnose import diagnose_cmd
+from udora.experiments.cli.errors import os_error_line
 from udora.experiments.cli.grid import bench_cmd, run_cmd
 from udora.experiments.cli.meta import meta_cmd
 from udora.experiments.cli.methods import methods_list
@@ -40,8 +40,11 @@ console = Console()
 
 
 def _version(value: bool) -> None:
+    """``udora --version``: the installed distribution's version (``udora.experiments``'s)."""
     if value:
-        console.print(f"udora {importlib.metadata.version('udora')}")
+        from udora.experiments import __version__
+
+        console.print(f"udora {__version__}", highlight=False, markup=False)
         raise typer.Exit()
 
 
@@ -52,13 +55,36 @@ def _root(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    from udora.experiments.run.jax_cache import configure_compilation_cache  # imports no JAX
+    import warnings
 
-    configure_compilation_cache()
+    from udora.experiments.run.jax_cache import CacheUnusableWarning, configure_compilation_cache
+
+    with warnings.catch_warnings(record=True) as caught:  # imports no JAX
+        warnings.simplefilter("always", CacheUnusableWarning)
+        configure_compilation_cache()
+    for w in caught:
+        Console(stderr=True).print(f"warning: {w.message}", highlight=False, markup=False,
+                                   soft_wrap=True)  # fmt: skip
+
+
+def _one_line_warnings() -> None:
+    """udora's own warnings (a plugin left out, a run folder skipped, an unusable cache)
+    print as one line ``warning: <message>``; other libraries' as Python prints them."""
+    import warnings
+
+    other = warnings.formatwarning
+
+    def one_line(message, category, *args, **kwargs) -> str:
+        if category.__module__.startswith("udora."):
+            return f"warning: {message}\n"
+        return other(message, category, *args, **kwargs)
+
+    warnings.formatwarning = one_line
 
 
 def main() -> None:
     """Console-script entry point: user errors print one line, not a traceback."""
+    _one_line_warnings()
     try:
         app()
     except (ValueError, KeyError, FileNotFoundError) as err:
@@ -68,3 +94,7 @@ def main() -> None:
             f"error: {message}", highlight=False, markup=False, soft_wrap=True
         )
         sys.exit(2)
+    except OSError as err:  # a folder that cannot be written, a full disk: one line
+        code, line = os_error_line(err)
+        Console(stderr=True).print(line, highlight=False, markup=False, soft_wrap=True)
+        sys.exit(code)

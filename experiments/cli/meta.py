@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from udora.experiments.cli import options as opts
 from udora.experiments.cli.errors import usage_error as _usage_error
 from udora.experiments.cli.errors import user_errors
 
@@ -22,7 +23,7 @@ console = Console()
 def meta_cmd(
     results: Annotated[Path, typer.Argument(help="A results folder of run, bench or ablate.")],
     out: Annotated[
-        Path | None, typer.Option(help="Output folder (default RESULTS/report/meta).")
+        Path | None, opts.path_option("Output folder (default RESULTS/report/meta).")
     ] = None,
     min_methods: Annotated[
         int, typer.Option(help="Fewest configs a (preset, seed) needs to be ranked.")
@@ -46,7 +47,8 @@ def meta_cmd(
     their pooled means with bootstrap intervals, meta.md and a heatmap; then the same
     observables rescored on --sizes random pool points (docs/metrics.md).
     """
-    from udora.experiments.meta.outputs import markdown
+    from udora.experiments.meta.outputs import left_out_line, markdown
+    from udora.experiments.run.checks import parse_names
 
     if min_methods < 2:
         _usage_error(f"--min-methods: expected at least 2, got {min_methods}")
@@ -59,20 +61,27 @@ def meta_cmd(
                      f"none), got {sizes!r}")  # fmt: skip
     if repeats < 1:
         _usage_error(f"--repeats: expected a positive integer, got {repeats}")
+    with user_errors(console):  # '' is no config at all, not every config
+        patterns = None if configs is None else parse_names(configs, "--configs", "patterns")
     folder = out if out is not None else results / "report" / "meta"
     stop = "interrupted: the files in --out may be incomplete; run udora meta again"
     with user_errors(console, stop):
-        report = _meta(results, folder, configs, min_methods, boot, counts, repeats, data_dir)
+        report = _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_dir)
     console.print(markdown(report["pooled"]), highlight=False, markup=False, soft_wrap=True)
+    if report.get("left_out"):
+        console.print(left_out_line(report["left_out"]), highlight=False, markup=False,
+                      soft_wrap=True)  # fmt: skip
     console.print(f"wrote {', '.join(p.name for p in report['written'])} in {folder}",
                   highlight=False, markup=False, soft_wrap=True)  # fmt: skip
 
 
-def _meta(results, folder, configs, min_methods, boot, counts, repeats, data_dir) -> dict:
-    """Load the runs, keep ``configs``, write the meta-evaluation; user errors as one line."""
+def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_dir) -> dict:
+    """Load the runs, keep the configs matching ``patterns`` (None: all), write the
+    meta-evaluation; user errors as one line."""
     import warnings
     from fnmatch import fnmatch
 
+    from udora.experiments.cli.progress import steps
     from udora.experiments.meta.outputs import write_meta
     from udora.experiments.results.store import load_runs
 
@@ -80,17 +89,18 @@ def _meta(results, folder, configs, min_methods, boot, counts, repeats, data_dir
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # unreadable and legacy runs: `udora report` says
             table, _ = load_runs(results)
-        if configs:
-            patterns = [p.strip() for p in configs.split(",") if p.strip()]
+        configs = None if patterns is None else ",".join(patterns)
+        if patterns is not None:
             keep = table["config"].map(lambda c: any(fnmatch(c, p) for p in patterns))
             if not keep.any():
                 raise ValueError(f"--configs: no config matches {configs!r}; configs here: "
                                  f"{', '.join(sorted(set(table['config'])))}")  # fmt: skip
             table = table[keep]
         try:
-            report = write_meta(table, folder, min_methods=min_methods, n_boot=boot,
-                                sizes=counts, repeats=repeats,
-                                data_dir=str(data_dir) if data_dir else None)  # fmt: skip
+            with steps(console, "udora meta") as progress:
+                report = write_meta(table, folder, min_methods=min_methods, n_boot=boot,
+                                    sizes=counts, repeats=repeats, progress=progress,
+                                    data_dir=str(data_dir) if data_dir else None)  # fmt: skip
         except ValueError as err:
             if configs and "or more ok configs" in str(err):
                 kept = sorted(set(table["config"]))

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from udora.experiments.cli import options as opts
 from udora.experiments.cli.errors import user_errors
 
 console = Console()
@@ -18,9 +19,7 @@ def report_cmd(
     results: Annotated[
         Path, typer.Argument(help="A results folder written by run, bench or ablate.")
     ],
-    out: Annotated[
-        Path | None, typer.Option(help="Report folder (default RESULTS/report).")
-    ] = None,
+    out: Annotated[Path | None, opts.path_option("Report folder (default RESULTS/report).")] = None,
     data_dir: Annotated[
         Path | None, typer.Option(help="Folder of <preset>.csv.gz (meta-evaluation section).")
     ] = None,
@@ -33,6 +32,7 @@ def report_cmd(
     """
     import warnings
 
+    from udora.experiments.cli.progress import steps
     from udora.experiments.report.write import write_report
     from udora.experiments.results.store import LegacyRunsWarning, UnreadableRunWarning
     from udora.experiments.run.legacy import legacy_note, legacy_results
@@ -44,9 +44,9 @@ def report_cmd(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore", LegacyRunsWarning)  # said above, once
         warnings.simplefilter("always", UnreadableRunWarning)
-        with user_errors(console, "interrupted: the report folder may be incomplete; run "
-                                  "udora report again"):  # fmt: skip
-            path = write_report(results, out, str(data_dir) if data_dir else None)
+        stop = "interrupted: the report folder may be incomplete; run udora report again"
+        with user_errors(console, stop), steps(console, "udora report") as progress:
+            path = write_report(results, out, str(data_dir) if data_dir else None, progress)
     for w in caught:  # e.g. "skipped <path>: is not valid JSON ..."
         console.print(f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
     site = path.parent / "index.html"

@@ -28,7 +28,13 @@ def ablate_cmd(
     factor: Annotated[
         str | None, typer.Option(help="Without a file: key=level1,level2,... (e.g. width=16,32).")
     ] = None,
-    scale: Annotated[str, typer.Option(help="With --factor: log2, linear or ordinal.")] = "ordinal",
+    scale: Annotated[
+        str | None,
+        typer.Option(
+            help="With --factor: log2, linear or ordinal (default: the levels choose; "
+            "docs/ablations.md)."
+        ),
+    ] = None,
     name: Annotated[str | None, typer.Option(help="With --factor: the study's name.")] = None,
     suite: Annotated[str, typer.Option(help="With --factor: dev, heldout or all.")] = "dev",
     presets: Annotated[str | None, typer.Option(help="With --factor: comma-separated.")] = None,
@@ -48,7 +54,7 @@ def ablate_cmd(
     ] = None,
     jobs: opts.Jobs = None,
     out: Annotated[
-        Path | None, typer.Option(help="Results folder (default ablations/<study name>).")
+        Path | None, opts.path_option("Results folder (default ablations/<study name>).")
     ] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
     wait_lock: Annotated[
@@ -64,7 +70,7 @@ def ablate_cmd(
     run is ok, 1 when any failed or was skipped, 2 on a user error, 130 on Ctrl-C.
     """
     from udora.experiments.run import interrupts
-    from udora.experiments.run.checks import UsageError, check_out_dir, parse_seeds
+    from udora.experiments.run.checks import UsageError, check_out_dir
     from udora.experiments.run.execute import parse_set
     from udora.experiments.studies.runner import run_study
     from udora.experiments.studies.study import (
@@ -79,17 +85,20 @@ def ablate_cmd(
             if (study_file is None) == (factor is None):
                 raise UsageError("give a study file or --factor key=level1,level2,..., not both")
             if study_file is not None:
-                if tune_trials is not None:
-                    raise UsageError("--tune-trials: only with --factor (a file says `tune:`)")
+                for option, given, key in (("--tune-trials", tune_trials, "tune"),
+                                           ("--scale", scale, "scale")):  # fmt: skip
+                    if given is not None:
+                        raise UsageError(f"{option}: only with --factor (a file says `{key}:`)")
                 study = load_study(study_file)
                 origin = str(study_file)
             else:
-                if not methods_:
+                chosen = opts.names(methods_, "--methods", console, "method names")
+                if chosen is None:
                     raise UsageError("--factor needs --methods")
                 study = study_from_factor(
                     factor, name=name, scale=scale, suite=suite,
-                    presets=presets.split(",") if presets else None,
-                    methods=methods_.split(","), seeds=parse_seeds(seeds),
+                    presets=opts.names(presets, "--presets", console, "preset names or YAML paths"),
+                    methods=chosen, seeds=opts.seeds(seeds, console),
                     fixed=parse_set(set_ or []), tune_trials=tune_trials,
                 )  # fmt: skip
                 origin = "--factor"
@@ -103,7 +112,8 @@ def ablate_cmd(
             tuned = f", tuned per level ({study.tune.trials} trials)" if study.tune else ""
             console.print(
                 f"study {study.name}: {study.factor} at {len(study.levels)} levels "
-                f"{study.level_names()}, {n_runs} runs{tuned}",
+                f"{study.level_names()}, {n_runs} runs{tuned}; "
+                f"scale: {study.scale} ({_why_scale(study, scale, study_file)})",
                 highlight=False, markup=False, soft_wrap=True,
             )  # fmt: skip
             summary = run_study(study, folder, data_dir=data_dir, console=console,
@@ -116,6 +126,15 @@ def ablate_cmd(
             highlight=False, markup=False, soft_wrap=True,
         )  # fmt: skip
     if summary.interrupted:
-        raise typer.Exit(130)
+        raise typer.Exit(interrupts.exit_code())
     if not summary.ok:
         raise typer.Exit(1)
+
+
+def _why_scale(study, scale: str | None, study_file: Path | None) -> str:
+    """Why the study has its scale: the file, --scale, or the rule on its levels."""
+    from udora.experiments.studies.scales import choose_scale
+
+    if study_file is not None:
+        return "the study file"
+    return "--scale" if scale is not None else choose_scale(study.level_values())[1]

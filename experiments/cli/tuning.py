@@ -15,6 +15,7 @@ from rich.console import Console
 
 from udora.experiments.cli import options as opts
 from udora.experiments.cli.errors import usage_error as _usage_error
+from udora.experiments.cli.errors import user_errors
 
 console = Console()
 
@@ -29,7 +30,7 @@ sweep_app = typer.Typer(
 def sweep_init(
     preset: Annotated[str, typer.Option(help="Preset name or YAML path.")],
     method: Annotated[str, typer.Option(help="Registered method name (see `udora methods`).")],
-    out: Annotated[Path, typer.Option(help="The sweep YAML to write.")],
+    out: Annotated[Path, opts.path_option("The sweep YAML to write.", what="a file path")],
     objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
     search: Annotated[str, typer.Option(help="bayes, random or grid.")] = "bayes",
     trials: Annotated[int, typer.Option(help="Trials in the sweep (run_cap).")] = 20,
@@ -91,25 +92,37 @@ def sweep_run_cmd(
         int | None, typer.Option(help="Trials the sweep should have (default: its run_cap).")
     ] = None,
     jobs: opts.Jobs = None,
-    out: Annotated[Path, typer.Option(help="Folder of sweep folders.")] = Path("sweeps"),
+    out: Annotated[Path, opts.path_option("Folder of sweep folders.")] = Path("sweeps"),
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
     wandb: Annotated[
         bool, typer.Option("--wandb", help="Create the sweep on W&B and run it under an agent.")
     ] = False,
+    tuned_out: Annotated[
+        Path | None,
+        opts.path_option(
+            "Also write the best trial's config as DIR/<preset>/<method>.yaml, "
+            "the file of `udora tune` (for `udora bench --tuned DIR`).",
+            "--tuned-out",
+        ),
+    ] = None,
     executor: opts.Executor = "local",
     address: opts.Address = None,
     cpus_per_run: opts.CpusPerRun = None,
 ) -> None:
     """Run (or resume) a sweep offline: `sweeps` proposes, trials run here, written to --out.
 
+    With --tuned-out DIR the best trial's config is written as `udora tune` writes it, so
+    `udora bench --tuned DIR` runs it.
+
     Exit 0 when the sweep completed (failed trials are counted, not fatal), 1 when no trial
     is ok, 2 on a user error (also --wandb without credentials), 130 on Ctrl-C.
     """
     from udora.experiments.grid.lock import LockHeldError
     from udora.experiments.run import interrupts
+    from udora.experiments.run.checks import check_out_dir
     from udora.experiments.tuning import on_wandb as sweep_wandb
     from udora.experiments.tuning import sweeps as sr
-    from udora.experiments.tuning.proposals import sweep_dir, trial_cap
+    from udora.experiments.tuning.proposals import disk_summary, sweep_dir, trial_cap
     from udora.experiments.tuning.sweep_file import load_sweep_config
     from udora.experiments.tuning.trials import trial_line
 
@@ -122,6 +135,8 @@ def sweep_run_cmd(
         config = load_sweep_config(file)
         trial_cap(config, trials)
         spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
+        if tuned_out is not None:
+            check_out_dir(tuned_out, "--tuned-out")
     except (ValueError, KeyError) as err:
         _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
     if wandb:
@@ -134,6 +149,7 @@ def sweep_run_cmd(
             config, out, trials=trials, data_dir=data_dir, on_trial=show
         )
         console.print(f"W&B sweep {sweep_id}; trials in {sweep_dir(config, out)}", **plain)
+        _write_tuned(tuned_out, config, disk_summary(config, out), file, trials)
         return
     try:
         summary = sr.run_sweep(config, out, trials=trials, data_dir=data_dir, on_trial=show,
@@ -143,10 +159,24 @@ def sweep_run_cmd(
     if summary.interrupted:
         interrupts.ignore_from_now()
         console.print(f"interrupted: {summary.line()}; rerun to resume", **plain)
-        raise typer.Exit(130)
+        raise typer.Exit(interrupts.exit_code())
     console.print(summary.line(), **plain)
+    _write_tuned(tuned_out, config, summary, file, trials)
     if summary.best is None:
         raise typer.Exit(1)
+
+
+def _write_tuned(tuned_out, config, summary, file, trials) -> None:
+    """``sweep run --tuned-out``: the tuned file of the finished sweep, and a line naming it."""
+    if tuned_out is None:
+        return
+    from udora.experiments.tuning.tune import tuned_from_sweep
+
+    path, data = tuned_from_sweep(tuned_out, config, summary, file, trials)
+    what = "no trial ok: bench uses the default config" if not data["tuned"] else (
+        f"best trial-{data['best_trial']}")  # fmt: skip
+    console.print(f"wrote {path} ({what}); `udora bench --tuned {tuned_out}` uses it",
+                  highlight=False, markup=False, soft_wrap=True)  # fmt: skip
 
 
 def tune_cmd(
@@ -159,7 +189,7 @@ def tune_cmd(
     jobs: opts.Jobs = None,
     objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
     seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
-    out: Annotated[Path, typer.Option(help="Folder of tuned configs.")] = Path("tuned"),
+    out: Annotated[Path, opts.path_option("Folder of tuned configs.")] = Path("tuned"),
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="Hold a field: key=value (method.key for one method)."),
@@ -178,13 +208,18 @@ def tune_cmd(
     from udora.experiments.grid.bench import suite_presets
     from udora.experiments.grid.lock import LockHeldError
     from udora.experiments.run import interrupts
+    from udora.experiments.run.checks import check_out_dir
     from udora.experiments.tuning.proposals import SweepSummary
     from udora.experiments.tuning.trials import trial_line
     from udora.experiments.tuning.tune import tune_many
 
     plain = {"highlight": False, "markup": False, "soft_wrap": True}
-    names = presets.split(",") if presets else suite_presets(suite)
-    chosen = methods_.split(",") if methods_ else registry.list_methods()
+    with user_errors(console):
+        names = opts.names(presets, "--presets", console, "preset names or YAML paths")
+        chosen = opts.names(methods_, "--methods", console, "method names")
+        check_out_dir(out)
+    names = names or suite_presets(suite)
+    chosen = chosen or registry.list_methods()
 
     def show(record: dict) -> None:
         where = f"{record['params'].get('preset')}/{record['params'].get('method')}"
@@ -215,7 +250,7 @@ def tune_cmd(
         n = sum(len(s.trials) for s in summaries)
         console.print(f"interrupted: {n} trials on disk under {out}/sweeps; rerun to resume",
                       **plain)  # fmt: skip
-        raise typer.Exit(130)
+        raise typer.Exit(interrupts.exit_code())
     ran = sum(s.ran for s in summaries)
     console.print(f"tuned {len(pairs)} pairs ({len(summaries)} sweeps, {ran} trials ran now) "
                   f"into {out}", **plain)  # fmt: skip

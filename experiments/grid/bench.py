@@ -1,7 +1,9 @@
 """A grid of runs (presets x methods x seeds): resumable, failure-isolated, interruptible.
 
-Runs whose ``result.json`` says ``ok`` are skipped, so rerunning the same command resumes
-an interrupted grid. Every planned run ends in a recorded outcome: ``ok``, ``failed`` or,
+Finished runs (:func:`udora.experiments.run.records.read_run`: a whole ``ok`` record in its
+own folder, its predictions matching their checksum) are skipped, so rerunning the same
+command resumes an interrupted grid; a folder that says ``ok`` but fails a check is rerun,
+and the grid says why. Every planned run ends in a recorded outcome: ``ok``, ``failed`` or,
 when it cannot happen (its preset's data is missing), ``skipped`` with the reason. Each run
 writes its folder atomically, so Ctrl-C (or a crash) never leaves a half-written run behind;
 one Ctrl-C cancels queued runs, terminates running workers and keeps finished runs. One grid
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,13 +26,16 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from udora import methods
-from udora.experiments.grid.executors import ExecutorSpec, run_all
+from udora.experiments.grid.dispatch import count_unreported, run_on
+from udora.experiments.grid.executors import ExecutorSpec
 from udora.experiments.grid.lock import results_lock
 from udora.experiments.run import interrupts
 from udora.experiments.run.checks import check_out_dir, missing_data
-from udora.experiments.run.execute import load_result, record_failed, record_skipped, run_resolved
-from udora.experiments.run.legacy import is_current, legacy_note, legacy_results
+from udora.experiments.run.execute import record_skipped
+from udora.experiments.run.legacy import legacy_note, legacy_results
+from udora.experiments.run.records import read_run
 from udora.experiments.run.spec import ResolvedRun, RunSpec, resolve, scope_hint, scoped_overrides
+from udora.experiments.run.words import plural
 from udora.methods.base import ConfigError
 from udora.oracle.preset import list_presets
 
@@ -103,20 +108,6 @@ class GridSummary:
                 f"{self.skipped} already done")  # fmt: skip
 
 
-def _worker(
-    run: ResolvedRun, out_dir: str, data_dir: str | None, wandb: bool, source: Any = None
-) -> tuple[str, str]:
-    try:
-        result = run_resolved(run, out_dir, data_dir=data_dir, config_source=source)
-    except Exception as err:  # e.g. a preset whose data cannot be found: the grid goes on
-        return "failed", f"{type(err).__name__}: {err}"
-    if wandb:
-        from udora.experiments.run.wandb_log import log_run
-
-        log_run(result.path, run)
-    return result.status, result.error or ""
-
-
 def clean_temporaries(out_dir: Path) -> None:
     """Remove what killed commands left under ``out_dir``: half-written run folders
     (``.seed-*.tmp``; ``diagnose`` folders too) and pools' in-flight markers."""
@@ -186,11 +177,14 @@ def _run_locked(
         console.print(note, highlight=False, markup=False, soft_wrap=True)
     pending = []
     for run in runs:
-        previous = load_result(run.run_dir(out))
-        if is_current(previous) and previous.get("status") == "ok":
+        previous = read_run(run.run_dir(out))
+        if previous.finished:
             summary.skipped += 1
-        else:
-            pending.append(run)
+            continue
+        if previous.problem and not previous.legacy and previous.folder.is_dir():
+            console.print(f"rerunning {run.rel_dir}: its result.json {previous.problem}",
+                          highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+        pending.append(run)
     missing = missing_data([run.preset for run in pending], data_dir)
     todo = []
     for run in pending:
@@ -201,90 +195,46 @@ def _run_locked(
             todo.append(run)
     for name, reason in missing.items():
         count = sum(run.preset.name == name for run in pending)
-        console.print(f"[yellow]skipped[/] {count} runs of {escape(name)}: {escape(reason)}")
+        console.print(
+            f"[yellow]skipped[/] {plural(count, 'run')} of {escape(name)}: {escape(reason)}"
+        )
     dd = str(data_dir) if data_dir is not None else None
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())  # fmt: skip
     with Progress(*columns, console=console) as progress:
-        bar = progress.add_task(
-            f"{len(todo)} runs ({summary.skipped} already done)", total=len(todo)
-        )
-
+        head = f"{plural(len(todo), 'run')} ({summary.skipped} already done)"
+        bar = progress.add_task(head, total=len(todo))
         reported: set[Path] = set()
         started = time.time()
 
+        def running() -> None:  # the oldest run in flight (a pool takes them in order)
+            now = next((r for r in todo if r.rel_dir not in reported), None)
+            name = "" if now is None else f"; running {_where(now)}"
+            progress.update(bar, description=escape(head + name))
+
         def done(run: ResolvedRun, status: str, error: str) -> None:
             reported.add(run.rel_dir)
+            running()
             summary.done += 1
             if status != "ok":
                 summary.failed += 1
-                where = f"{run.preset.name}/{run.method}/{run.label}/seed {run.seed}"
-                progress.console.print(f"[red]failed[/] {escape(where)}: {escape(error)}")
+                progress.console.print(f"[red]failed[/] {escape(_where(run))}: {escape(error)}")
             progress.advance(bar)
             if interrupts.requested():  # the KeyboardInterrupt itself may have been swallowed
                 raise KeyboardInterrupt
 
+        running()
         try:
-            _run_on(executor.make(out), todo, str(out), dd, wandb, done, sources)
+            run_on(executor.make(out), todo, str(out), dd, wandb, done, sources)
         except KeyboardInterrupt:
             interrupts.stopping()
             summary.interrupted = True
-            _count_unreported(todo, reported, out, started, summary)
+            count_unreported(todo, reported, out, started, summary)
+            clean_temporaries(out)  # what the terminated workers were writing
             progress.console.print(
                 "[yellow]interrupted[/]: finished runs are kept; rerun to resume"
             )
 
 
-def _key(run: ResolvedRun) -> tuple[str, str]:
-    return (run.preset_arg, run.method)
-
-
-def _count_unreported(
-    todo: list[ResolvedRun], reported: set[Path], out: Path, since: float, summary: GridSummary
-) -> None:
-    """Count runs a worker wrote after the interrupt but before it was terminated.
-
-    Their folders are complete (written atomically), so the summary line must count them;
-    a ``result.json`` older than this grid is a previous attempt's and is not counted.
-    """
-    for run in todo:
-        if run.rel_dir in reported:
-            continue
-        path = run.run_dir(out) / "result.json"
-        record = load_result(run.run_dir(out))
-        if is_current(record) and path.stat().st_mtime >= since:
-            summary.done += 1
-            summary.failed += record.get("status") != "ok"
-
-
-def _run_on(
-    executor: Any,
-    todo: list[ResolvedRun],
-    out: str,
-    dd: str | None,
-    wandb: bool,
-    done: Callable[[ResolvedRun, str, str], None],
-    sources: dict[tuple[str, str], Any],
-) -> None:
-    """Run ``todo`` on ``executor``; a run whose worker died is recorded failed, and so is
-    one whose folder this process cannot see (a Ray node writing to its own disk)."""
-
-    def finished(args: tuple, value: tuple[str, str]) -> None:
-        run = args[0]
-        if value[0] == "ok" and not (run.run_dir(out) / "result.json").is_file():
-            value = ("failed", f"its result folder is not under {out} on this machine: on "
-                     "a cluster, the results folder must be shared by every node "
-                     "(docs/scaling.md)")  # fmt: skip
-        done(run, *value)
-
-    def crashed(args: tuple, reason: str) -> None:
-        run = args[0]
-        previous = load_result(run.run_dir(out))  # only runs not yet ok are in todo, so an
-        if is_current(previous) and previous.get("status") == "ok":  # ok one is this run's:
-            done(run, "ok", "")  # its worker died after writing it (Ray's cleanup, say)
-            return
-        record_failed(run, out, reason)
-        done(run, "failed", reason)
-
-    calls = [(run, out, dd, wandb, sources.get(_key(run))) for run in todo]
-    run_all(executor, calls, _worker, finished, crashed)
+def _where(run: ResolvedRun) -> str:
+    return f"{run.preset.name}/{run.method}/{run.label}/seed {run.seed}"

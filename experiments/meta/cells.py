@@ -7,8 +7,8 @@ pool (:func:`subsample_taus`) and the interval AUC on the oracle's exceedance ta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ import pandas as pd
 
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, goodness
 from udora.experiments.results.aggregate import kendall_tau
+from udora.experiments.run.records import load_predictions, read_run
 
 # Multivariate scores over blocks of nearby pool points (udora.scoring.multivariate): not
 # in result.json (they need the covariates); :func:`block_metrics` computes them.
@@ -48,7 +49,10 @@ class Cell:
 
 
 def load_cells(
-    table: pd.DataFrame, min_methods: int = 4, data_dir: str | None = None
+    table: pd.DataFrame,
+    min_methods: int = 4,
+    data_dir: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Cell]:
     """Every (preset, seed) of ``table``'s ok runs with at least ``min_methods`` configs,
     its task built once (:class:`Cell`); the input of :func:`subsample_taus` and
@@ -59,8 +63,6 @@ def load_cells(
             not the one the runs recorded (its sha256): the rebuilt targets would not be
             theirs.
     """
-    import json
-
     from udora.oracle.preset import Preset
     from udora.oracle.task import build_task
     from udora.scoring.multivariate import nearest_blocks
@@ -70,7 +72,9 @@ def load_cells(
     for (preset, run_seed), runs in ok.groupby(["preset", "seed"], sort=True):
         if len(runs) < min_methods:
             continue
-        records = [json.loads((Path(d) / "result.json").read_text()) for d in runs["run_dir"]]
+        if progress is not None:
+            progress(f"rebuilding the task of {preset}, seed {run_seed}")
+        records = [_record(d) for d in runs["run_dir"]]
         used = {(r.get("data_source") or {}).get("sha256") for r in records}
         record = records[0]
         task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
@@ -87,15 +91,21 @@ def load_cells(
                 f"but the data found now is {found.get('location')} (sha256 "
                 f"{str(found.get('sha256'))[:12]}); give --data-dir as the runs had it"
             )
-        preds = []
-        for run_dir in runs["run_dir"]:
-            with np.load(Path(run_dir) / "predictions.npz") as z:
-                preds.append({name: z[name] for name in z.files})
+        preds = [load_predictions(run_dir) for run_dir in runs["run_dir"]]
         N = task.X.shape[0]
         blocks = nearest_blocks(task.X, min(N // BLOCK_SIZE, MAX_BLOCKS), BLOCK_SIZE,
                                 np.random.default_rng(int(run_seed)))  # fmt: skip
         cells.append(Cell(str(preset), int(run_seed), runs, task, preds, blocks))
     return cells
+
+
+def _record(run_dir: str) -> dict:
+    """A run's record, after :func:`udora.experiments.run.records.read_run`'s checks; a
+    folder that changed since the table was read is one ValueError naming it."""
+    found = read_run(run_dir)
+    if not found.finished:
+        raise ValueError(f"{run_dir}: not a finished run: {found.problem or 'status not ok'}")
+    return found.record
 
 
 def _block_rng(cell: Cell, config: str, extra: int = 0) -> np.random.Generator:

@@ -12,6 +12,7 @@ posterior as reference) and ``meta_iauc_curves`` (the three regions over nominal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,7 @@ def write_meta(
     rescore: bool = True,
     data_dir: str | None = None,
     keep_sizes: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Compute and write the meta-evaluation of a results table (``load_runs``) under
     ``out``; returns the cells, the pooled rows and the paths written. With ``rescore``,
@@ -169,7 +171,8 @@ def write_meta(
     (:func:`udora.experiments.meta.cells.block_metrics`), ranked with the stored observable
     metrics, for the interval AUC and for ``sizes``; without it only the stored metrics
     are ranked; files an earlier call wrote and this one does not are removed (the
-    ``meta_by_size`` ones only without ``keep_sizes``). With ``sizes``,
+    ``meta_by_size`` ones only without ``keep_sizes``). ``progress(step)`` is called as
+    each long step starts. With ``sizes``,
     also the taus of observable metrics computed on that many pool points against the
     EU ranking (:func:`udora.experiments.meta.cells.subsample_taus`): ``meta_by_size.csv`` and
     the figure ``meta_by_size``; and the interval AUC of every config
@@ -186,7 +189,10 @@ def write_meta(
         stale += ["meta_by_size.csv", "meta_by_size.png", "meta_by_size.pdf"]
     for name in stale:  # outputs of an earlier call that this one does not write
         (out / name).unlink(missing_ok=True)
-    loaded = load_cells(table, min_methods, data_dir) if rescore else []
+    table, left_out = practitioner_configs(table)
+    step = progress or (lambda _: None)
+    loaded = load_cells(table, min_methods, data_dir, progress) if rescore else []
+    step("ranking the configs")
     if rescore:
         table = with_block_metrics(table, loaded)
     cells = cell_taus(table, min_methods=min_methods)
@@ -203,12 +209,14 @@ def write_meta(
     text = ("# Which observable metrics rank methods like the oracle\n\n"
             f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
             f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
-            "over presets (docs/metrics.md).\n\n" + markdown(pooled))  # fmt: skip
+            "over presets (docs/metrics.md). " + left_out_line(left_out) + "\n\n"
+            + markdown(pooled))  # fmt: skip
     written[2].write_text(text)
     written += heatmap(pooled, out / "meta_tau", f"Observable vs oracle rankings "
                        f"({presets} presets)")  # fmt: skip
     regions = by_size = None
     if rescore:
+        step("interval AUC")
         regions = iauc_regions(loaded)
         regions.to_csv(out / "meta_iauc.csv", index=False)
         written.append(out / "meta_iauc.csv")
@@ -216,10 +224,40 @@ def write_meta(
             written += iauc_figure(regions, out / "meta_iauc")
             written += iauc_curves_figure(regions, out / "meta_iauc_curves")
     if sizes and rescore:
+        step(f"rescoring subsets of {', '.join(map(str, sizes))} points")
         by_size = subsample_taus(loaded, sizes=sizes, repeats=repeats, min_methods=min_methods)
         by_size.to_csv(out / "meta_by_size.csv", index=False)
         written.append(out / "meta_by_size.csv")
         if not by_size.empty:
             written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
     return {"cells": cells, "pooled": pooled, "by_size": by_size, "iauc": regions,
-            "written": written}  # fmt: skip
+            "written": written, "left_out": left_out}  # fmt: skip
+
+
+def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """(the runs of the configs ``udora meta`` and the report's meta section rank, {config
+    left out: why}). Methods that read the task's generating prior (``uses_task_prior``,
+    ``gp_oracle``) are left out: no practitioner has it, so how metrics order them answers
+    no practical question. ``gp_linear`` fits its own kernel and stays."""
+    from udora import methods
+
+    def reads_prior(method: str) -> bool:
+        try:
+            return bool(methods.get_method_class(method).uses_task_prior)
+        except (KeyError, ValueError):  # a plugin not installed here: ranked like any
+            return False
+
+    method = table["method"] if "method" in table else table["config"]  # a table of labels
+    pairs = pd.DataFrame({"config": table["config"], "method": method})
+    pairs = pairs.drop_duplicates().sort_values("config")
+    left_out = {c: "reads the task's generating prior, which no practitioner has"
+                for c, m in pairs.itertuples(index=False) if reads_prior(m)}  # fmt: skip
+    return table[~table["config"].isin(list(left_out))], left_out
+
+
+def left_out_line(left_out: dict[str, str]) -> str:
+    """One sentence naming the configs left out and why ("" when none)."""
+    if not left_out:
+        return ""
+    parts = [f"{c}: {why}" for c, why in left_out.items()]
+    return f"Left out of the rankings: {'; '.join(parts)}."

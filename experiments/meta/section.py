@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from udora.experiments.meta.outputs import markdown, write_meta
+from udora.experiments.meta.outputs import (
+    left_out_line,
+    markdown,
+    practitioner_configs,
+    write_meta,
+)
 from udora.experiments.results.sections import ReportContext, ReportSection
 
 
@@ -20,12 +25,8 @@ def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) ->
     ``udora meta``). When the tasks cannot be rebuilt (a dataset is missing), the section
     ranks the stored metrics only and says why.
     """
-    from udora.experiments.results.figures_summary import REFERENCE, families
-
-    fam = families(table)
-    references = sorted(c for c in set(table["config"]) if fam[c] == REFERENCE)
-    table = table[~table["config"].isin(references)]  # no practitioner has them
-    ok = table[table["status"] == "ok"]
+    ok, _ = practitioner_configs(table)  # what write_meta ranks
+    ok = ok[ok["status"] == "ok"]
     if ok.empty or ok.groupby(["preset", "seed"])["method"].nunique().max() < 4:
         return []
     title = "## Meta-evaluation: do observable metrics rank configs like the oracle?"
@@ -45,10 +46,8 @@ def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) ->
              f"Kendall's tau-b between the ranking of the configs by each observable metric "
              f"(rows) and by each oracle metric (columns), {n_cells} (preset, seed) cells with "
              "at least 4 configs, mean over seeds then presets, 95% bootstrap interval over "
-             "presets (docs/metrics.md). "
-             + (f"The GP references ({', '.join(references)}) are left out: no practitioner "
-                "has them. " if references else "")
-             + "The same against the number of evaluation points: `udora meta RESULTS`.", "",
+             "presets (docs/metrics.md). " + left_out_line(report["left_out"])
+             + " The same against the number of evaluation points: `udora meta RESULTS`.", "",
              *note, markdown(pooled),
              "![observable vs oracle tau](meta/meta_tau.png)", ""]  # fmt: skip
     names = {p.name for p in report["written"]}

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from udora.experiments.results import figures_summary
+from udora.experiments.report.charts import calibration_chart, parts_chart, strip_chart
+from udora.experiments.report.sections import titles
 from udora.experiments.report.site import (
     COLUMNS,
     config_page,
@@ -20,9 +21,10 @@ from udora.experiments.report.site import (
     preset_page,
     write_assets,
 )
-from udora.experiments.report.charts import calibration_chart, parts_chart, strip_chart
-from udora.experiments.report.sections import titles
+from udora.experiments.results import figures_summary
 from udora.experiments.results.summaries import HEADLINE, configs
+from udora.experiments.run.records import read_run
+from udora.experiments.run.words import plural
 
 
 def _table_html(frame: pd.DataFrame, digits: int = 3, links: dict[str, str] | None = None) -> str:
@@ -82,7 +84,8 @@ def preset_html(table, curves, preset: str, nav) -> str:
     }
     links = {c: config_page(c) for c in means.index}
     body = (f"<h1>{esc(preset)}</h1>\n<p class=\"lead\">Suite {esc(suite or 'n/a')}; "
-            f"{len(part)} runs ({len(ok)} ok), seeds {esc(sorted(part['seed'].unique().tolist()))}."
+            f"{plural(len(part), 'run')} ({len(ok)} ok), "
+            f"seeds {esc(sorted(part['seed'].unique().tolist()))}."
             " Means over seeds.</p>\n" + _table_html(means, links=links)
             + f'<div class="plots">{charts}</div>\n'
             + "".join(_figure(src, alt) for alt, src in shown.items()))  # fmt: skip
@@ -112,11 +115,11 @@ def config_html(table, config: str, out: Path, nav) -> str:
     for preset, run_dir in runs.drop_duplicates("preset")[["preset", "run_dir"]].itertuples(
         index=False
     ):
-        try:
-            record = json.loads((Path(run_dir) / "result.json").read_text())
-            resolved[preset] = json.dumps(record.get("config"), indent=1, sort_keys=True)
-        except (OSError, ValueError):
+        record = read_run(run_dir, verify_files=False).record
+        if record is None:
             resolved[preset] = "(result.json unreadable)"
+        else:
+            resolved[preset] = json.dumps(record.get("config"), indent=1, sort_keys=True)
     if len(set(resolved.values())) == 1:
         config_text = f"<pre>{esc(next(iter(resolved.values())))}</pre>\n"
     else:
@@ -166,8 +169,9 @@ def write_site(table, curves, out: Path, sections: dict[str, str],
     """Write the whole site under ``out`` (the report folder): ``index.html`` (leaderboard,
     per-run charts, ``summary_figures`` {alt: png}), ``presets.html`` and a page per preset,
     ``methods.html`` and a page per config, a page per Markdown section in ``sections``
-    ({name: text} of the registered sections, :mod:`udora.experiments.report.sections`) and the assets; the pages of an earlier
-    report that this one does not write are removed. Returns index.html."""
+    ({name: text} of the registered sections, :mod:`udora.experiments.report.sections`)
+    and the assets; the pages of an earlier report that this one does not write are
+    removed. Returns index.html."""
     out = Path(out)
     stale = [*out.glob("method-*.html"), *out.glob("preset-*.html"),
              *(out / f"{name}.html" for name in titles())]  # fmt: skip
@@ -182,7 +186,7 @@ def write_site(table, curves, out: Path, sections: dict[str, str],
                                                encoding="utf-8")  # fmt: skip
     counts = table.groupby("preset").size()
     (out / "presets.html").write_text(list_html(
-        "Presets", [(preset_page(p), p, f"{counts[p]} runs") for p in presets], nav,
+        "Presets", [(preset_page(p), p, plural(counts[p], "run")) for p in presets], nav,
         "presets.html"), encoding="utf-8")  # fmt: skip
     fam = figures_summary.families(table)
     labels = configs(table)

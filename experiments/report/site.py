@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from udora.experiments.results.figures_summary import REFERENCE, families, ordered
 from udora.experiments.report.charts import strip_chart
 from udora.experiments.report.sections import titles
+from udora.experiments.results.figures_summary import REFERENCE, families, ordered
 from udora.experiments.results.summaries import configs, per_dataset
+from udora.experiments.run.words import plural
 
 # (metric, header, which way is better, digits): the leaderboard's columns.
 COLUMNS = (
@@ -41,6 +42,8 @@ COLUMNS = (
 # In the target's units: a mean over presets would be decided by the widest target, so the
 # leaderboard shows them for one preset at a time.
 PER_PRESET = ("nll", "crps")
+
+
 def slug(text: str) -> str:
     """A file-name-safe, unique name for ``text`` (a config label or preset name)."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
@@ -183,9 +186,11 @@ def index_html(table: pd.DataFrame, nav: list[tuple[str, str]], figures: dict[st
     data = leaderboard_data(table)
     ok = int((table["status"] == "ok").sum())
     seeds = sorted(table["seed"].unique().tolist())
-    intro = (f'<h1>udora leaderboard</h1>\n<p class="lead">{len(table)} runs ({ok} ok, '
-             f"{len(table) - ok} failed) of {len(configs(table))} configs on "
-             f"{table['preset'].nunique()} presets, seeds {esc(seeds)}. Each number is a mean "
+    runs = plural(len(table), "run")
+    intro = (f'<h1>udora leaderboard</h1>\n<p class="lead">{runs} ({ok} ok, '
+             f"{len(table) - ok} failed) of {plural(len(configs(table)), 'config')} on "
+             f"{plural(table['preset'].nunique(), 'preset')}, seeds {esc(seeds)}. "
+             "Each number is a mean "
              "over presets of the config's mean over seeds; configs are never averaged "
              "together. Click a header to sort.</p>\n")  # fmt: skip
     charts = "".join(

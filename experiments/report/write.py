@@ -8,10 +8,10 @@ Every table and figure keys runs by (preset,) method and config label
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import pandas as pd
 
 from udora.experiments.report.pages import write_site
 from udora.experiments.report.sections import registered
@@ -25,6 +25,7 @@ from udora.experiments.results.summaries import (
     ranking_agreement,
 )
 from udora.experiments.run.legacy import legacy_note, legacy_results
+from udora.experiments.run.words import plural
 
 
 def _save(fig, out: Path, stem: str) -> str:
@@ -35,19 +36,25 @@ def _save(fig, out: Path, stem: str) -> str:
 
 
 def write_report(
-    results_dir: str | Path, out_dir: str | Path | None = None, data_dir: str | None = None
+    results_dir: str | Path,
+    out_dir: str | Path | None = None,
+    data_dir: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Write results.parquet/.csv, figures (PNG+PDF) and report.md; returns report.md.
 
     Each capability's section (:func:`udora.experiments.report.sections.registered`:
     tuning, ablation, meta-evaluation, diagnostics) adds its lines when the folder has its
     records; ``data_dir`` is where a section rebuilds tasks (default the data loader's).
+    ``progress(step)`` is called as each long step starts (the command line shows it).
 
     Runs of udora 0.1.0 under ``results_dir`` are excluded with a warning (and a note in
     report.md) that says how many; an unreadable result.json is skipped with a warning
     naming its path (and listed in report.md). Raises FileNotFoundError when no run can
     be read.
     """
+    step = progress or (lambda _: None)
+    step("reading and checking the runs")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnreadableRunWarning)
         table, curves = load_runs(results_dir)
@@ -60,6 +67,7 @@ def write_report(
     table.to_parquet(out / "results.parquet", index=False)
     table.to_csv(out / "results.csv", index=False)
 
+    step(f"tables and figures of {plural(len(table), 'run')}")
     summary = method_summary(table)
     agreement = ranking_agreement(table)
     images = {
@@ -75,9 +83,11 @@ def write_report(
     lines = [
         "# udora report",
         "",
-        f"{len(table)} runs ({int((table['status'] == 'ok').sum())} ok, {len(failed)} failed) "
-        f"on {table['preset'].nunique()} presets, {table['method'].nunique()} methods "
-        f"in {table['config'].nunique()} configs, "
+        f"{plural(len(table), 'run')} ({int((table['status'] == 'ok').sum())} ok, "
+        f"{len(failed)} failed) "
+        f"on {plural(table['preset'].nunique(), 'preset')}, "
+        f"{plural(table['method'].nunique(), 'method')} "
+        f"in {plural(table['config'].nunique(), 'config')}, "
         f"seeds {sorted(table['seed'].unique().tolist())}. "
         "Browsable: [index.html](index.html) (sortable leaderboard, a page per preset and config).",
         "",
@@ -113,9 +123,13 @@ def write_report(
     for metric in HEADLINE:
         if metric in table:
             pivot = per_dataset(table, metric)
-            lines += [f"## {metric} per preset x config (mean over seeds)", "", markdown_table(pivot), ""]
+            title = f"## {metric} per preset x config (mean over seeds)"
+            lines += [title, "", markdown_table(pivot), ""]
     context = ReportContext(Path(results_dir), out, table, curves, data_dir)
-    sections = {s.name: s.write(context) for s in registered()}
+    sections = {}
+    for section in registered():
+        step(f"the {section.title.lower()} section")
+        sections[section.name] = section.write(context)
     for part in sections.values():
         lines += part
     lines += ["## Calibration", "", f"![AU]({images['calib_au']}) ![EU]({images['calib_eu']})", ""]
@@ -125,6 +139,7 @@ def write_report(
         lines += ["## Failed runs", "", markdown_table(failed, index=False), ""]
     report = out / "report.md"
     report.write_text("\n".join(lines))
+    step("the HTML pages")
     write_site(table, curves, out, {k: "\n".join(v) for k, v in sections.items() if v},
                {"EU and AU Spearman per config, one dot per dataset": images["spearman"],
                 "What the EU estimate tracks": images["eu_parts"]})  # fmt: skip

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from udora.experiments.run.legacy import RESULT_GLOB, is_current, legacy_note
+from udora.experiments.run.legacy import RESULT_GLOB, legacy_note
+from udora.experiments.run.records import RESULT, RUN_GLOB, read_run
 
 KEYS = ("preset", "method", "config")  # what a summary row is keyed by; seeds are averaged
-REQUIRED = ("preset", "method", "config_hash", "seed", "status", "metrics")
 BASE_COLUMNS = ("preset", "suite", "method", "config", "config_hash", "seed", "status", "error",
                 "run_dir")  # fmt: skip
 
@@ -54,31 +54,6 @@ def config_name(method: str, overrides: dict[str, Any] | None) -> str:
 def _override_cell(v: Any) -> Any:
     """A scalar override as is; lists and dicts as compact JSON text (parquet-safe)."""
     return v if v is None or isinstance(v, bool | int | float | str) else _value(v)
-
-
-def _read(path: Path) -> tuple[dict[str, Any] | None, str]:
-    """(record, "") or (None, why it cannot be used)."""
-    try:
-        rec = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError) as err:
-        return None, f"cannot be read ({type(err).__name__}: {err})"
-    except json.JSONDecodeError as err:
-        return None, f"is not valid JSON (truncated or empty? {err})"
-    if not isinstance(rec, dict):
-        return None, f"holds a JSON {type(rec).__name__}, not an object"
-    return rec, ""
-
-
-def _missing(rec: dict[str, Any]) -> str:
-    """Why a current-schema record cannot be tabulated, or "" when it can."""
-    absent = [k for k in REQUIRED if k not in rec]
-    if absent:
-        return f"lacks the key{'s' if len(absent) > 1 else ''} {', '.join(map(repr, absent))}"
-    if not isinstance(rec["metrics"], dict):
-        return "has 'metrics' that is not an object"
-    if not isinstance(rec.get("overrides") or {}, dict):
-        return "has 'overrides' that is not an object"
-    return ""
 
 
 def _tidy_overrides(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -182,23 +157,26 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     would clash with another column), ``time_*`` and one column per metric. ``curves``
     maps (preset, method, config, seed) to the run's curve summaries.
 
-    A result.json that is truncated, empty, not an object or lacks a needed key is skipped
-    with an :class:`UnreadableRunWarning` naming its path. Runs written by udora 0.1.0
+    A run folder that :func:`udora.experiments.run.records.read_run` finds unusable
+    (result.json truncated, empty, of wrong types, in another run's folder; a listed file
+    missing or not matching its checksum) is skipped with an :class:`UnreadableRunWarning`
+    naming its result.json and the reason. Runs written by udora 0.1.0
     (no ``"schema": 2``) are left out with one :class:`LegacyRunsWarning` saying how many.
     Raises FileNotFoundError naming ``results_dir`` when no run can be read.
     """
     rows, run_curves, legacy, bad = [], [], 0, 0
     override_keys: dict[str, str] = {}  # override key -> column name
-    for path in sorted(Path(results_dir).glob(RESULT_GLOB)):
-        rec, why = _read(path)
-        if rec is not None and not is_current(rec):
+    folders = sorted(p for p in Path(results_dir).glob(RUN_GLOB) if p.is_dir())
+    for path in (folder / RESULT for folder in folders):  # a folder without one is skipped
+        found = read_run(path.parent)
+        if found.legacy:
             legacy += 1
             continue
-        why = why or _missing(rec)
-        if why:
+        if not found.usable:
             bad += 1
-            warnings.warn(f"skipped {path}: {why}", UnreadableRunWarning, stacklevel=2)
+            warnings.warn(f"skipped {path}: {found.problem}", UnreadableRunWarning, stacklevel=2)
             continue
+        rec = found.record
         overrides = dict(rec.get("overrides") or {})
         label, tuning = _label(rec, overrides)
         row = {

@@ -1,7 +1,10 @@
 """Checks of a command's arguments and inputs, done before anything is fitted.
 
 A mistake in ``--seeds``, ``--jobs`` or ``--out`` is a user error: one line naming the
-argument, exit 2, and no run is started (docs/running.md, "A grid"). A preset whose data
+argument, exit 2, and no run is started (docs/running.md, "A grid"). A comma-separated
+list (``--presets``, ``--methods``, ``--seeds``, ...) is never empty: an empty value or
+item is a user error, not "everything" (:func:`parse_names`), and a repeated item counts
+once (:func:`once_each`). A preset whose data
 cannot be found is not an error of the whole grid: its runs are recorded as ``skipped``
 with the reason (:func:`missing_data`) and the other presets run.
 """
@@ -10,8 +13,10 @@ from __future__ import annotations
 
 import importlib.util
 import tempfile
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Hashable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from udora.oracle.data import (
     DataNotFoundError,
@@ -22,9 +27,42 @@ from udora.oracle.data import (
 )
 from udora.oracle.preset import Preset
 
+T = TypeVar("T", bound=Hashable)
+
 
 class UsageError(ValueError):
     """A bad argument; the command line prints it in one line and exits 2."""
+
+
+def parse_names(text: str, option: str, what: str = "names") -> list[str]:
+    """``"a, b"`` -> ``["a", "b"]``, in the order given (repeats kept: :func:`once_each`).
+
+    An empty value or an empty item (``""``, ``"a,,b"``, ``"a,"``) is a UsageError naming
+    ``option`` and ``what`` it expects: an empty list never stands for "all of them".
+    """
+    items = [item.strip() for item in str(text).split(",")]
+    if not any(items):
+        raise UsageError(f"{option}: expected comma-separated {what}, got {text!r}")
+    if not all(items):
+        raise UsageError(
+            f"{option}: expected comma-separated {what}, got an empty item in {text!r}"
+        )
+    return items
+
+
+def once_each(items: Iterable[T], option: str) -> tuple[list[T], str | None]:
+    """``items`` without repeats, in the order of their first appearance, and the note line
+    naming the repeated ones (``note: --methods lists blr twice; it runs once``), or None."""
+    counts = Counter(items)  # a dict: keeps the order of first appearance
+    repeated = [f"{item} {_times(n)}" for item, n in counts.items() if n > 1]
+    if not repeated:
+        return list(counts), None
+    tail = "it runs once" if len(repeated) == 1 else "each runs once"
+    return list(counts), f"note: {option} lists {', '.join(repeated)}; {tail}"
+
+
+def _times(n: int) -> str:
+    return "twice" if n == 2 else f"{n} times"
 
 
 def parse_seeds(text: str, option: str = "--seeds") -> list[int]:
@@ -54,13 +92,22 @@ def check_jobs(jobs: int) -> int:
     return jobs
 
 
+def parse_path(text: str | Path, option: str, what: str = "a folder") -> Path:
+    """``text`` as a Path; an empty (or blank) string is a UsageError naming ``option``:
+    ``Path("")`` is the current folder, which a forgotten value must never silently mean."""
+    if not isinstance(text, Path) and not str(text).strip():
+        raise UsageError(f"{option}: expected {what}, got {str(text)!r}")
+    return Path(text)
+
+
 def check_out_dir(out: str | Path, option: str = "--out") -> None:
-    """Raise a UsageError unless ``out`` is (or can be created as) a writable folder.
+    """Raise a UsageError unless ``out`` is (or can be created as) a writable folder; an
+    empty string is one too (:func:`parse_path`).
 
     Writability is probed with a real temporary file, not ``os.access``: that also catches
     read-only file systems and holds for root, who ``os.access`` says may write anywhere.
     """
-    out = Path(out)
+    out = parse_path(out, option)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{option}: {out} is a file, not a folder")
     existing = out

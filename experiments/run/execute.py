@@ -29,6 +29,7 @@ import numpy as np
 
 from udora.experiments.run import interrupts
 from udora.experiments.run.legacy import SCHEMA, is_current
+from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
 from udora.experiments.run.spec import (
     PRESET_PREFIX,
     ResolvedRun,
@@ -93,6 +94,15 @@ def _clean(metrics: dict[str, float]) -> dict[str, float | None]:
     return {k: (float(v) if np.isfinite(v) else None) for k, v in metrics.items()}
 
 
+def _check_unchanged(task: OracleTask, before: str) -> None:
+    """Raise when the run changed the cached task (through its prior, say); the task is
+    dropped from the cache first, so later runs rebuild it as it should be."""
+    if task.fingerprint() != before:
+        _cached_task.cache_clear()
+        raise RuntimeError("the method changed the task's arrays or prior in place; the "
+                           "task is rebuilt for later runs")  # fmt: skip
+
+
 def run_one(
     preset: str | Path,
     method: str,
@@ -123,6 +133,7 @@ def _record(run: ResolvedRun, status: str) -> dict[str, Any]:
         "label": run.label,
         "config": run.config.to_dict(),
         "config_hash": run.config_hash,
+        "task_hash": run.task_hash,
         "identity": run.identity,
         "preset_config": run.preset.model_dump(mode="json", exclude={"paper"}),
         "versions": _versions(run.method),
@@ -157,14 +168,17 @@ def run_resolved(
     dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
     task = _cached_task(run.preset.model_dump_json(), run.seed, dd)
     timings["oracle"] = time.perf_counter() - t0
+    before = task.fingerprint()
     try:
         knowledge = task.knowledge(with_prior=type(model).uses_task_prior)
-        t0 = time.perf_counter()
-        model.fit(task.X_train, task.y_train, seed=run.seed, knowledge=knowledge)
+        t0 = time.perf_counter()  # the method gets copies: the cached task stays as built
+        model.fit(np.array(task.X_train), np.array(task.y_train), seed=run.seed,
+                  knowledge=knowledge)  # fmt: skip
         timings["fit"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        prediction = model.predict(task.X)
+        prediction = model.predict(np.array(task.X))
         timings["predict"] = time.perf_counter() - t0
+        _check_unchanged(task, before)
         t0 = time.perf_counter()
         from udora.scoring import curves, score
 
@@ -178,6 +192,8 @@ def run_resolved(
             raise KeyboardInterrupt from err
         record["error"] = f"{type(err).__name__}: {err}"
         record["traceback"] = traceback.format_exc(limit=8)
+        if task.fingerprint() != before:  # a method that failed after changing the task
+            _cached_task.cache_clear()
     _write_atomically(final, record, prediction)
     metrics = {k: (np.nan if v is None else v) for k, v in record["metrics"].items()}
     return RunResult(run, record["status"], final, metrics, record["error"], timings)
@@ -230,12 +246,13 @@ def write_folder_atomically(
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = _make_temporary_dir(final.parent, final.name)
     try:
-        fill(tmp)
-        if final.exists():  # a failed earlier attempt: replace it
-            if check_old is not None:
-                check_old(final)
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        with interrupts.deferred():  # a Ctrl-C waits the few ms until the folder is whole
+            fill(tmp)
+            if final.exists():  # a failed earlier attempt: replace it
+                if check_old is not None:
+                    check_old(final)
+                shutil.rmtree(final)
+            os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -251,8 +268,12 @@ def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> N
             }
             if prediction.member_means is not None:
                 arrays["member_means"] = prediction.member_means
-            np.savez(tmp / "predictions.npz", **arrays)
-        (tmp / "result.json").write_text(json.dumps(record, indent=1, allow_nan=False))
+            np.savez(tmp / PREDICTIONS, **arrays)
+            files = {PREDICTIONS: file_sha256(tmp / PREDICTIONS)}
+        else:
+            files = {}
+        (tmp / RESULT).write_text(json.dumps({**record, "files": files}, indent=1,
+                                             allow_nan=False))  # fmt: skip
 
     def check_old(folder: Path) -> None:
         previous = load_result(folder)

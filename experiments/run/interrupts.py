@@ -1,5 +1,9 @@
 """Ctrl-C that always stops a grid: a SIGINT handler that records the interrupt, then raises.
 
+SIGTERM (what ``timeout``, docker and SLURM send) is handled the same way, so a terminated
+command also records its interrupted runs, stops its workers and prints its summary line;
+its exit code is then 143 instead of 130 (:func:`exit_code`).
+
 Python's default handler only raises :class:`KeyboardInterrupt`, which code running inside a
 JAX callback (or any ``except BaseException``) can swallow, and then the grid ran on to the
 end. Here the interrupt is also remembered in a flag that the grid checks after every run
@@ -20,7 +24,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_state = {"count": 0, "stopping": False, "depth": 0, "ignore": False}
+_state = {"count": 0, "stopping": False, "depth": 0, "ignore": False, "signal": None,
+          "defer": 0, "pending": False}  # fmt: skip
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def requested() -> bool:
@@ -33,21 +39,48 @@ def stopping() -> None:
     _state["stopping"] = True
 
 
+def exit_code() -> int:
+    """The exit code of a command stopped by a signal: 128 + the first signal caught by the
+    last :func:`catch_interrupts` (130 for Ctrl-C, 143 for SIGTERM; 130 when none was)."""
+    return 128 + int(_state["signal"] or signal.SIGINT)
+
+
 def ignore_from_now() -> None:
-    """Ignore SIGINT for the rest of the process, also after :func:`catch_interrupts` ends.
+    """Ignore SIGINT and SIGTERM for the rest of the process, also after
+    :func:`catch_interrupts` ends.
 
     For the last lines of an interrupted command: a further Ctrl-C while the interpreter
     shuts down would otherwise kill it by the default action (exit -2, not 130).
     """
     _state["ignore"] = True
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for signum in SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def _handler(signum: int, frame: object) -> None:
     _state["count"] += 1
-    if not _state["stopping"]:
+    _state["signal"] = _state["signal"] or signum
+    if _state["defer"]:
+        _state["pending"] = True
+    elif not _state["stopping"]:
         raise KeyboardInterrupt
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Hold an interrupt that arrives inside the block until the block has ended, then
+    raise it: for short steps that must not be cut in the middle (writing a run folder,
+    whose half-closed archive would otherwise complain at exit)."""
+    _state["defer"] += 1
+    try:
+        yield
+    finally:
+        _state["defer"] -= 1
+        if not _state["defer"] and _state["pending"]:
+            _state["pending"] = False
+            if not _state["stopping"]:
+                raise KeyboardInterrupt
 
 
 def _quiet_unraisable(previous):
@@ -61,7 +94,8 @@ def _quiet_unraisable(previous):
 
 @contextmanager
 def catch_interrupts() -> Iterator[None]:
-    """Install the recording SIGINT handler for the block (nested uses share the outer one).
+    """Install the recording handler of SIGINT and SIGTERM for the block (nested uses share
+    the outer one).
 
     Outside the main thread signals cannot be handled, so the block runs unchanged.
     """
@@ -70,17 +104,18 @@ def catch_interrupts() -> Iterator[None]:
         return
     outer = _state["depth"] == 0
     if outer:
-        previous = signal.signal(signal.SIGINT, _handler)
+        previous = {signum: signal.signal(signum, _handler) for signum in SIGNALS}
         previous_hook = sys.unraisablehook
         sys.unraisablehook = _quiet_unraisable(previous_hook)
-        _state.update(count=0, stopping=False)
+        _state.update(count=0, stopping=False, signal=None, pending=False)
     _state["depth"] += 1
     try:
         yield
     finally:
         _state["depth"] -= 1
         if outer:
-            signal.signal(signal.SIGINT, signal.SIG_IGN if _state["ignore"] else previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, signal.SIG_IGN if _state["ignore"] else handler)
             sys.unraisablehook = previous_hook
             _state.update(count=0, stopping=False, ignore=False)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+import warnings
 from pathlib import Path
 
 _OFF = {"", "0", "off", "none", "false", "no"}
@@ -21,6 +23,27 @@ _SETTINGS = {
     "jax_persistent_cache_min_compile_time_secs": 0.1,  # JAX's 1 s misses small trainings
     "jax_persistent_cache_min_entry_size_bytes": 0,
 }
+
+
+_WARNED: set[str] = set()  # folders already warned about in this process
+
+
+class CacheUnusableWarning(UserWarning):
+    """The compilation cache folder cannot be used; commands run without it."""
+
+
+def _unusable(folder: Path) -> str:
+    """Why ``folder`` cannot hold the cache ("" when it can): it is created if absent and
+    a file is written and removed in it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except FileExistsError:
+        return "is a file, not a folder"
+    except OSError as err:
+        return f"is not usable ({err.strerror or type(err).__name__})"
+    return ""
 
 
 def default_cache_dir() -> Path:
@@ -41,14 +64,25 @@ def configure_compilation_cache(path: str | Path | None = None) -> Path | None:
     """Point JAX's persistent compilation cache at ``path`` (or the env/default folder).
 
     Returns the folder in use, or None when the cache is switched off. Programs that took
-    at least 0.1 s to compile are cached.
+    at least 0.1 s to compile are cached. A folder that cannot be used (a file, not
+    writable) turns the cache off with one :class:`CacheUnusableWarning` naming it, once
+    per process: a command runs without the cache rather than failing.
     """
     setting = str(path) if path is not None else os.environ.get("UDORA_JAX_CACHE")
     if setting is not None and setting.strip().lower() in _OFF:
         _set("jax_compilation_cache_dir", None)
         return None
     folder = Path(setting).expanduser() if setting else default_cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    why = _unusable(folder)
+    if why:
+        if str(folder) not in _WARNED:
+            _WARNED.add(str(folder))
+            warnings.warn(f"JAX compilation cache {folder} {why}; running without the cache "
+                          "(set UDORA_JAX_CACHE to a writable folder, or off)",
+                          CacheUnusableWarning, stacklevel=2)  # fmt: skip
+        _set("jax_compilation_cache_dir", None)
+        os.environ["UDORA_JAX_CACHE"] = "off"  # spawned workers inherit it: no repeat
+        return None
     _set("jax_compilation_cache_dir", str(folder))
     for name, value in _SETTINGS.items():
         _set(name, value)

@@ -142,6 +142,12 @@ class ResolvedRun:
             )
         return found
 
+    @property
+    def task_hash(self) -> str:
+        """The task's identity hash (:func:`task_hash`): the same for every method and
+        config run on this task."""
+        return task_hash(self.identity, self.seed)
+
     def run_dir(self, out_dir: str | Path) -> Path:
         """The run's folder under the results root ``out_dir``."""
         return Path(out_dir) / self.rel_dir
@@ -209,6 +215,16 @@ def identity_hash(identity: dict[str, Any]) -> str:
     """:data:`HASH_DIGITS` hex digits of the SHA-256 of the canonical JSON of ``identity``."""
     blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(blob.encode()).hexdigest()[:HASH_DIGITS]
+
+
+def task_hash(identity: dict[str, Any], seed: int) -> str:
+    """The one identity of a task (docs/running.md, "What a finished run is"): the hash of
+    the preset fields that build it, its data source (kind and checksum) and the seed, i.e.
+    the ``task`` part of a run's ``identity`` plus the seed. Two runs share a task hash
+    exactly when their methods saw the same training data and pool and are scored against
+    the same oracle arrays; a future ground-truth field of the preset enters through
+    :data:`TASK_FIELDS`."""
+    return identity_hash({"task": identity["task"], "seed": int(seed)})
 
 
 def config_label(overrides: dict[str, Any]) -> str:

@@ -28,9 +28,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from udora.experiments.studies.scales import SCALES as SCALES  # re-exported
+from udora.experiments.studies.scales import choose_scale, is_number
+
 STUDY_FILE = "study.yaml"
 TUNING_PREFIX = "tuning."  # a factor of the tuning protocol itself (tuning.objective)
-SCALES = ("log2", "linear", "ordinal")
 
 
 class StudyError(ValueError):
@@ -82,6 +84,13 @@ class Study(BaseModel):
             raise ValueError(f"seeds must be distinct non-negative integers, got {v}")
         return v
 
+    @field_validator("methods", "presets")
+    @classmethod
+    def _distinct(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and len(set(v)) != len(v):  # a repeat would run (and count) twice
+            raise ValueError(f"must be distinct, got {v}")
+        return v
+
     @model_validator(mode="after")
     def _consistent(self) -> Study:
         if self.factor.startswith(TUNING_PREFIX):
@@ -126,10 +135,6 @@ class Study(BaseModel):
         from udora.experiments.grid.bench import suite_presets
 
         return list(self.presets) if self.presets else suite_presets(self.suite or "dev")
-
-
-def is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def level_name(v: Any) -> str:
@@ -193,7 +198,7 @@ def study_from_factor(
     factor: str,
     *,
     name: str | None = None,
-    scale: str = "ordinal",
+    scale: str | None = None,
     suite: str = "dev",
     presets: list[str] | None = None,
     methods: list[str],
@@ -201,12 +206,17 @@ def study_from_factor(
     fixed: dict[str, Any] | None = None,
     tune_trials: int | None = None,
 ) -> Study:
-    """The study of ``udora ablate --factor key=v1,v2,...`` (values parsed as YAML scalars);
-    ``tune_trials``: tune at every level with that many trials (``tune: {trials: N}``)."""
+    """The study of ``udora ablate --factor key=v1,v2,...`` (values parsed as YAML scalars;
+    an empty one is an error, never ``null``); ``scale`` None: the levels choose it
+    (:func:`~udora.experiments.studies.scales.choose_scale`); ``tune_trials``: tune at
+    every level with that many trials (``tune: {trials: N}``)."""
+    from udora.experiments.run.checks import parse_names
+
     key, sep, values = factor.partition("=")
     if not sep or not key.strip() or not values.strip():
         raise StudyError(f"--factor: expected key=value1,value2,..., got {factor!r}")
-    levels = [yaml.safe_load(v) for v in values.split(",")]
+    levels = [yaml.safe_load(v) for v in parse_names(values, "--factor", f"levels of {key}")]
+    scale = scale if scale is not None else choose_scale(levels)[0]
     try:
         return Study(
             name=name or key.strip().replace(".", "_"), factor=key.strip(), levels=levels,

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from udora.experiments.run.words import plural
+
 DEFAULT_TRIALS = 20  # when neither --trials nor the YAML's run_cap says
 
 
@@ -61,8 +63,17 @@ class SweepSummary:
             over = json.dumps(best["overrides"], default=str)
             tail = f"best {best['metric']}={best['value']:.6g} (trial-{best['k']}) {over}"
 
-        return (f"{len(self.trials)} trials ({self.n_ok} ok, {self.n_failed} failed, "
+        return (f"{plural(len(self.trials), 'trial')} ({self.n_ok} ok, {self.n_failed} failed, "
                 f"{self.ran} ran now); {tail}; in {self.folder}")  # fmt: skip
+
+
+def disk_summary(config: dict[str, Any], out: str | Path) -> SweepSummary:
+    """The summary of the trials on disk of ``config``'s sweep under ``out`` (``ran`` 0)."""
+    from udora.experiments.tuning.trials import load_trials
+
+    folder = sweep_dir(config, out)
+    goal = config.get("metric", {}).get("goal", "minimize")
+    return SweepSummary(folder, load_trials(folder), goal=goal)
 
 
 def _as_sweep_runs(trials: list[dict[str, Any]], metric: str) -> list[Any]:

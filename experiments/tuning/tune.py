@@ -82,15 +82,23 @@ def prepare(
     return target, None, sc.load_sweep_config(sweep_file)
 
 
-def finish(target: Path, config: dict[str, Any], summary: SweepSummary) -> dict[str, Any]:
-    """Write the tuned file of a finished sweep; returns its content."""
+def finish(
+    target: Path,
+    config: dict[str, Any],
+    summary: SweepSummary,
+    sweep_file: str | Path | None = None,
+) -> dict[str, Any]:
+    """Write the tuned file of a finished sweep; returns its content. ``sweep_file``
+    (default: ``udora tune``'s, beside the sweep folder) is the file the sweep ran from."""
     params = config["parameters"]
     objective = params["objective"]["value"]
     best = summary.best
     searched = set(params) - set(sc.FIXED)
+    method = params["method"]["value"]
+    sweep_file = sweep_file or Path(summary.folder).parent / f"{target.parent.name}-{method}.yaml"
     data = {
         "preset": target.parent.name,
-        "method": params["method"]["value"],
+        "method": method,
         "tuned": best is not None,
         "config": {k: v for k, v in (best or {}).get("overrides", {}).items() if k in searched},
         "objective": objective,
@@ -98,9 +106,7 @@ def finish(target: Path, config: dict[str, Any], summary: SweepSummary) -> dict[
         "value": None if best is None else best["value"],
         "best_trial": None if best is None else best["k"],
         "trials": {"ok": summary.n_ok, "failed": summary.n_failed},
-        "sweep_file": str(
-            Path(summary.folder).parent / f"{target.parent.name}-{params['method']['value']}.yaml"
-        ),
+        "sweep_file": str(sweep_file),
         "sweep_hash": sweep_hash(config),
         "sweep_dir": str(summary.folder),
         "protocol": protocol_of(config),
@@ -109,6 +115,27 @@ def finish(target: Path, config: dict[str, Any], summary: SweepSummary) -> dict[
         data["note"] = "no trial ok: bench uses the default config"
     _write_yaml(target, data)
     return data
+
+
+def tuned_from_sweep(
+    tuned_dir: str | Path,
+    config: dict[str, Any],
+    summary: SweepSummary,
+    sweep_file: str | Path,
+    trials: int | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    """``udora sweep run --tuned-out DIR``: write the best trial of a finished sweep as
+    ``DIR/<preset>/<method>.yaml``, the file :func:`finish` writes for ``udora tune``, so
+    ``udora bench --tuned DIR`` reads it. ``trials`` (``--trials``, default its
+    ``run_cap``) is the protocol's trial count. Returns (path, content)."""
+    from udora.experiments.tuning.proposals import trial_cap
+    from udora.oracle.preset import load_preset
+
+    params = config["parameters"]
+    target = tuned_path(tuned_dir, load_preset(params["preset"]["value"]).name,
+                        params["method"]["value"])  # fmt: skip
+    ran = {**config, "run_cap": trial_cap(config, trials)}  # the hash leaves run_cap out
+    return target, finish(target, ran, summary, sweep_file)
 
 
 def tune_many(
@@ -189,9 +216,18 @@ def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str
     if not path.is_file():
         return None
     text = path.read_text()
-    data = yaml.safe_load(text) or {}
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        where = getattr(err, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise ValueError(f"{path}: not valid YAML{line}; rerun `udora tune` for it") from None
     if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict):
         raise ValueError(f"{path}: not a tuned-config file (expected a 'config' mapping)")
+    for key, expected in (("method", method), ("preset", preset_name)):
+        if data.get(key, expected) != expected:
+            raise ValueError(f"{path}: a tuned file of {key} {data[key]!r}, found where the "
+                             f"one of {expected!r} belongs")  # fmt: skip
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return {**data, "path": str(path), "hash": digest}
 

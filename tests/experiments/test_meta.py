@@ -133,13 +133,25 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert result.exit_code == 0, result.output
     cells = pd.read_csv(out / "report" / "meta" / "meta_cells.csv")
     assert set(cells["preset"]) == {"tinya", "tinyb"} and set(cells["seed"]) == {0, 1}
-    assert cells["methods"].max() == 5
+    assert cells["methods"].max() == 4  # gp_oracle, which reads the prior, is left out
+    assert (
+        "Left out of the rankings: gp_oracle: reads the task's generating prior"
+        in (out / "report" / "meta" / "meta.md").read_text()
+    )
     # rescoring the stored predictions on the whole pool reproduces the stored rankings
-    from udora.experiments.meta.cells import IAUC_LEVELS, load_cells, subsample_taus
+    from udora.experiments.meta.cells import (
+        IAUC_LEVELS,
+        iauc_regions,
+        load_cells,
+        subsample_taus,
+    )
     from udora.experiments.results.store import load_runs
 
     table, _ = load_runs(out)
-    whole = subsample_taus(load_cells(table, data_dir=str(data)), sizes=(10_000,))
+    from udora.experiments.meta.outputs import practitioner_configs
+
+    ranked, _ = practitioner_configs(table)  # the configs udora meta ranked
+    whole = subsample_taus(load_cells(ranked, data_dir=str(data)), sizes=(10_000,))
     stored = cells[cells["oracle"] == "spearman_eu"].set_index(["preset", "seed", "observable"])
     for _, row in whole.iterrows():
         assert row["points"] == 120
@@ -149,7 +161,8 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert set(by_size["size"]) == {50, 200, 1000} and set(by_size["points"]) == {50, 120}
     # interval AUC: gp_oracle's intervals are the exact posterior's, so its regions are the
     # oracle reference row's; every row's three regions make one
-    iauc = pd.read_csv(out / "report" / "meta" / "meta_iauc.csv")
+    assert "gp_oracle" not in set(pd.read_csv(out / "report" / "meta" / "meta_iauc.csv")["config"])
+    iauc = iauc_regions(load_cells(table, min_methods=1, data_dir=str(data)))
     assert np.allclose(iauc[["above", "overlap", "below"]].sum(axis=1), 1.0)
     key = ["preset", "seed", "level"]
     gp = iauc[iauc["config"] == "gp_oracle"].set_index(key).sort_index()
@@ -177,10 +190,13 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert pair.exit_code == 0, pair.output
     two = pd.read_csv(tmp_path / "pair" / "meta_cells.csv")
     assert set(two.loc[two["observable"] == "energy_score_block", "methods"]) == {2}
-    # udora report leaves the GP references out of the meta-evaluation: 3 methods are too few
+    # udora report ranks the same four configs and says which it left out
     report = runner.invoke(app, ["report", str(out), "--data-dir", str(data)])
     assert report.exit_code == 0, report.output
-    assert "## Meta-evaluation" not in (out / "report" / "report.md").read_text()
+    text = (out / "report" / "report.md").read_text()
+    assert "## Meta-evaluation" in text and "Left out of the rankings: gp_oracle" in text
+    section = pd.read_csv(out / "report" / "meta" / "meta_cells.csv")
+    assert set(section["methods"]) == set(cells["methods"])
     # rebuilding the tasks from other data would score the runs against other targets
     other = tmp_path / "other"
     other.mkdir()

@@ -9,7 +9,7 @@ from udora.experiments.report import sections
 from udora.experiments.report.write import write_report
 from udora.experiments.run.execute import run_one
 
-EXTRA = '''
+EXTRA = """
 from udora.experiments.results.sections import ReportSection
 
 
@@ -20,7 +20,7 @@ def _write(ctx):
 
 
 SECTION = ReportSection("extra", "Extra capability", 25, _write)
-'''
+"""
 
 
 @pytest.fixture

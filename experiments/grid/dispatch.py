@@ -1,0 +1,85 @@
+"""A grid's runs on an executor (:func:`run_on`): each run in a worker, what a dead worker
+leaves recorded as failed, and the runs finished after an interrupt counted
+(:mod:`udora.experiments.grid.bench` plans and reports them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from udora.experiments.grid.executors import run_all
+from udora.experiments.run.execute import load_result, record_failed, run_resolved
+from udora.experiments.run.legacy import is_current
+from udora.experiments.run.records import read_run
+from udora.experiments.run.spec import ResolvedRun
+
+
+def _worker(
+    run: ResolvedRun, out_dir: str, data_dir: str | None, wandb: bool, source: Any = None
+) -> tuple[str, str]:
+    try:
+        result = run_resolved(run, out_dir, data_dir=data_dir, config_source=source)
+    except Exception as err:  # e.g. a preset whose data cannot be found: the grid goes on
+        return "failed", f"{type(err).__name__}: {err}"
+    if wandb:
+        from udora.experiments.run.wandb_log import log_run
+
+        log_run(result.path, run)
+    return result.status, result.error or ""
+
+
+def _key(run: ResolvedRun) -> tuple[str, str]:
+    return (run.preset_arg, run.method)
+
+
+def count_unreported(
+    todo: list[ResolvedRun], reported: set[Path], out: Path, since: float, summary: Any
+) -> None:
+    """Count into ``summary`` (a :class:`~udora.experiments.grid.bench.GridSummary`) the runs
+    a worker wrote after the interrupt but before it was terminated.
+
+    Their folders are complete (written atomically), so the summary line must count them;
+    a ``result.json`` older than this grid is a previous attempt's and is not counted.
+    """
+    for run in todo:
+        if run.rel_dir in reported:
+            continue
+        path = run.run_dir(out) / "result.json"
+        record = load_result(run.run_dir(out))
+        if is_current(record) and path.stat().st_mtime >= since:
+            summary.done += 1
+            summary.failed += record.get("status") != "ok"
+
+
+def run_on(
+    executor: Any,
+    todo: list[ResolvedRun],
+    out: str,
+    dd: str | None,
+    wandb: bool,
+    done: Callable[[ResolvedRun, str, str], None],
+    sources: dict[tuple[str, str], Any],
+) -> None:
+    """Run ``todo`` on ``executor``; a run whose worker died is recorded failed, and so is
+    one whose folder this process cannot see (a Ray node writing to its own disk)."""
+
+    def finished(args: tuple, value: tuple[str, str]) -> None:
+        run = args[0]
+        if value[0] == "ok" and not (run.run_dir(out) / "result.json").is_file():
+            value = ("failed", f"its result folder is not under {out} on this machine: on "
+                     "a cluster, the results folder must be shared by every node "
+                     "(docs/scaling.md)")  # fmt: skip
+        done(run, *value)
+
+    def crashed(args: tuple, reason: str) -> None:
+        run = args[0]
+        # only runs not yet ok are in todo, so a finished one is this run's:
+        if read_run(run.run_dir(out)).finished:
+            done(run, "ok", "")  # its worker died after writing it (Ray's cleanup, say)
+            return
+        record_failed(run, out, reason)
+        done(run, "failed", reason)
+
+    calls = [(run, out, dd, wandb, sources.get(_key(run))) for run in todo]
+    run_all(executor, calls, _worker, finished, crashed)
