@@ -26,7 +26,7 @@ LAYERS = [
     ("udora.experiments", "udora.experiments.run"),
     ("udora.experiments.grid", "udora.experiments.results"),
     ("udora.experiments.tuning", "udora.experiments.studies", "udora.experiments.diagnostics",
-     "udora.experiments.meta", "udora.experiments.preset_tools"),
+     "udora.experiments.meta", "udora.experiments.preset_tools", "udora.experiments.open"),
     ("udora.experiments.report",),
     ("udora.experiments.cli",),
 ]  # fmt: skip
@@ -180,3 +180,18 @@ def test_folders_stay_small(graph):
                for p, n in per_folder.items()}  # fmt: skip
     big = {str(p.relative_to(ROOT)): n for p, n in entries.items() if n > 12}
     assert not big, f"folders over 12 modules and subpackages: {big}"
+
+
+def test_every_source_folder_is_a_listed_package():
+    """A package folder missing from pyproject.toml's list installs from a checkout
+    (editable) but not from a wheel: a fresh ``pip install .`` would lack it."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    found = set()
+    for package, folder in config["package-dir"].items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join((package, *parts)))
+    assert found == listed, (
+        f"not listed: {sorted(found - listed)}; listed, absent: {sorted(listed - found)}"
+    )

@@ -8,12 +8,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from udora.experiments.cli.data import oracle_app, presets_app
+from udora.experiments.cli.data import methods_list, oracle_app, presets_app
 from udora.experiments.cli.diagnose import diagnose_cmd
 from udora.experiments.cli.errors import os_error_line
 from udora.experiments.cli.grid import bench_cmd, run_cmd
 from udora.experiments.cli.meta import meta_cmd
-from udora.experiments.cli.methods import methods_list
+from udora.experiments.cli.open import export_cmd, score_cmd
 from udora.experiments.cli.report import report_cmd
 from udora.experiments.cli.study import ablate_cmd
 from udora.experiments.cli.tuning import sweep_app, tune_cmd
@@ -36,6 +36,8 @@ app.command("run")(run_cmd)
 app.command("bench")(bench_cmd)
 app.command("report")(report_cmd)
 app.command("methods")(methods_list)
+app.command("export")(export_cmd)
+app.command("score")(score_cmd)
 console = Console()
 
 

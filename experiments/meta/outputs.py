@@ -252,6 +252,9 @@ def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, s
     pairs = pairs.drop_duplicates().sort_values("config")
     left_out = {c: "reads the task's generating prior, which no practitioner has"
                 for c, m in pairs.itertuples(index=False) if reads_prior(m)}  # fmt: skip
+    if "prediction_form" in table:  # total-only external runs have no AU/EU to rank
+        for c in sorted(set(table.loc[table["prediction_form"] != "split", "config"])):
+            left_out[c] = "total-only predictions (no AU/EU split)"
     return table[~table["config"].isin(list(left_out))], left_out
 
 

@@ -102,6 +102,7 @@ def write_report(
             if skipped
             else []
         ),
+        *_external_lines(table),
         "A config is a method with its overrides, `method[key=value,...]` (the bare method "
         "name for defaults). Means and sds are over seeds of one config, then over datasets; "
         "different configs are never averaged together; `runs` counts that config's runs.",
@@ -144,3 +145,16 @@ def write_report(
                {"EU and AU Spearman per config, one dot per dataset": images["spearman"],
                 "What the EU estimate tracks": images["eu_parts"]})  # fmt: skip
     return report
+
+
+def _external_lines(table) -> list[str]:
+    """Which configs were scored from predictions files, in which form; the total-only
+    forms have no AU/EU metrics (docs/evaluate_any_model.md)."""
+    if "external" not in table or not table["external"].any():
+        return []
+    rows = table[table["external"]].drop_duplicates("config")
+    parts = [f"`{r.config}` ({r.prediction_form} form"
+             + ("" if r.prediction_form in ("split", "members", "draws")
+                else ": total only, its AU and EU metrics are NaN") + ")"
+             for r in rows.itertuples()]  # fmt: skip
+    return [f"Scored from predictions files (`udora score`): {', '.join(parts)}.", ""]

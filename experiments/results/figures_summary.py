@@ -24,17 +24,20 @@ from udora.methods.base import FAMILIES
 
 FAMILY_COLOURS = {"NN": "#0072B2", "Bayesian NN": "#CC79A7", "trees": "#009E73",
                   "linear & kernel": "#E69F00", "other": "#D55E00",
-                  "GP reference": "#999999"}  # fmt: skip
+                  "GP reference": "#999999", "external": "#56B4E9"}  # fmt: skip
 REFERENCE = "GP reference"
 
 
 def families(table: pd.DataFrame) -> dict[str, str]:
-    """Config label -> its method's family (``udora methods``; "other" when unknown)."""
+    """Config label -> its method's family (``udora methods``; "other" when unknown;
+    "external" for runs scored from a predictions file)."""
     from udora.methods.registry import method_infos
 
     of_method = {info.name: info.family for info in method_infos()}
-    pairs = table[["method", "config"]].drop_duplicates()
-    return {c: of_method.get(m, "other") for m, c in pairs.itertuples(index=False)}
+    external = table["external"] if "external" in table else pd.Series(False, table.index)
+    pairs = table.assign(external=external)[["method", "config", "external"]].drop_duplicates()
+    return {c: "external" if e else of_method.get(m, "other")
+            for m, c, e in pairs.itertuples(index=False)}  # fmt: skip
 
 
 def ordered(table: pd.DataFrame, metric: str) -> list[str]:

@@ -76,6 +76,8 @@ def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[st
     ``--set`` values on top of the tuned ones follow in brackets. Other runs are labelled
     by their overrides (:func:`config_name`).
     """
+    if rec.get("external"):  # scored from a predictions file (docs/evaluate_any_model.md)
+        return f"{rec['method']} (external)", {}
     source = rec.get("config_source")
     if isinstance(source, dict) and "protocol" not in source and source.get("path"):
         source = _read_source(source)
@@ -189,6 +191,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "status": rec["status"],
             "error": rec.get("error"),
             "run_dir": str(path.parent),
+            "external": bool(rec.get("external")),
+            "prediction_form": (rec.get("external") or {}).get("form", "split"),
             **tuning,
         }
         for key, value in overrides.items():

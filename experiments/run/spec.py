@@ -162,6 +162,12 @@ def task_identity(preset: Preset) -> dict[str, Any]:
     return preset.model_dump(mode="json", include=set(TASK_FIELDS))
 
 
+def task_part(preset: Preset, data_source: dict[str, str] | None) -> dict[str, Any]:
+    """The ``task`` part of a run's identity: :func:`task_identity` and the data source's
+    kind and checksum (what :func:`task_hash` covers, with the seed)."""
+    return {**task_identity(preset), "data_source": _hashed_part(data_source)}
+
+
 def _source_key(preset: Preset) -> str:
     return preset.model_dump_json(include={"name", "source", "features", "target"})
 
@@ -206,7 +212,7 @@ def run_identity(
 ) -> dict[str, Any]:
     """The dict a run's hash covers: task fields and data source, method class and config."""
     return {
-        "task": {**task_identity(preset), "data_source": _hashed_part(data_source)},
+        "task": task_part(preset, data_source),
         "method": {"class": method_cls.__name__, "config": config.to_dict()},
     }
 

@@ -94,6 +94,9 @@ def _base(world):
                    *d],
         "diagnose": ["--preset", p, "--method", "blr", "--draws", "2", "--out", out, *d],
         "meta": [str(world / "results"), "--out", out, "--boot", "10", "--sizes", ""],
+        "export": ["--presets", p, "--out", out, *d],
+        "score": [str(next((world / "results").rglob("predictions.npz"))), "--preset", p,
+                  "--seed", "0", "--method", "again", "--out", out, *d],
     }  # fmt: skip
 
 

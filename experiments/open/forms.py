@@ -1,0 +1,192 @@
+"""A predictions file of any accepted form, read, checked and put in one shape
+(:class:`Predictions`); the forms are :data:`udora.experiments.open.tasks.FORMS`.
+
+A file is ``.npz`` (arrays by field name), ``.csv`` or ``.parquet`` (one row per pool row;
+a (K, N) field is K columns ``<field>_<k>``, quantiles are columns ``q_<level>``). It must
+say which pool it predicts: a ``row_id`` field (any order; rows are put in pool order) or a
+``task_hash`` equal to the task's. Every problem is one ValueError naming the file and the
+field (docs/evaluate_any_model.md, "Bad input").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from udora.experiments.open.tasks import FORMS, PublicTask
+
+STACKED = {"member_means": "member_mean", "member_variances": "member_variance",
+           "latent_draws": "latent_draw", "samples": "sample"}  # fmt: skip
+IDS = ("row_id", "task_hash")
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """One prediction on a task's pool, in pool order. ``form`` is the file's form;
+    ``mean`` and ``total`` (N,) always; ``aleatoric``/``epistemic`` (N,) for the forms with
+    an AU/EU split, else None; ``member_means`` (K, N) for members and draws;
+    ``samples`` (S, N) and ``quantiles`` (L, N) with ``levels`` (L,) for those forms."""
+
+    form: str
+    mean: np.ndarray
+    total: np.ndarray
+    aleatoric: np.ndarray | None = None
+    epistemic: np.ndarray | None = None
+    member_means: np.ndarray | None = None
+    samples: np.ndarray | None = None
+    quantiles: np.ndarray | None = None
+    levels: np.ndarray | None = None
+
+    @property
+    def split(self) -> bool:
+        return self.aleatoric is not None
+
+
+def _table_fields(frame: pd.DataFrame) -> dict[str, Any]:
+    """A csv/parquet table as fields: plain columns, stacked ``<field>_<k>`` columns as
+    (K, N), ``q_<level>`` columns as ``quantiles`` (L, N) with ``quantile_levels``."""
+    out: dict[str, Any] = {}
+    stacked: dict[str, list[tuple[int, str]]] = {}
+    quantiles: list[tuple[float, str]] = []
+    for column in frame.columns:
+        name = str(column)
+        match = re.fullmatch(r"(member_mean|member_variance|latent_draw|sample)_(\d+)", name)
+        if match:
+            stacked.setdefault(match[1], []).append((int(match[2]), name))
+        elif re.fullmatch(r"q_[0-9.eE+-]+", name):
+            quantiles.append((float(name[2:]), name))
+        else:
+            out[name] = frame[column].to_numpy()
+    for field, short in STACKED.items():
+        if short in stacked:
+            cols = [c for _, c in sorted(stacked[short])]
+            out[field] = frame[cols].to_numpy(dtype=float).T
+    if quantiles:
+        out["quantiles"] = frame[[c for _, c in quantiles]].to_numpy(dtype=float).T
+        out["quantile_levels"] = np.array([q for q, _ in quantiles])
+    if "task_hash" in out:
+        values = set(map(str, out["task_hash"]))
+        out["task_hash"] = values.pop() if len(values) == 1 else sorted(values)
+    return out
+
+
+def read_fields(path: str | Path) -> dict[str, Any]:
+    """The fields of a predictions file (``.npz``, ``.csv`` or ``.parquet``)."""
+    path = Path(path)
+    try:
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                return {k: (str(z[k]) if z[k].dtype.kind == "U" else z[k]) for k in z.files}
+        if path.suffix == ".csv":
+            return _table_fields(pd.read_csv(path, float_precision="round_trip"))
+        if path.suffix == ".parquet":
+            return _table_fields(pd.read_parquet(path))
+    except (OSError, ValueError, EOFError) as err:
+        raise ValueError(f"{path}: cannot be read as {path.suffix[1:]} ({err})") from None
+    raise ValueError(f"{path}: expected a .npz, .csv or .parquet predictions file")
+
+
+def _form(fields: dict[str, Any], where: str) -> str:
+    """The one form whose required fields are present (split wins over gaussian)."""
+    present = set(fields) - set(IDS)
+    found = [name for name, need in FORMS.items() if set(need) <= present]
+    if "split" in found or "draws" in found:
+        found = [f for f in found if f not in ("gaussian",)]
+    if len(found) != 1:
+        forms = "; ".join(f"{n}: {', '.join(need)}" for n, need in FORMS.items())
+        got = ", ".join(sorted(present)) or "none"
+        raise ValueError(f"{where}: expected the fields of one prediction form ({forms}); "
+                         f"got {got}")  # fmt: skip
+    allowed = set(FORMS[found[0]]) | ({"member_means"} if found[0] == "split" else set())
+    extra = sorted(present - allowed)
+    if extra:
+        raise ValueError(f"{where}: field {extra[0]!r} is not part of the {found[0]} form "
+                         f"({', '.join(sorted(allowed))})")  # fmt: skip
+    return found[0]
+
+
+def _pool_order(fields: dict[str, Any], task: PublicTask, where: str) -> np.ndarray | None:
+    """Indices that put the file's rows in pool order (None: already in it)."""
+    if "row_id" not in fields and "task_hash" not in fields:
+        raise ValueError(f"{where}: must say which pool it predicts: a 'row_id' field "
+                         f"(0..{task.n_pool - 1}) or 'task_hash' ({task.task_hash})")  # fmt: skip
+    if "task_hash" in fields and fields["task_hash"] != task.task_hash:
+        raise ValueError(f"{where}: field 'task_hash' is {fields['task_hash']!r}, a prediction "
+                         f"for another task; this task ({task.preset}, seed {task.seed}) is "
+                         f"{task.task_hash}")  # fmt: skip
+    if "row_id" not in fields:
+        return None
+    ids = np.asarray(fields["row_id"])
+    if ids.ndim != 1 or (ids.dtype.kind not in "iu" and not np.all(np.mod(ids, 1) == 0)):
+        raise ValueError(f"{where}: field 'row_id' must be integers, one per pool row")
+    ids = ids.astype(np.int64)
+    if len(ids) != task.n_pool or not np.array_equal(np.sort(ids), np.arange(task.n_pool)):
+        raise ValueError(f"{where}: field 'row_id' must hold each pool row 0..{task.n_pool - 1} "
+                         f"once; got {len(ids)} rows, {len(np.unique(ids))} distinct")  # fmt: skip
+    return np.argsort(ids)
+
+
+def _array(fields, name: str, task: PublicTask, where: str, order) -> np.ndarray:
+    """Field ``name`` as float64, checked (shape, finite, variances >= 0), in pool order."""
+    value = np.asarray(fields[name], dtype=np.float64)
+    if name == "quantile_levels":
+        return value
+    ndim = 2 if name in STACKED or name == "quantiles" else 1
+    if value.ndim != ndim or value.shape[-1] != task.n_pool:
+        shape = f"(K, {task.n_pool})" if ndim == 2 else f"({task.n_pool},)"
+        raise ValueError(f"{where}: field {name!r} has shape {value.shape}; expected {shape} "
+                         f"for the {task.n_pool} pool rows")  # fmt: skip
+    if not np.all(np.isfinite(value)):
+        bad = int(np.sum(~np.isfinite(value)))
+        raise ValueError(f"{where}: field {name!r} has {bad} values that are NaN or infinite")
+    if ("variance" in name or name in ("aleatoric", "epistemic")) and value.min() < 0:
+        raise ValueError(f"{where}: field {name!r} has negative variances (min "
+                         f"{value.min():g})")  # fmt: skip
+    return value if order is None else value[..., order]
+
+
+def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") -> Predictions:
+    """Check ``fields`` against ``task`` and put them in pool order (module doc)."""
+    form = _form(fields, where)
+    order = _pool_order(fields, task, where)
+    need = [*FORMS[form], *(["member_means"] if "member_means" in fields else [])]
+    a = {name: _array(fields, name, task, where, order) for name in need}
+    if form == "split":
+        return Predictions(form, a["mean"], a["aleatoric"] + a["epistemic"], a["aleatoric"],
+                           a["epistemic"], a.get("member_means"))  # fmt: skip
+    if form in ("members", "draws"):
+        draws = a["member_means"] if form == "members" else a["latent_draws"]
+        if draws.shape[0] < 2:
+            field = "member_means" if form == "members" else "latent_draws"
+            raise ValueError(f"{where}: field {field!r} needs at least 2 rows (members or "
+                             f"draws); got {draws.shape[0]}")  # fmt: skip
+        mean = draws.mean(axis=0)
+        epistemic = np.mean((draws - mean) ** 2, axis=0)
+        aleatoric = a["member_variances"].mean(axis=0) if form == "members" else a["aleatoric"]
+        return Predictions(form, mean, aleatoric + epistemic, aleatoric, epistemic, draws)
+    if form == "gaussian":
+        return Predictions(form, a["mean"], a["variance"])
+    if form == "samples":
+        s = a["samples"]
+        if s.shape[0] < 2:
+            raise ValueError(f"{where}: field 'samples' needs at least 2 draws; got {s.shape[0]}")
+        return Predictions(form, s.mean(axis=0), s.var(axis=0, ddof=1), samples=s)
+    levels, q = a["quantile_levels"], a["quantiles"]
+    if levels.shape != (q.shape[0],) or not np.all((levels > 0) & (levels < 1)):
+        raise ValueError(f"{where}: field 'quantile_levels' must be {q.shape[0]} levels in "
+                         f"(0, 1); got {levels.tolist()}")  # fmt: skip
+    if np.any(np.diff(levels) <= 0):
+        raise ValueError(f"{where}: field 'quantile_levels' must increase; got "
+                         f"{levels.tolist()}")  # fmt: skip
+    crossing = int(np.any(np.diff(q, axis=0) < 0, axis=0).sum())
+    if crossing:
+        raise ValueError(f"{where}: field 'quantiles' decreases between levels at "
+                         f"{crossing} pool rows")  # fmt: skip
+    middle = np.array([np.interp(0.5, levels, q[:, i]) for i in range(q.shape[1])])
+    spread = ((q[-1] - q[0]) / 2) ** 2  # a rough total for rankings; CRPS uses the quantiles
+    return Predictions(form, middle, spread, quantiles=q, levels=levels)

@@ -1,0 +1,155 @@
+"""Tasks as a method outside udora sees them: the training sample and the pool to predict
+on, never an oracle array or a pool outcome (docs/evaluate_any_model.md).
+
+:func:`load_task` builds one in memory; :func:`export_task` writes it as files (``.npz``,
+``.csv``, ``.parquet`` and ``task.json``) for a method in another language or process;
+:func:`read_task` reads such a folder back. The task hash is the one a built-in run of the
+same preset, seed and data records (:func:`udora.experiments.run.spec.task_hash`), so an
+external run and a built-in one are matched by it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from udora.experiments.run.spec import data_source_record, task_hash, task_part
+from udora.oracle.preset import Preset, load_preset
+
+FORMAT = 1  # of task.json
+# The prediction forms a scorer accepts: required fields (npz keys; csv columns below).
+FORMS: dict[str, dict[str, str]] = {
+    "split": {"mean": "(N,)", "aleatoric": "(N,) variance", "epistemic": "(N,) variance"},
+    "members": {"member_means": "(K, N)", "member_variances": "(K, N) variances"},
+    "draws": {"latent_draws": "(S, N) draws of the latent mean", "aleatoric": "(N,) variance"},
+    "gaussian": {"mean": "(N,)", "variance": "(N,) total variance"},
+    "samples": {"samples": "(S, N) draws of the predictive"},
+    "quantiles": {"quantiles": "(L, N)", "quantile_levels": "(L,) in (0, 1), increasing"},
+}
+TOTAL_ONLY = ("gaussian", "samples", "quantiles")  # no AU/EU split: fewer metrics
+
+
+@dataclass(frozen=True)
+class PublicTask:
+    """What a method may see of a task. Shapes: ``X_train`` (n, d), ``y_train`` (n,),
+    ``X_pool`` (N, d), ``train_rows`` (n,) the pool rows the training inputs are (they may
+    repeat); ``row_id`` of pool row i is i. Predictions cover the whole pool, training
+    rows included, in this row order."""
+
+    preset: str
+    seed: int
+    task_hash: str
+    data_kind: str | None  # where the table came from: file, package or openml
+    data_sha256: str | None
+    feature_names: tuple[str, ...]
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_pool: np.ndarray
+    train_rows: np.ndarray
+    preset_config: dict[str, Any]
+
+    @property
+    def n_pool(self) -> int:
+        return int(self.X_pool.shape[0])
+
+    def source(self) -> dict[str, str] | None:
+        """The data source's kind and checksum, as a run's identity holds them."""
+        if self.data_sha256 is None:
+            return None
+        return {"kind": str(self.data_kind), "sha256": self.data_sha256}
+
+    def manifest(self) -> dict[str, Any]:
+        """``task.json``'s content: identity, shapes and the accepted prediction forms."""
+        return {
+            "format": FORMAT,
+            "preset": self.preset,
+            "seed": self.seed,
+            "task_hash": self.task_hash,
+            "data_kind": self.data_kind,
+            "data_sha256": self.data_sha256,
+            "feature_names": list(self.feature_names),
+            "shapes": {
+                "X_train": list(self.X_train.shape),
+                "y_train": [len(self.y_train)],
+                "X_pool": list(self.X_pool.shape),
+            },
+            "prediction_forms": FORMS,
+            "prediction_rules": (
+                "one row per pool row; say which pool: a 'row_id' field (0..N-1, any order) "
+                "or a 'task_hash' field equal to this one; variances >= 0; finite values"
+            ),
+            "preset_config": self.preset_config,
+        }
+
+
+def load_task(
+    preset: str | Path | Preset, seed: int, data_dir: str | Path | None = None
+) -> PublicTask:
+    """The public part of ``preset``'s task at ``seed`` (a shipped name, a YAML path or a
+    Preset); ``data_dir`` as for ``udora run``. Builds the oracle task to draw the
+    training sample and keeps only what a method may see."""
+    from udora.oracle.task import build_task
+
+    preset = preset if isinstance(preset, Preset) else load_preset(preset)
+    source = data_source_record(preset, data_dir, missing_ok=False)
+    task = build_task(preset, int(seed), data_dir=data_dir)
+    return PublicTask(
+        preset=preset.name,
+        seed=int(seed),
+        task_hash=task_hash({"task": task_part(preset, source)}, int(seed)),
+        data_kind=(source or {}).get("kind"),
+        data_sha256=(source or {}).get("sha256"),
+        feature_names=tuple(preset.features),
+        X_train=np.array(task.X_train),
+        y_train=np.array(task.y_train),
+        X_pool=np.array(task.X),
+        train_rows=np.array(task.train_idx),
+        preset_config=preset.model_dump(mode="json", exclude={"paper"}),
+    )
+
+
+def export_task(task: PublicTask, folder: str | Path) -> list[Path]:
+    """Write ``task`` under ``folder``: ``train.npz``/``pool.npz`` (``X``, ``y``;
+    ``X``, ``row_id``), the same as ``.csv`` and ``.parquet`` (feature columns, ``target``
+    or ``row_id``) and ``task.json`` (:meth:`PublicTask.manifest`). Returns the files."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    names = list(task.feature_names)
+    row_id = np.arange(task.n_pool)
+    train = pd.DataFrame(task.X_train, columns=names).assign(target=task.y_train)
+    pool = pd.DataFrame(task.X_pool, columns=names)
+    pool.insert(0, "row_id", row_id)
+    written = [folder / "train.npz", folder / "pool.npz"]
+    np.savez(written[0], X=task.X_train, y=task.y_train, rows=task.train_rows)
+    np.savez(written[1], X=task.X_pool, row_id=row_id)
+    for frame, stem in ((train, "train"), (pool, "pool")):
+        frame.to_csv(folder / f"{stem}.csv", index=False, float_format="%.17g")
+        frame.to_parquet(folder / f"{stem}.parquet", index=False)
+        written += [folder / f"{stem}.csv", folder / f"{stem}.parquet"]
+    (folder / "task.json").write_text(json.dumps(task.manifest(), indent=1))
+    return [*written, folder / "task.json"]
+
+
+def read_task(folder: str | Path) -> PublicTask:
+    """The task exported under ``folder``; a missing or damaged file is one ValueError
+    naming it."""
+    folder = Path(folder)
+    path = folder / "task.json"
+    try:
+        info = json.loads(path.read_text())
+        with np.load(folder / "train.npz") as train, np.load(folder / "pool.npz") as pool:
+            arrays = {"X_train": train["X"], "y_train": train["y"], "rows": train["rows"],
+                      "X_pool": pool["X"]}  # fmt: skip
+        keys = ("preset", "seed", "task_hash", "data_kind", "data_sha256")
+        fields = {k: info[k] for k in keys}
+        names, config = tuple(info["feature_names"]), info["preset_config"]
+    except (OSError, ValueError, KeyError) as err:
+        raise ValueError(f"{folder}: not a task folder of `udora export` ({err})") from None
+    return PublicTask(**fields, feature_names=names, X_train=arrays["X_train"],
+                      y_train=arrays["y_train"], X_pool=arrays["X_pool"],
+                      train_rows=arrays["rows"], preset_config=config)  # fmt: skip

@@ -1,0 +1,217 @@
+"""Predictions made outside udora are scored exactly like a built-in run
+(docs/evaluate_any_model.md)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from udora.experiments.cli.main import app
+from udora.experiments.open.forms import parse
+from udora.experiments.open.score import TOTAL_METRICS, score_file, score_predictions
+from udora.experiments.open.tasks import export_task, load_task, read_task
+from udora.experiments.results.store import load_runs
+from udora.experiments.run.execute import run_one
+from udora.experiments.run.records import read_run
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A tiny preset, a built-in blr run on it and the exported task."""
+    root = tmp_path_factory.mktemp("open")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(90, 2))
+    (root / "data").mkdir()
+    pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1]).to_csv(
+        root / "data" / "tiny.csv.gz", index=False
+    )
+    preset = {"name": "tiny", "suite": "test", "source": {"file": "tiny.csv.gz"},
+              "features": ["a", "b"], "pool_size": 90, "n_train": 40,
+              "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.5]}],
+              "noise": {"std_min": 0.1, "std_max": 0.3},
+              "shift": [0.4, 0.3, 0.2, 0.1, 0.0]}  # fmt: skip
+    (root / "tiny.yaml").write_text(yaml.safe_dump(preset))
+    data = root / "data"
+    built = run_one(root / "tiny.yaml", "blr", 0, {}, root / "results", data_dir=data)
+    assert built.status == "ok"
+    export_task(load_task(root / "tiny.yaml", 0, data), root / "task")
+    return root, data, built.path
+
+
+def _record(run_dir):
+    return json.loads((run_dir / "result.json").read_text())
+
+
+def test_a_built_in_runs_predictions_score_exactly_as_the_built_in_run(world):
+    root, data, run_dir = world
+    task = read_task(root / "task")  # exported, then read back as another program would
+    built = _record(run_dir)
+    assert task.task_hash == built["task_hash"]
+    scored = score_file(run_dir / "predictions.npz", task, "blr_again", root / "ext", data)
+    assert scored["metrics"] == built["metrics"]  # every metric, bit for bit
+    assert read_run(scored["path"]).finished
+    # the same arrays as a csv in shuffled row order, with row ids
+    with np.load(run_dir / "predictions.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    order = np.random.default_rng(0).permutation(task.n_pool)
+    frame = pd.DataFrame({"row_id": order, **{k: arrays[k][order] for k in
+                                              ("mean", "aleatoric", "epistemic")}})  # fmt: skip
+    frame.to_csv(root / "shuffled.csv", index=False)
+    again = score_file(root / "shuffled.csv", task, "blr_csv", None, data)
+    assert again["metrics"] == built["metrics"]
+
+
+def test_members_and_draws_are_combined_as_udora_combines_members(world):
+    root, data, _ = world
+    task = read_task(root / "task")
+    rng = np.random.default_rng(2)
+    means = rng.normal(size=(4, task.n_pool))
+    variances = rng.uniform(0.1, 0.5, size=(4, task.n_pool))
+    fields = {"member_means": means, "member_variances": variances, "task_hash": task.task_hash}
+    members, _ = score_predictions(parse(fields, task), task, data)
+    by_hand = {"mean": means.mean(0), "aleatoric": variances.mean(0), "epistemic": means.var(0),
+               "member_means": means, "task_hash": task.task_hash}  # fmt: skip
+    split, _ = score_predictions(parse(by_hand, task), task, data)
+    np.testing.assert_equal(members, split)
+    draws = {"latent_draws": means, "aleatoric": variances.mean(0), "task_hash": task.task_hash}
+    np.testing.assert_equal(score_predictions(parse(draws, task), task, data)[0], split)
+
+
+def test_total_only_forms_keep_exactly_the_metrics_no_split_changes(world):
+    root, data, run_dir = world
+    task = read_task(root / "task")
+    built = _record(run_dir)["metrics"]
+    with np.load(run_dir / "predictions.npz") as z:
+        mean, total = z["mean"], z["aleatoric"] + z["epistemic"]
+    fields = {"mean": mean, "variance": total, "task_hash": task.task_hash}
+    metrics, _ = score_predictions(parse(fields, task), task, data)
+    kept = set(TOTAL_METRICS["gaussian"])
+    for name, value in metrics.items():
+        if name in kept:  # the split is invisible to these: the built-in run's own value
+            assert value == pytest.approx(built[name], rel=1e-12, nan_ok=True), name
+        else:
+            assert np.isnan(value), name
+    assert np.isnan(metrics["spearman_eu"]) and np.isfinite(metrics["spearman_total"])
+
+
+def test_the_crps_of_samples_and_quantiles_is_the_reference_librarys(world):
+    import properscoring
+
+    from udora.oracle.task import build_task
+
+    root, data, _ = world
+    task = read_task(root / "task")
+    y = build_task(root / "tiny.yaml", 0, data_dir=data).y
+    rng = np.random.default_rng(3)
+    samples = rng.normal(size=(200, task.n_pool))
+    fields = {"samples": samples, "task_hash": task.task_hash}
+    metrics, _ = score_predictions(parse(fields, task), task, data)
+    expected = properscoring.crps_ensemble(y, samples.T).mean()
+    assert metrics["crps"] == pytest.approx(expected, rel=1e-10)
+    levels = np.array([0.1, 0.5, 0.9])
+    q = np.quantile(samples, levels, axis=0)
+    fields = {"quantiles": q, "quantile_levels": levels, "task_hash": task.task_hash}
+    metrics, _ = score_predictions(parse(fields, task), task, data)
+    pinball = [
+        np.mean(np.maximum(a * (y - qa), (a - 1) * (y - qa)))
+        for a, qa in zip(levels, q, strict=True)
+    ]
+    assert metrics["crps"] == pytest.approx(2 * np.mean(pinball), rel=1e-10)
+    assert np.isnan(metrics["nll"]) and np.isnan(metrics["spearman_au"])
+
+
+def _csv(root, name, **columns):
+    path = root / name
+    pd.DataFrame(columns).to_csv(path, index=False)
+    return path
+
+
+BAD = {
+    "too few rows": (lambda n, h: {"row_id": np.arange(n - 1), "mean": np.zeros(n - 1),
+                                   "variance": np.ones(n - 1)}, "field 'row_id' must hold"),
+    "no pool id": (lambda n, h: {"mean": np.zeros(n), "variance": np.ones(n)},
+                   "must say which pool it predicts"),
+    "another task": (lambda n, h: {"task_hash": ["0123456789"] * n, "mean": np.zeros(n),
+                                   "variance": np.ones(n)}, "a prediction for another task"),
+    "missing column": (lambda n, h: {"row_id": np.arange(n), "mean": np.zeros(n),
+                                     "aleatoric": np.ones(n)}, "expected the fields of one"),
+    "extra column": (lambda n, h: {"row_id": np.arange(n), "mean": np.zeros(n),
+                                   "variance": np.ones(n), "extra": np.ones(n)},
+                     "field 'extra' is not part of the gaussian form"),
+    "NaN": (lambda n, h: {"row_id": np.arange(n), "mean": np.r_[np.nan, np.zeros(n - 1)],
+                          "variance": np.ones(n)}, "field 'mean' has 1 values that are NaN"),
+    "negative variance": (lambda n, h: {"row_id": np.arange(n), "mean": np.zeros(n),
+                                        "variance": -np.ones(n)}, "negative variances"),
+    "repeated rows": (lambda n, h: {"row_id": np.zeros(n, int), "mean": np.zeros(n),
+                                    "variance": np.ones(n)}, "each pool row 0.."),
+    "quantile levels out of order": (lambda n, h: {"row_id": np.arange(n), "q_0.9": np.zeros(n),
+                                                   "q_0.1": np.ones(n)},
+                                     "'quantile_levels' must increase; got [0.9, 0.1]"),
+    "quantiles crossing": (lambda n, h: {"row_id": np.arange(n), "q_0.1": np.ones(n),
+                                         "q_0.9": np.zeros(n)}, "'quantiles' decreases"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_one_line_naming_the_file_and_field_and_writes_nothing(world, case):
+    root, _, _ = world
+    make, message = BAD[case]
+    task = read_task(root / "task")
+    path = _csv(root, "bad.csv", **make(task.n_pool, task.task_hash))
+    out = root / f"bad-{case.replace(' ', '_')}"
+    result = runner.invoke(app, ["score", str(path), "--task", str(root / "task"),
+                                 "--method", "mine", "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {path}: ") and message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not list(out.rglob("result.json"))
+
+
+def test_external_runs_join_the_report_and_the_leaderboard(world):
+    root, data, _ = world
+    results = root / "results"
+    with np.load(next(results.glob("tiny/blr/*/seed-0/predictions.npz"))) as z:
+        mean, total = z["mean"], z["aleatoric"] + z["epistemic"]
+    path = _csv(root, "mine.csv", row_id=np.arange(len(mean)), mean=mean + 0.1, variance=total)
+    done = runner.invoke(app, ["score", str(path), "--task", str(root / "task"), "--method",
+                               "mine", "--out", str(results), "--data-dir", str(data)])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert "gaussian form (total only" in done.output
+    table, _ = load_runs(results)
+    assert set(table["config"]) >= {"blr", "mine (external)"}
+    from udora.experiments.meta.outputs import practitioner_configs
+
+    ranked, left_out = practitioner_configs(table)  # what udora meta ranks
+    assert left_out["mine (external)"] == "total-only predictions (no AU/EU split)"
+    assert "blr" in set(ranked["config"])
+    report = runner.invoke(app, ["report", str(results)])
+    assert report.exit_code == 0, report.output
+    text = (results / "report" / "report.md").read_text()
+    assert "`mine (external)` (gaussian form: total only" in text
+    assert "mine (external)" in (results / "report" / "index.html").read_text()
+
+
+def test_an_estimator_by_import_path_scores_as_evaluate_does(world):
+    from sklearn.linear_model import BayesianRidge
+
+    from udora.experiments.open import evaluate
+
+    root, data, _ = world
+    out = root / "by_path"
+    done = runner.invoke(app, ["score", "--estimator", "sklearn.linear_model:BayesianRidge",
+                               "--task", str(root / "task"), "--out", str(out),
+                               "--data-dir", str(data)])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    record = _record(next(p.parent for p in out.rglob("result.json")))
+    assert record["method"] == "BayesianRidge" and record["external"]["form"] == "split"
+    row = evaluate(BayesianRidge(), read_task(root / "task"), data_dir=data).iloc[0]
+    for name, value in record["metrics"].items():
+        if value is None:
+            assert np.isnan(row[name]), name
+        else:
+            assert row[name] == pytest.approx(value, rel=1e-12), name
