@@ -12,11 +12,9 @@ traceback.
 import json
 
 import click
-import numpy as np
-import pandas as pd
 import pytest
 import typer
-import yaml
+from tiny_presets import one_tiny_preset
 from typer.testing import CliRunner
 
 from udora.experiments.cli.main import app
@@ -49,18 +47,7 @@ def _commands():
 def world(tmp_path_factory):
     """A tiny preset, its data, a results folder with one run and a sweep file."""
     root = tmp_path_factory.mktemp("cli")
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 2))
-    (root / "data").mkdir()
-    pd.DataFrame(X, columns=["a", "b"]).assign(target=X[:, 0] + X[:, 1]).to_csv(
-        root / "data" / "tiny.csv.gz", index=False
-    )
-    preset = {"name": "tiny", "suite": "test", "source": {"file": "tiny.csv.gz"},
-              "features": ["a", "b"], "pool_size": 60, "n_train": 30,
-              "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.5]}],
-              "noise": {"std_min": 0.1, "std_max": 0.3},
-              "shift": [0.4, 0.3, 0.2, 0.1, 0.0]}  # fmt: skip
-    (root / "tiny.yaml").write_text(yaml.safe_dump(preset))
+    one_tiny_preset(root, rows=60, n_train=30)
     common = ["--data-dir", str(root / "data")]
     ran = runner.invoke(app, ["run", "--preset", str(root / "tiny.yaml"), "--method", "blr",
                               "--out", str(root / "results"), *common])  # fmt: skip

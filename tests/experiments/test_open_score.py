@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
+from tiny_presets import one_tiny_preset
 from typer.testing import CliRunner
 
 from udora.experiments.cli.main import app
@@ -24,18 +24,7 @@ runner = CliRunner()
 def world(tmp_path_factory):
     """A tiny preset, a built-in blr run on it and the exported task."""
     root = tmp_path_factory.mktemp("open")
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(90, 2))
-    (root / "data").mkdir()
-    pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1]).to_csv(
-        root / "data" / "tiny.csv.gz", index=False
-    )
-    preset = {"name": "tiny", "suite": "test", "source": {"file": "tiny.csv.gz"},
-              "features": ["a", "b"], "pool_size": 90, "n_train": 40,
-              "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.5]}],
-              "noise": {"std_min": 0.1, "std_max": 0.3},
-              "shift": [0.4, 0.3, 0.2, 0.1, 0.0]}  # fmt: skip
-    (root / "tiny.yaml").write_text(yaml.safe_dump(preset))
+    one_tiny_preset(root, rows=90, seed=1)
     data = root / "data"
     built = run_one(root / "tiny.yaml", "blr", 0, {}, root / "results", data_dir=data)
     assert built.status == "ok"

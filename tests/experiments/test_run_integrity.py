@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 from rich.console import Console
+from tiny_presets import one_tiny_preset
 
 from udora.experiments.grid.bench import make_grid, run_grid
 from udora.experiments.meta.cells import load_cells
@@ -143,24 +144,8 @@ DAMAGE = {
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     """A results folder with blr at seeds 0 and 1 on a tiny preset, and the grid of it."""
-    import yaml
-
     root = tmp_path_factory.mktemp("runs")
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(120, 2))
-    data = root / "data"
-    data.mkdir()
-    import pandas as pd
-
-    pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1]).to_csv(
-        data / "tiny.csv.gz", index=False
-    )
-    preset = {"name": "tiny", "suite": "test", "source": {"file": "tiny.csv.gz"},
-              "features": ["a", "b"], "pool_size": 120, "n_train": 40,
-              "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.5]}],
-              "noise": {"std_min": 0.1, "std_max": 0.3},
-              "shift": [0.4, 0.3, 0.2, 0.1, 0.0]}  # fmt: skip
-    (root / "tiny.yaml").write_text(yaml.safe_dump(preset))
+    _, data = one_tiny_preset(root)
     runs = make_grid([str(root / "tiny.yaml")], ["blr"], [0, 1], {}, data_dir=data)
     summary = run_grid(runs, root / "results", data_dir=data, console=Console(file=None))
     assert summary.done == 2 and summary.failed == 0

@@ -26,3 +26,23 @@ def two_tiny_presets(root, std_max=0.3):
         path.write_text(yaml.safe_dump(preset))
         paths.append(str(path))
     return paths, data
+
+
+def one_tiny_preset(root, rows=120, n_train=40, seed=0):
+    """Write ``root/data/tiny.csv.gz`` (``rows`` points, target sin(a) + b) and preset
+    ``tiny`` on all of it with ``n_train`` training points; returns (its YAML path, the
+    data folder). For module-scoped fixtures, which cannot use conftest's ``tiny_preset``."""
+    data = root / "data"
+    data.mkdir()
+    X = np.random.default_rng(seed).normal(size=(rows, 2))
+    frame = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1])
+    frame.to_csv(data / "tiny.csv.gz", index=False)
+    preset = {
+        "name": "tiny", "suite": "test", "source": {"file": "tiny.csv.gz"},
+        "features": ["a", "b"], "pool_size": rows, "n_train": n_train,
+        "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.5]}],
+        "noise": {"std_min": 0.1, "std_max": 0.3}, "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
+    }  # fmt: skip
+    path = root / "tiny.yaml"
+    path.write_text(yaml.safe_dump(preset))
+    return path, data
