@@ -25,7 +25,8 @@ def os_error_line(err: OSError) -> tuple[int, str]:
     what = err.strerror or str(err)
     theirs = (errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR, errno.EEXIST,
               errno.EROFS, errno.ENOENT)  # fmt: skip
-    return (2 if err.errno in theirs else 1), f"error: {where}{what}"
+    mine = err.errno is None  # raised by udora with its own message (a folder with no runs)
+    return (2 if mine or err.errno in theirs else 1), f"error: {where}{what}"
 
 
 @contextmanager

@@ -83,12 +83,16 @@ def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_di
 
     from udora.experiments.cli.progress import steps
     from udora.experiments.meta.outputs import write_meta
-    from udora.experiments.results.store import load_runs
+    from udora.experiments.results.store import UnreadableRunWarning, load_runs
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # unreadable and legacy runs: `udora report` says
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UnreadableRunWarning)  # said below, one line each
             table, _ = load_runs(results)
+        for w in caught:
+            if issubclass(w.category, UnreadableRunWarning):  # legacy runs: `udora report` says
+                console.print(f"warning: {w.message}", highlight=False, markup=False,
+                              soft_wrap=True)  # fmt: skip
         configs = None if patterns is None else ",".join(patterns)
         if patterns is not None:
             keep = table["config"].map(lambda c: any(fnmatch(c, p) for p in patterns))

@@ -211,7 +211,7 @@ def load_diagnosis(folder: str | Path) -> dict[str, Any] | None:
     """A diagnosis folder's record, or None when absent or unreadable."""
     try:
         return json.loads((Path(folder) / RECORD).read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # not JSON, or not UTF-8
         return None
 
 

@@ -30,7 +30,7 @@ def holder(path: str | Path) -> dict[str, Any]:
     """What the lock file says about its holder (``{}`` when empty or unreadable)."""
     try:
         info = json.loads(Path(path).read_text() or "{}")
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # not JSON, or not UTF-8
         return {}
     return info if isinstance(info, dict) else {}
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from udora.experiments.run import interrupts
-from udora.experiments.run.legacy import SCHEMA, is_current
+from udora.experiments.run.legacy import SCHEMA, is_current, is_legacy
 from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
 from udora.experiments.run.spec import (
     PRESET_PREFIX,
@@ -277,7 +277,7 @@ def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> N
 
     def check_old(folder: Path) -> None:
         previous = load_result(folder)
-        if previous is not None and not is_current(previous):
+        if is_legacy(previous):
             raise FileExistsError(f"{folder}: holds a run of an older udora; not replaced")
 
     write_folder_atomically(final, fill, check_old)
@@ -288,5 +288,5 @@ def load_result(run_dir: str | Path) -> dict[str, Any] | None:
     path = Path(run_dir) / "result.json"
     try:
         return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return None

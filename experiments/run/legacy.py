@@ -21,11 +21,17 @@ def is_current(record: dict[str, Any] | None) -> bool:
     return isinstance(record, dict) and record.get("schema") == SCHEMA
 
 
+def is_legacy(record: Any) -> bool:
+    """Whether a result.json record is udora 0.1.0's: an object with no ``schema`` at all
+    (one with another ``schema`` is a damaged record, rerun like any, never "old")."""
+    return isinstance(record, dict) and "schema" not in record
+
+
 def read_record(path: Path) -> dict[str, Any] | None:
-    """A result.json file as a dict, or None when unreadable."""
+    """A result.json file as a dict, or None when unreadable (also not UTF-8, not JSON)."""
     try:
         return json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return None
 
 
@@ -34,7 +40,7 @@ def legacy_results(results_dir: str | Path) -> list[Path]:
     out = []
     for path in sorted(Path(results_dir).glob(RESULT_GLOB)):
         record = read_record(path)
-        if record is not None and not is_current(record):
+        if is_legacy(record):
             out.append(path)
     return out
 

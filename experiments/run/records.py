@@ -4,12 +4,13 @@ Every reader of run folders (``bench``'s resume, the results table behind ``udor
 and its HTML site, ``udora meta``) reads a run through :func:`read_run`, which checks, in
 order (docs/running.md, "What a finished run is"):
 
-1. ``result.json`` is a whole JSON object of this schema (``"schema": 2``; a record of udora
-   0.1.0 is reported as ``legacy``, never reused);
+1. ``result.json`` is a whole JSON object of this schema (``"schema": 2``; a record with
+   no ``schema`` at all is udora 0.1.0's, reported as ``legacy`` and never reused);
 2. its fields have their types (:class:`RunRecord`: ``status`` one of ok, failed, skipped;
    ``seed`` an integer; every metric a number or null; ...);
-3. the folder is the record's own: ``<preset>/<method>/<config_hash>/seed-<seed>`` and
-   ``config_hash`` is the hash of the recorded ``identity`` (a copied or renamed folder,
+3. the folder is the record's own: ``<preset>/<method>/<config_hash>/seed-<seed>``,
+   ``config_hash`` is the hash of the recorded ``identity`` and ``task_hash`` that of its
+   task and seed (a copied or renamed folder,
    or an edited identity, is not a run of that config);
 4. every file the record lists under ``files`` is there with its SHA-256, and an ``ok``
    run lists its ``predictions.npz`` (records written before checksums were recorded are
@@ -39,8 +40,8 @@ from pydantic import (
     ValidationError,
 )
 
-from udora.experiments.run.legacy import is_current
-from udora.experiments.run.spec import identity_hash
+from udora.experiments.run.legacy import is_legacy
+from udora.experiments.run.spec import identity_hash, task_hash
 
 RESULT = "result.json"
 RUN_GLOB = "*/*/*/seed-*"  # the run folders under a results folder
@@ -152,6 +153,9 @@ def _place_problem(folder: Path, record: dict[str, Any]) -> str:
                 f"({'/'.join(found)}; copied or renamed?)")  # fmt: skip
     if identity_hash(record["identity"]) != record["config_hash"]:
         return "has an identity whose hash is not its config_hash (edited?)"
+    task = "task_hash" in record and "task" in record["identity"]
+    if task and record["task_hash"] != task_hash(record["identity"], record["seed"]):
+        return "has a task_hash that is not the hash of its task and seed (edited?)"
     return ""
 
 
@@ -184,7 +188,7 @@ def read_run(folder: str | Path, *, verify_files: bool = True) -> RunRead:
     record, problem = _load_json(folder / RESULT)
     if record is None:
         return RunRead(folder, None, problem)
-    if not is_current(record):
+    if is_legacy(record):
         return RunRead(folder, record, "was written by udora 0.1.0", legacy=True)
     problem = _type_problem(record) or _place_problem(folder, record)
     if not problem and verify_files:

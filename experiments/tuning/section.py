@@ -66,7 +66,7 @@ def _trials(folder: Path | None) -> list[dict[str, Any]]:
     for path in sorted(folder.glob("trial-*/trial.json")):
         try:
             out.append(json.loads(path.read_text()))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):  # not JSON, or not UTF-8
             continue
     return out
 

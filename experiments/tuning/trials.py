@@ -167,7 +167,7 @@ def load_trial(folder: str | Path, k: int) -> dict[str, Any] | None:
     """Trial ``k``'s record under ``folder``, or None when it is not (readably) written."""
     try:
         return json.loads((Path(folder) / f"trial-{k}" / "trial.json").read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # not JSON, or not UTF-8
         return None
 
 
@@ -177,7 +177,7 @@ def load_trials(folder: str | Path) -> list[dict[str, Any]]:
     for path in Path(folder).glob("trial-*/trial.json"):
         try:
             record = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):  # not JSON, or not UTF-8
             continue
         if isinstance(record, dict) and "k" in record and "params" in record:
             out.append(record)

@@ -215,7 +215,12 @@ def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str
     path = tuned_path(tuned_dir, preset_name, method)
     if not path.is_file():
         return None
-    text = path.read_text()
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: cannot be read as a tuned file ({err})") from None
+    if not text.strip():
+        raise ValueError(f"{path}: is empty; rerun `udora tune` for it, or remove it")
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:

@@ -63,6 +63,7 @@ def _tuned(tmp_path, text):
     ("text", "message"),
     [
         ("config: [alpha\n", "not valid YAML (line 2); rerun `udora tune` for it"),
+        ("\n", "is empty; rerun `udora tune` for it, or remove it"),
         (yaml.safe_dump({"preset": "tiny", "method": "gp_linear", "config": {}}),
          "a tuned file of method 'gp_linear', found where the one of 'blr' belongs"),
         (yaml.safe_dump({"preset": "other", "method": "blr", "config": {}}),

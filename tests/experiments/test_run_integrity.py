@@ -106,6 +106,10 @@ def _remove(p):
     p.unlink()
 
 
+def _not_utf8(p):
+    p.write_bytes(p.read_bytes() + b"\xff\xfe")
+
+
 def _json_edit(**changes):
     def edit(p):
         record = json.loads(p.read_text())
@@ -134,6 +138,9 @@ DAMAGE = {
     "metric of the wrong type": ("result.json", _json_edit(metric="high"), "'metrics.spearman_eu'"),
     "seed of the wrong type": ("result.json", _json_edit(seed="0"), "'seed' of the wrong type"),
     "identity edited": ("result.json", _json_edit(identity={"x": 1}), "hash is not its config"),
+    "task hash edited": ("result.json", _json_edit(task_hash="0123456789"), "a task_hash that"),
+    "schema of another version": ("result.json", _json_edit(schema=99), "'schema' of the wrong"),
+    "result.json not UTF-8": ("result.json", _not_utf8, "cannot be read (UnicodeDecodeError"),
     "predictions truncated": ("predictions.npz", _truncate, "does not match its checksum"),
     "predictions empty": ("predictions.npz", _empty, "does not match its checksum"),
     "predictions missing": ("predictions.npz", _remove, "lists predictions.npz, which is missing"),
@@ -165,7 +172,12 @@ def damaged(two_runs, tmp_path, request):
 
 
 # three kinds in the default run; every kind in the slow set (each runs four readers, ~3 s)
-QUICK = ("predictions truncated", "status of the wrong type", "result.json missing")
+QUICK = (
+    "predictions truncated",
+    "status of the wrong type",
+    "result.json missing",
+    "schema of another version",
+)
 
 
 @pytest.mark.parametrize(
@@ -181,6 +193,13 @@ def test_every_reader_catches_every_damage(damaged):
     with pytest.warns(UnreadableRunWarning, match=str(folder)):
         table, _ = load_runs(results)
     assert table["seed"].tolist() == [1]  # the damaged run is out, the other one in
+
+    from typer.testing import CliRunner
+
+    from udora.experiments.cli.main import app
+
+    meta = CliRunner().invoke(app, ["meta", str(results), "--sizes", ""])  # too few: exit 2
+    assert f"warning: skipped {folder / 'result.json'}: " in meta.output, meta.output
 
     before = table.assign(seed=0, run_dir=str(folder))  # a row read before the damage
     with pytest.raises(ValueError, match=str(folder)):
