@@ -16,7 +16,7 @@ import pandas as pd
 
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, goodness
 from udora.experiments.results.aggregate import kendall_tau
-from udora.experiments.run.records import load_predictions, read_run
+from udora.experiments.run.records import finished_run, load_predictions
 
 # Multivariate scores over blocks of nearby pool points (udora.scoring.multivariate): not
 # in result.json (they need the covariates); :func:`block_metrics` computes them.
@@ -74,7 +74,8 @@ def load_cells(
             continue
         if progress is not None:
             progress(f"rebuilding the task of {preset}, seed {run_seed}")
-        records = [_record(d) for d in runs["run_dir"]]
+        checked = [finished_run(d) for d in runs["run_dir"]]  # checked once, files too
+        records = [f.record for f in checked]
         used = {(r.get("data_source") or {}).get("sha256") for r in records}
         record = records[0]
         task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
@@ -91,21 +92,12 @@ def load_cells(
                 f"but the data found now is {found.get('location')} (sha256 "
                 f"{str(found.get('sha256'))[:12]}); give --data-dir as the runs had it"
             )
-        preds = [load_predictions(run_dir) for run_dir in runs["run_dir"]]
+        preds = [load_predictions(f) for f in checked]
         N = task.X.shape[0]
         blocks = nearest_blocks(task.X, min(N // BLOCK_SIZE, MAX_BLOCKS), BLOCK_SIZE,
                                 np.random.default_rng(int(run_seed)))  # fmt: skip
         cells.append(Cell(str(preset), int(run_seed), runs, task, preds, blocks))
     return cells
-
-
-def _record(run_dir: str) -> dict:
-    """A run's record, after :func:`udora.experiments.run.records.read_run`'s checks; a
-    folder that changed since the table was read is one ValueError naming it."""
-    found = read_run(run_dir)
-    if not found.finished:
-        raise ValueError(f"{run_dir}: not a finished run: {found.problem or 'status not ok'}")
-    return found.record
 
 
 def _block_rng(cell: Cell, config: str, extra: int = 0) -> np.random.Generator:

@@ -92,11 +92,9 @@ def read_fields(path: str | Path) -> dict[str, Any]:
 
 
 def _form(fields: dict[str, Any], where: str) -> str:
-    """The one form whose required fields are present (split wins over gaussian)."""
+    """The one form whose required fields are present; none or two is an error."""
     present = set(fields) - set(IDS)
     found = [name for name, need in FORMS.items() if set(need) <= present]
-    if "split" in found or "draws" in found:
-        found = [f for f in found if f not in ("gaussian",)]
     if len(found) != 1:
         forms = "; ".join(f"{n}: {', '.join(need)}" for n, need in FORMS.items())
         got = ", ".join(sorted(present)) or "none"
@@ -187,6 +185,11 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
     if crossing:
         raise ValueError(f"{where}: field 'quantiles' decreases between levels at "
                          f"{crossing} pool rows")  # fmt: skip
-    middle = np.array([np.interp(0.5, levels, q[:, i]) for i in range(q.shape[1])])
+    if not levels[0] < 0.5 < levels[-1]:  # 0.5 not inside: the nearest end, as np.interp
+        middle = q[0] if levels[0] >= 0.5 else q[-1]
+    else:  # linear between the two levels around 0.5, np.interp at every point at once
+        k = int(np.searchsorted(levels, 0.5)) - 1
+        t = (0.5 - levels[k]) / (levels[k + 1] - levels[k])
+        middle = (1 - t) * q[k] + t * q[k + 1]
     spread = ((q[-1] - q[0]) / 2) ** 2  # a rough total for rankings; CRPS uses the quantiles
     return Predictions(form, middle, spread, quantiles=q, levels=levels)

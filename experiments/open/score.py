@@ -47,10 +47,10 @@ TOTAL_METRICS = {
 
 def _oracle(task: PublicTask, data_dir: str | Path | None):
     """The oracle task behind ``task``, rebuilt; its data must be the exported data."""
+    from udora.experiments.run.execute import cached_task
     from udora.oracle.preset import Preset
-    from udora.oracle.task import build_task
 
-    oracle = build_task(Preset.model_validate(task.preset_config), task.seed, data_dir=data_dir)
+    oracle = cached_task(Preset.model_validate(task.preset_config), task.seed, data_dir)
     found = (oracle.meta.get("data_source") or {}).get("sha256")
     if task.data_sha256 is not None and found != task.data_sha256:
         raise ValueError(f"{task.preset}, seed {task.seed}: the task was exported from data "

@@ -93,11 +93,11 @@ def load_task(
     """The public part of ``preset``'s task at ``seed`` (a shipped name, a YAML path or a
     Preset); ``data_dir`` as for ``udora run``. Builds the oracle task to draw the
     training sample and keeps only what a method may see."""
-    from udora.oracle.task import build_task
+    from udora.experiments.run.execute import cached_task
 
     preset = preset if isinstance(preset, Preset) else load_preset(preset)
     source = data_source_record(preset, data_dir, missing_ok=False)
-    task = build_task(preset, int(seed), data_dir=data_dir)
+    task = cached_task(preset, int(seed), data_dir)  # scoring this task reuses it
     return PublicTask(
         preset=preset.name,
         seed=int(seed),

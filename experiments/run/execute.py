@@ -68,6 +68,14 @@ def _cached_task(preset_json: str, seed: int, data_dir: str | None) -> OracleTas
     return build_task(Preset.model_validate_json(preset_json), seed, data_dir=data_dir)
 
 
+def cached_task(preset: Preset, seed: int, data_dir: str | Path | None = None) -> OracleTask:
+    """The task of ``preset`` at ``seed``, built once per process (the last four are kept)
+    and shared by runs, scoring and exports; ``data_dir`` defaults to ``UDORA_DATA_DIR``.
+    Callers read it and never change it (a run checks it: :func:`_check_unchanged`)."""
+    dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
+    return _cached_task(preset.model_dump_json(exclude={"paper"}), int(seed), dd)
+
+
 def _versions(method_name: str) -> dict[str, str]:
     lib = next((v for k, v in _LIBRARIES.items() if method_name.startswith(k)), "flax")
     out = {}
@@ -165,8 +173,7 @@ def run_resolved(
     timings = record["timings"]
     prediction = None
     t0 = time.perf_counter()
-    dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
-    task = _cached_task(run.preset.model_dump_json(), run.seed, dd)
+    task = cached_task(run.preset, run.seed, data_dir)
     timings["oracle"] = time.perf_counter() - t0
     before = task.fingerprint()
     try:

@@ -196,12 +196,17 @@ def read_run(folder: str | Path, *, verify_files: bool = True) -> RunRead:
     return RunRead(folder, record, problem)
 
 
-def load_predictions(folder: str | Path) -> dict[str, np.ndarray]:
-    """The arrays of a finished run's ``predictions.npz`` (``mean``, ``aleatoric``,
-    ``epistemic`` (N,), ``member_means`` (K, N) when present), after :func:`read_run`'s
-    checks. Raises ValueError naming the folder and the problem when it is not finished."""
+def finished_run(folder: str | Path) -> RunRead:
+    """:func:`read_run` of a folder that must be a finished run; raises ValueError naming
+    the folder and the problem when it is not (it changed since a table was read)."""
     found = read_run(folder)
     if not found.finished:
         raise ValueError(f"{folder}: not a finished run: {found.problem or 'status not ok'}")
-    with np.load(Path(folder) / PREDICTIONS) as archive:
+    return found
+
+
+def load_predictions(found: RunRead) -> dict[str, np.ndarray]:
+    """The arrays of the finished run ``found`` (:func:`finished_run`): ``mean``,
+    ``aleatoric``, ``epistemic`` (N,) and ``member_means`` (K, N) when present."""
+    with np.load(found.folder / PREDICTIONS) as archive:
         return {name: archive[name] for name in archive.files}

@@ -204,3 +204,14 @@ def test_an_estimator_by_import_path_scores_as_evaluate_does(world):
             assert np.isnan(row[name]), name
         else:
             assert row[name] == pytest.approx(value, rel=1e-12), name
+
+
+@pytest.mark.parametrize("levels", [[0.05, 0.5, 0.95], [0.1, 0.3, 0.9], [0.6, 0.8], [0.1, 0.2]])
+def test_the_median_of_quantiles_is_numpys_interpolation_at_one_half(world, levels):
+    root, _, _ = world
+    task = read_task(root / "task")
+    levels = np.array(levels)
+    q = np.sort(np.random.default_rng(4).normal(size=(len(levels), task.n_pool)), axis=0)
+    fields = {"quantiles": q, "quantile_levels": levels, "task_hash": task.task_hash}
+    expected = [np.interp(0.5, levels, q[:, i]) for i in range(task.n_pool)]
+    np.testing.assert_allclose(parse(fields, task).mean, expected, rtol=0, atol=1e-14)
