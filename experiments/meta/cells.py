@@ -72,14 +72,16 @@ def load_cells(
     for (preset, run_seed), runs in ok.groupby(["preset", "seed"], sort=True):
         if len(runs) < min_methods:
             continue
-        if progress is not None:
-            progress(f"rebuilding the task of {preset}, seed {run_seed}")
         checked = [finished_run(d) for d in runs["run_dir"]]  # checked once, files too
         records = [f.record for f in checked]
         used = {(r.get("data_source") or {}).get("sha256") for r in records}
         record = records[0]
-        task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
-                          data_dir=data_dir)  # fmt: skip
+        task = _stored_task(runs["run_dir"].iloc[0], record)
+        if task is None:  # a results folder from before tasks were stored: build it
+            if progress is not None:
+                progress(f"rebuilding the task of {preset}, seed {run_seed}")
+            task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
+                              data_dir=data_dir)  # fmt: skip
         found = task.meta.get("data_source") or {}
         if used != {found.get("sha256")}:  # other data: other f, y and targets
             ran = sorted(
@@ -98,6 +100,16 @@ def load_cells(
                                 np.random.default_rng(int(run_seed)))  # fmt: skip
         cells.append(Cell(str(preset), int(run_seed), runs, task, preds, blocks))
     return cells
+
+
+def _stored_task(run_dir: str, record: dict) -> Any:
+    """The task's arrays stored beside the runs (:mod:`udora.experiments.run.oracle_arrays`),
+    or None (older results folders, external runs without a task hash)."""
+    from udora.experiments.run import oracle_arrays
+
+    if "task_hash" not in record:
+        return None
+    return oracle_arrays.load(oracle_arrays.results_root(run_dir), record["task_hash"])
 
 
 def _block_rng(cell: Cell, config: str, extra: int = 0) -> np.random.Generator:

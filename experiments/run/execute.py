@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from udora.experiments.run import interrupts
+from udora.experiments.run import interrupts, oracle_arrays
 from udora.experiments.run.legacy import SCHEMA, is_current, is_legacy
 from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
 from udora.experiments.run.spec import (
@@ -175,6 +175,7 @@ def run_resolved(
     t0 = time.perf_counter()
     task = cached_task(run.preset, run.seed, data_dir)
     timings["oracle"] = time.perf_counter() - t0
+    oracle_arrays.store(out_dir, run.task_hash, task)  # once per task, for later analyses
     before = task.fingerprint()
     try:
         knowledge = task.knowledge(with_prior=type(model).uses_task_prior)

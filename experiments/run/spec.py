@@ -210,11 +210,15 @@ def _hashed_part(record: dict[str, str] | None) -> dict[str, str] | None:
 def run_identity(
     preset: Preset, method_cls: type, config: Any, data_source: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """The dict a run's hash covers: task fields and data source, method class and config."""
-    return {
-        "task": task_part(preset, data_source),
-        "method": {"class": method_cls.__name__, "config": config.to_dict()},
-    }
+    """The dict a run's hash covers: task fields and data source, method class and config,
+    and the trainer's version for methods that declare one (``trainer_version``, the
+    neural-network methods: :data:`udora.methods.nn.trainer.TRAINER_VERSION`), so runs
+    trained by an earlier trainer are never reused."""
+    method: dict[str, Any] = {"class": method_cls.__name__, "config": config.to_dict()}
+    version = getattr(method_cls, "trainer_version", None)
+    if version is not None:
+        method["trainer"] = int(version)
+    return {"task": task_part(preset, data_source), "method": method}
 
 
 def identity_hash(identity: dict[str, Any]) -> str:

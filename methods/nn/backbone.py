@@ -20,7 +20,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-_ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": jnp.tanh,
     "relu": nn.relu,
     "gelu": nn.gelu,
@@ -73,10 +73,10 @@ class ResidualMLP(nn.Module):
         ``features`` returns the last hidden layer ``h_L`` ``(B, width)`` instead of the head
         (last-layer methods).
         """
-        if self.activation not in _ACTIVATIONS:
-            valid = ", ".join(_ACTIVATIONS)
+        if self.activation not in ACTIVATIONS:
+            valid = ", ".join(ACTIVATIONS)
             raise ValueError(f"unknown activation {self.activation!r}; valid: {valid}")
-        act = _ACTIVATIONS[self.activation]
+        act = ACTIVATIONS[self.activation]
         drop = nn.Dropout(self.dropout, deterministic=not (train or sample))
         h = drop(act(_Norm(self.norm)(nn.Dense(self.width)(x), train=train)))
         for _ in range(self.blocks):

@@ -21,10 +21,13 @@ import numpy as np
 
 from udora.methods.base import Prediction, check_x
 from udora.methods.combine import combine_standardised
+from udora.methods.nn import padded as P
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
 from udora.methods.nn.method import NNMethod, Recipe
-from udora.methods.nn.network import Variables, make_network, program_key
+from udora.methods.nn.network import Variables
+from udora.methods.nn.padded import Padding
+from udora.methods.nn.padding import COMPILER_OPTIONS, dims_of, from_flax, padding
 
 
 def head_name(cfg: NNConfig) -> str:
@@ -39,19 +42,18 @@ def head_weights(cfg: NNConfig, variables: Variables) -> jax.Array:
 
 
 @functools.lru_cache(maxsize=32)
-def _design_program(key_cfg: NNConfig) -> Callable:
-    net = make_network(key_cfg)
-
-    def design_fn(variables, X):
-        h = net.apply(variables, X, train=False, features=True)
-        raw = net.apply(variables, X, train=False)
-        mean, var = mean_variance(raw, key_cfg.head)
+def _design_program(pad: Padding, head: str) -> Callable:
+    def design_fn(variables, X, dims):
+        h = P.apply(pad, dims, variables, X, train=False, features=True)[0]
+        raw = P.apply(pad, dims, variables, X, train=False)[0]
+        mean, var = mean_variance(raw, head)
+        h = jnp.where(jnp.arange(h.shape[1]) < dims.width, h, 0.0)
         phi = jnp.concatenate([h, jnp.ones((h.shape[0], 1), h.dtype)], axis=1)
-        if key_cfg.head == "natural":
+        if head == "natural":
             phi = phi * var[:, None]
         return phi, mean, var
 
-    return jax.jit(design_fn)
+    return jax.jit(design_fn, compiler_options=COMPILER_OPTIONS)
 
 
 def design(
@@ -60,8 +62,15 @@ def design(
     """``Phi`` ``(m, P)``, MAP mean ``(m,)`` and MAP variance ``(m,)`` at ``X`` ``(m, d)``.
 
     ``variables`` belong to one network (no member axis); ``Phi @ head_weights = mean``.
+    Runs in the trainer's padded program (one per width, :func:`padding`).
     """
-    return _design_program(program_key(cfg))(variables, X)
+    pad = padding(cfg, 2)
+    padded = from_flax(pad, jax.tree.map(np.asarray, variables), cfg.width, cfg.blocks)
+    phi, mean, var = _design_program(pad, cfg.head)(padded, X, dims_of(cfg))
+    if pad.width == cfg.width:
+        return phi, mean, var
+    keep = np.r_[np.arange(cfg.width), pad.width]  # the real units, then the constant
+    return phi[:, keep], mean, var
 
 
 def gaussian_nll(y: jax.Array, mean: jax.Array, var: jax.Array) -> jax.Array:

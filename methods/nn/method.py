@@ -28,7 +28,7 @@ from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
 from udora.methods.nn.network import predict_members
 from udora.methods.nn.step import GaussianNLL, LossTerm, PointLoss
-from udora.methods.nn.trainer import train_members
+from udora.methods.nn.trainer import TRAINER_VERSION, train_members
 from udora.methods.seeding import jax_keys, numpy_rng
 from udora.oracle.standardise import Standardiser
 
@@ -85,6 +85,7 @@ class NNMethod(UQMethod):
     Config: ClassVar[type[NNConfig]] = NNConfig
     config: NNConfig
     recipe: ClassVar[Recipe] = Recipe()
+    trainer_version: ClassVar[int] = TRAINER_VERSION  # enters the run identity
 
     def holds_out_validation(self) -> bool:
         """Whether ``fit`` holds out the ``val_fraction`` split: only for early stopping here.

@@ -1,10 +1,11 @@
 """The backbone as a network of K stacked variable sets, and its batched forward pass.
 
-:func:`make_network` builds the configured residual MLP with an ``n_out``-wide head;
+:func:`make_network` builds the configured residual MLP (flax) with an ``n_out``-wide
+head; its variables are what the trainer returns and the methods keep.
 :func:`predict_members` evaluates K variable sets (a leading K axis on every leaf) at the
-same inputs in one jitted, vmapped program, deterministic or with MC dropout. Programs are
-cached per :func:`program_key` of the config, so configs that differ only in array sizes,
-loop bounds or the optimizer's call-time numbers share one compiled program.
+same inputs in one jitted, vmapped program, deterministic or with MC dropout. It runs the
+trainer's padded network (:mod:`methods.nn.padded`, :func:`methods.nn.trainer.padding`),
+so one compiled program serves every number of blocks and dropout rate of a width.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
+from udora.methods.nn import padded as P
 from udora.methods.nn.backbone import ResidualMLP
 from udora.methods.nn.config import NNConfig
+from udora.methods.nn.padded import Padding
+from udora.methods.nn.padding import COMPILER_OPTIONS, dims_of, from_flax, padding
 
 Variables = dict[str, Any]
 
@@ -26,26 +32,34 @@ def make_network(cfg: NNConfig, n_out: int = 2) -> ResidualMLP:
     return ResidualMLP(cfg.width, cfg.blocks, cfg.activation, cfg.norm, cfg.dropout, n_out=n_out)
 
 
-def program_key(cfg: NNConfig) -> NNConfig:
-    """``cfg`` with the fields that need no new program set to constants: K and epochs
-    (array sizes, loop bounds) and the optimizer numbers passed at call time
-    (:data:`udora.methods.nn.optim.DYNAMIC`)."""
-    from udora.methods.nn.optim import DYNAMIC
-
-    fixed = {field: type(cfg).model_fields[field].default
-             for field in DYNAMIC.get(cfg.optimizer, {}).values()}  # fmt: skip
-    return cfg.model_copy(update={"n_members": 1, "n_epochs": 1, **fixed})
-
-
 @functools.lru_cache(maxsize=64)
-def _predict_program(key_cfg: NNConfig, sample: bool, n_out: int = 2) -> Callable:
-    net = make_network(key_cfg, n_out)
+def _predict_program(pad: Padding, sample: bool, features: bool = False) -> Callable:
+    def one(variables, key, X, dims):
+        positions = jnp.arange(X.shape[0])
+        return P.apply(pad, dims, variables, X, train=False, sample=sample, features=features,
+                       key=key, positions=positions)[0]  # fmt: skip
 
-    def one(variables, key, X):
-        rngs = {"dropout": key} if sample else None
-        return net.apply(variables, X, train=False, sample=sample, rngs=rngs)
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)), compiler_options=COMPILER_OPTIONS)
 
-    return jax.jit(jax.vmap(one, in_axes=(0, 0, None)))
+
+def padded_apply(
+    cfg: NNConfig,
+    variables: Variables,
+    keys: jax.Array,
+    X: jax.Array,
+    *,
+    sample: bool = False,
+    features: bool = False,
+    n_out: int = 2,
+) -> jax.Array:
+    """Outputs ``(K, m, n_out)`` (``features``: ``(K, m, width)``) of K stacked
+    :class:`ResidualMLP` variable sets at ``X`` ``(m, d)``, in the trainer's padded program
+    (:func:`udora.methods.nn.trainer.padding`): one compiled program per width serves every
+    number of blocks and dropout rate."""
+    pad = padding(cfg, n_out)
+    padded = from_flax(pad, jax.tree.map(np.asarray, variables), cfg.width, cfg.blocks)
+    out = _predict_program(pad, sample, features)(padded, keys, X, dims_of(cfg))
+    return out[..., : cfg.width] if features else out
 
 
 def predict_members(
@@ -62,4 +76,4 @@ def predict_members(
     With ``sample`` dropout stays on (MC dropout) and ``keys`` ``(K,)`` draw the masks;
     otherwise the pass is deterministic and ``keys`` are unused.
     """
-    return _predict_program(program_key(cfg), sample, n_out)(variables, keys, X)
+    return padded_apply(cfg, variables, keys, X, sample=sample, n_out=n_out)

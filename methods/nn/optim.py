@@ -14,7 +14,7 @@ training program, not constants in it: the transformation is wrapped in
 ``optax.inject_hyperparams`` and the program sets the state's hyperparameters from
 :func:`hyperparams` after ``init``. Configs that differ only in these numbers (a sweep's
 trials of one architecture, a learning-rate ablation) then share one compiled program
-(:func:`udora.methods.nn.network.program_key`). Muon and SOAP keep them as constants.
+(:func:`optimizer_key`). Muon and SOAP keep them as constants.
 """
 
 from __future__ import annotations
@@ -46,6 +46,33 @@ DYNAMIC = {
         "weight_decay": "weight_decay",
     },
 }
+
+
+# optimizer -> the config fields compiled into its program (the rest are DYNAMIC or unused)
+STATIC = {
+    "adam": (),
+    "sgd": ("sgd_nesterov",),
+    "muon": ("learning_rate", "momentum", "weight_decay", "muon_ns_steps", "muon_adam_b2",
+             "muon_preconditioning", "muon_nesterov"),
+    "soap": ("learning_rate", "momentum", "weight_decay", "soap_b2",
+             "soap_precondition_frequency", "soap_precondition_1d"),
+}  # fmt: skip
+
+
+def optimizer_key(cfg: NNConfig) -> tuple[Any, ...]:
+    """``(optimizer, ((field, value), ...))``: what of ``cfg`` the optimizer's program
+    depends on (:data:`STATIC`); configs with equal keys share compiled programs, whatever
+    their other fields (a method's post-hoc settings, the architecture)."""
+    if cfg.optimizer not in STATIC:
+        raise ValueError(f"unknown optimizer {cfg.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
+    return cfg.optimizer, tuple((f, getattr(cfg, f)) for f in STATIC[cfg.optimizer])
+
+
+def optimizer_config(key: tuple[Any, ...]) -> NNConfig:
+    """A config whose :func:`make_optimizer` is the one of every config with this
+    :func:`optimizer_key` (the DYNAMIC numbers are set at call time)."""
+    name, fields = key
+    return NNConfig(optimizer=name, **dict(fields))
 
 
 def _sgd(learning_rate, momentum, weight_decay, nesterov):

@@ -21,70 +21,119 @@ does not recompile.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
+from udora.methods.nn import padded as P
 from udora.methods.nn.config import NNConfig
-from udora.methods.nn.network import Variables, make_network, program_key
-from udora.methods.nn.optim import hyperparams, make_optimizer, set_hyperparams
-from udora.methods.nn.step import Batch, GaussianNLL, LossTerm, PointLoss, make_train_step
+from udora.methods.nn.network import Variables
+from udora.methods.nn.optim import (
+    hyperparams,
+    make_optimizer,
+    optimizer_config,
+    optimizer_key,
+    set_hyperparams,
+)
+from udora.methods.nn.padded import Padding
+from udora.methods.nn.padding import COMPILER_OPTIONS, cut_trees, dims_of, from_flax, padding
+from udora.methods.nn.step import GaussianNLL, LossTerm, PointLoss
 from udora.methods.nn.trackers import Tracker, best_epoch, checkpoints, last_epoch, swag_moments
+
+TRAINER_VERSION = 2
+"""Enters the identity of every run of a neural-network method (its class's
+``trainer_version``): version 2 is the padded, micro-batched program of this module; runs
+of version 1 (a program per architecture, the last batch filled from the epoch's start)
+are never reused."""
 
 
 @functools.lru_cache(maxsize=64)
 def _epoch_program(
-    key_cfg: NNConfig,
+    opt_key: tuple[Any, ...],
+    pad: Padding,
     loss: PointLoss,
     terms: tuple[LossTerm, ...],
     trackers: tuple[Tracker, ...],
     grad_clip: float | None,
+    fresh: bool,
 ) -> Callable:
     """The jitted, member-vmapped epoch loop for these static parts (see the module doc)."""
-    net = make_network(key_cfg, loss.n_out)
-    tx = make_optimizer(key_cfg)
+    tx = make_optimizer(optimizer_config(opt_key))
     if grad_clip is not None:
         tx = optax.chain(optax.clip_by_global_norm(grad_clip), tx)
-    train_step = make_train_step(net, tx, loss, terms)
+    R = pad.micro
 
-    def val_loss(params, state, X_val, y_val):
+    def evaluate(params, state, x, dims):
+        return P.apply(pad, dims, {"params": params, **state}, x, train=False)[0]
+
+    def val_loss(params, state, X_val, y_val, dims):
         if X_val.shape[0] == 0:
             return None
-        raw = net.apply({"params": params, **state}, X_val, train=False)
-        return jnp.mean(loss(raw, y_val))
+        return jnp.mean(loss(evaluate(params, state, X_val, dims), y_val))
 
-    def train_one(key, rows, X, y, X_val, y_val, n_epochs, init, term_args, hp):
+    def train_one(key, rows, X, y, X_val, y_val, n_epochs, dims, init, term_args, hp):
         k_init, k_drop, k_shuffle = jax.random.split(key, 3)
-        if init is None:
-            init = net.init({"params": k_init, "dropout": k_drop}, X[:1], train=False)
+        if fresh:
+            init = P.init(pad, dims, k_init, X.shape[1])
         params = init["params"]
         state = {k: v for k, v in init.items() if k != "params"}
+        mask = P.gradient_mask(pad, dims, params)
         m = rows.shape[0]
-        batch = min(key_cfg.batch_size, m)
-        steps = math.ceil(m / batch)
+        batch = jnp.minimum(dims.batch, m)
+        n_batches = (m + batch - 1) // batch
 
-        def step(carry, inputs):
+        def batch_step(j, carry, perm, e):
+            """One optimiser step on rows ``perm[j B : min((j + 1) B, m)]``."""
             params, state, opt_state = carry
-            batch_rows, rng = inputs
-            data = Batch(X[batch_rows], y[batch_rows])
-            params, state, opt_state, value = train_step(
-                params, state, opt_state, data, rng, term_args
-            )
-            return (params, state, opt_state), value
+            start = j * batch
+            count = jnp.minimum(batch, m - start)
+            k_batch = jax.random.fold_in(jax.random.fold_in(k_drop, e), j)
+            k_dropout, k_term = jax.random.fold_in(k_batch, 0), jax.random.fold_in(k_batch, 1)
+
+            def micro(i, acc):
+                grads, st = acc
+                positions = i * R + jnp.arange(R)
+                real = positions < count
+                idx = jax.lax.dynamic_slice(perm, (start + i * R,), (R,))
+
+                def summed(p):
+                    variables = {"params": p, **st}
+                    raw, new_st = P.apply(
+                        pad, dims, variables, X[idx], train=True,
+                        key=k_dropout, positions=positions, row_mask=real,
+                    )  # fmt: skip
+                    return jnp.sum(jnp.where(real, loss(raw, y[idx]), 0.0)), new_st
+
+                g, new_st = jax.grad(summed, has_aux=True)(params)
+                return jax.tree.map(jnp.add, grads, g), new_st
+
+            zeros = jax.tree.map(jnp.zeros_like, params)
+            n_micro = (count + R - 1) // R
+            grads, new_state = jax.lax.fori_loop(0, n_micro, micro, (zeros, state))
+            grads = jax.tree.map(lambda g: g / count.astype(g.dtype), grads)
+            if terms:
+
+                def penalty(p):
+                    f = lambda x: evaluate(p, state, x, dims)  # noqa: E731
+                    return sum(t(f, k_term, a) for t, a in zip(terms, term_args, strict=True))
+
+                grads = jax.tree.map(jnp.add, grads, jax.grad(penalty)(params))
+            grads = jax.tree.map(lambda g, keep: jnp.where(keep, g, 0.0), grads, mask)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return jax.tree.map(jnp.add, params, updates), new_state, opt_state
 
         def epoch(carry):
             params, state, opt_state, e, tracked = carry
             perm = jax.random.permutation(jax.random.fold_in(k_shuffle, e), rows)
-            order = jnp.concatenate([perm, perm[: steps * batch - m]]).reshape(steps, batch)
-            rngs = jax.random.split(jax.random.fold_in(k_drop, e), steps)
-            (params, state, opt_state), _ = jax.lax.scan(
-                step, (params, state, opt_state), (order, rngs)
+            perm = jnp.concatenate([perm, jnp.zeros((R,), perm.dtype)])  # slack for slicing
+            params, state, opt_state = jax.lax.fori_loop(
+                0, n_batches, lambda j, c: batch_step(j, c, perm, e), (params, state, opt_state)
             )
-            current = val_loss(params, state, X_val, y_val)
+            current = val_loss(params, state, X_val, y_val, dims)
             tracked = tuple(
                 t.update(s, e, params, state, current)
                 for t, s in zip(trackers, tracked, strict=True)
@@ -105,8 +154,8 @@ def _epoch_program(
         results = tuple(t.result(s) for t, s in zip(trackers, tracked, strict=True))
         return {"params": params, **state}, results, n_run
 
-    in_axes = (0, 0, None, None, None, None, None, 0, None, None)
-    return jax.jit(jax.vmap(train_one, in_axes=in_axes))
+    in_axes = (0, 0, None, None, None, None, None, None, 0, None, None)
+    return jax.jit(jax.vmap(train_one, in_axes=in_axes), compiler_options=COMPILER_OPTIONS)
 
 
 def run_epochs(
@@ -134,23 +183,33 @@ def run_epochs(
         X_val, y_val: validation split ``(v, d)``, ``(v,)``; ``v = 0``: no validation loss.
         rows: ``(K, m)`` int32 row indices of each member's training sample.
         keys: ``(K,)`` JAX keys, one per member (initialisation, shuffling, dropout).
-        trackers: hashable trackers, updated after each epoch.
+        trackers: hashable trackers, updated after each epoch (they see padded trees).
         loss: hashable per-point loss with ``n_out`` (default: the head's Gaussian NLL).
         terms, term_args: hashable loss terms and, one entry each, their arrays.
-        init: variables with a leading K axis to start from (default: fresh init).
+        init: :class:`~udora.methods.nn.backbone.ResidualMLP` variables with a leading K
+            axis to start from (default: fresh init).
         grad_clip: clip the global gradient norm to this value before the optimiser.
 
     Returns:
-        variables: the last iterate, leading K axis on every leaf.
+        variables: the last iterate as ResidualMLP variables, leading K axis on every leaf.
         results: each tracker's ``result`` of its final state (leading K axis), in the
-            order of ``trackers``.
+            order of ``trackers``, with every variables tree in it cut to the true shapes.
         epochs_run: ``(K,)`` epochs each member's loop ran.
     """
     loss = GaussianNLL(cfg.head) if loss is None else loss
-    program = _epoch_program(program_key(cfg), loss, tuple(terms), tuple(trackers), grad_clip)
+    pad = padding(cfg, loss.n_out)
+    fresh = init is None
+    program = _epoch_program(
+        optimizer_key(cfg), pad, loss, tuple(terms), tuple(trackers), grad_clip, fresh
+    )
+    if not fresh:
+        init = from_flax(pad, jax.tree.map(np.asarray, init), cfg.width, cfg.blocks)
     budget = jnp.asarray(n_epochs, jnp.int32)
-    hp = hyperparams(cfg)
-    return program(keys, rows, X, y, X_val, y_val, budget, init, tuple(term_args), hp)
+    last, results, n_run = program(
+        keys, rows, X, y, X_val, y_val, budget, dims_of(cfg), init, tuple(term_args),
+        hyperparams(cfg),
+    )  # fmt: skip
+    return cut_trees(last, cfg.width, cfg.blocks), cut_trees(results, cfg.width, cfg.blocks), n_run
 
 
 def schedule_tracker(cfg: NNConfig) -> Tracker:
@@ -226,11 +285,15 @@ def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:
 
     ``data`` are ``X, y, X_val, y_val, rows, keys`` as in :func:`run_epochs`.
     ``.compile()`` on it times compilation alone (benchmarks); the compiled program takes
-    ``(keys, rows, X, y, X_val, y_val, n_epochs, None, (), hyperparams(cfg))`` with
-    ``n_epochs`` int32.
+    ``(keys, rows, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (), hyperparams(cfg))``
+    with ``n_epochs`` int32.
     """
     loss = GaussianNLL(cfg.head)
-    program = _epoch_program(program_key(cfg), loss, (), (schedule_tracker(cfg),), None)
+    pad = padding(cfg, loss.n_out)
+    program = _epoch_program(
+        optimizer_key(cfg), pad, loss, (), (schedule_tracker(cfg),), None, True
+    )
     X, y, X_val, y_val, rows, keys = data
     n_epochs = jnp.asarray(cfg.n_epochs, jnp.int32)
-    return program.lower(keys, rows, X, y, X_val, y_val, n_epochs, None, (), hyperparams(cfg))
+    args = (keys, rows, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (), hyperparams(cfg))
+    return program.lower(*args)

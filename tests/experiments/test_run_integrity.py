@@ -229,3 +229,38 @@ def test_a_copied_run_folder_is_not_counted_twice(two_runs, tmp_path):
     with pytest.warns(UnreadableRunWarning, match="copied or renamed"):
         table, _ = load_runs(copy)
     assert sorted(table["seed"]) == [0, 1]
+
+
+def test_meta_reads_each_task_stored_beside_its_runs_and_builds_no_gp(two_runs, monkeypatch):
+    """Each run stored its task's arrays once (one file per task hash); meta's cells read
+    them, so it builds no Gaussian process, and they equal a fresh build exactly."""
+    import udora.oracle.task as oracle_task
+    from udora.experiments.run import oracle_arrays
+    from udora.oracle.preset import Preset
+
+    results, runs, data = two_runs
+    hashes = sorted(run.task_hash for run in runs)
+    assert sorted(p.stem for p in (results / "oracle").glob("*.npz")) == hashes
+    table, _ = load_runs(results)
+    build = oracle_task.build_task
+    builds = []
+    monkeypatch.setattr(
+        oracle_task, "build_task", lambda *a, **k: builds.append(a) or build(*a, **k)
+    )
+    cells = load_cells(table, min_methods=1, data_dir=str(data))
+    assert builds == [] and len(cells) == 2
+    for cell, run in zip(cells, sorted(runs, key=lambda r: r.seed), strict=True):
+        fresh = build(Preset.model_validate(run.preset.model_dump()), run.seed, data_dir=data)
+        for name in oracle_arrays.ARRAYS:
+            np.testing.assert_array_equal(getattr(cell.task, name), getattr(fresh, name))
+
+
+def test_a_damaged_stored_task_is_an_error_naming_its_file(two_runs, tmp_path):
+    results, runs, data = two_runs
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy, ignore=shutil.ignore_patterns("report", ".udora-lock"))
+    npz = copy / "oracle" / f"{runs[0].task_hash}.npz"
+    npz.write_bytes(npz.read_bytes()[:-10])
+    table, _ = load_runs(copy)
+    with pytest.raises(ValueError, match=f"{npz}: does not match the checksum"):
+        load_cells(table, min_methods=1, data_dir=str(data))

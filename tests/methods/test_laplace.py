@@ -54,7 +54,7 @@ def fitted():
         "prior_prec_grid": 60,
         "val_fraction": 0.5,
     }
-    method = methods.get_method("laplace", **cfg).fit(task.X, task.y, seed=1)
+    method = methods.get_method("laplace", **cfg).fit(task.X, task.y, seed=6)
     assert jax.config.jax_enable_x64 == x64_before, "fit must not flip the float64 flag"
     variables = jax.tree.map(lambda a: a[0], method.variables_)["params"]
     Z = method.scaler_.x(task.X)
@@ -78,7 +78,7 @@ def test_prior_precision_and_temperature_minimise_the_validation_nll(fitted):
     lams = np.logspace(cfg.log_prior_prec_min, cfg.log_prior_prec_max, cfg.prior_prec_grid)
     nll_lam = [val_nll(*args, lam, 1.0, phi[s], var[s]) for lam in lams]
     assert method.prior_prec_ == pytest.approx(lams[int(np.argmin(nll_lam))], rel=1e-6)
-    # In this setting (seed 1, half the data for V) the optimum lies inside the grid, so
+    # In this setting (seed 6, half the data for V) the optimum lies inside the grid, so
     # the posterior is not collapsed and the checks below compare a non-trivial Sigma.
     assert lams[0] < method.prior_prec_ < lams[-1]
     temps = np.logspace(cfg.log_temperature_min, cfg.log_temperature_max, cfg.temperature_grid)

@@ -15,7 +15,9 @@ from udora import methods
 from udora.methods.bagging import resampled_rows
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import nll
-from udora.methods.nn.network import make_network, program_key
+from udora.methods.nn.network import make_network
+from udora.methods.nn.optim import optimizer_key
+from udora.methods.nn.padding import padding
 from udora.methods.nn.step import GaussianNLL
 from udora.methods.nn.trackers import best_epoch, last_epoch, swag_moments
 from udora.methods.nn.trainer import _epoch_program, run_epochs, train_members
@@ -132,7 +134,9 @@ def test_n_epochs_is_the_budget_and_programs_are_reused():
     np.testing.assert_array_equal(epochs_run, [5, 5])
     assert _epoch_program.cache_info().misses == misses
     tracker = last_epoch()  # the default schedule: no early stopping
-    program = _epoch_program(program_key(cfg), GaussianNLL("standard"), (), (tracker,), None)
+    program = _epoch_program(
+        optimizer_key(cfg), padding(cfg, 2), GaussianNLL("standard"), (), (tracker,), None, True
+    )
     assert _epoch_program.cache_info().misses == misses
     assert program._cache_size() == 1, "one trace serves both budgets and both data sets"
 
@@ -155,17 +159,14 @@ def test_optimizer_numbers_are_call_arguments_of_one_program(optimizer):
         base.model_copy(update={"learning_rate": 3e-2, "momentum": 0.7, "weight_decay": 1e-2,
                                 **adam_only}),
     ]  # fmt: skip
-    _, _, _ = train_members(configs[0], X, y, X[:0], y[:0], rows, keys)
-    misses = _epoch_program.cache_info().misses
     net = make_network(base, 2)
+    init = net.init(jax.random.key(11), X[:1], train=False)
+    stacked = jax.tree.map(lambda a: a[None], init)
+    _, _, _ = train_members(configs[0], X, y, X[:0], y[:0], rows, keys, init=stacked)
+    misses = _epoch_program.cache_info().misses
     for cfg in configs:
-        trained, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys)
-        # one epoch = one full-batch step from the same init, by plain optax
-        init = net.init(
-            {"params": jax.random.split(keys[0], 3)[0], "dropout": jax.random.split(keys[0], 3)[1]},
-            X[:1],
-            train=False,
-        )
+        # one epoch = one full-batch step from the same (injected) init, by plain optax
+        trained, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys, init=stacked)
         if optimizer == "adam":
             tx = optax.adamw(
                 cfg.learning_rate,

@@ -1,0 +1,136 @@
+"""Each task's oracle arrays, stored once in the results folder beside its runs.
+
+A run writes ``<results>/oracle/<task_hash>.npz`` (the pool ``X`` (N, d), ``train_idx``
+(n,), ``y_train`` (n,), ``f``, ``y``, ``noise_var``, ``post_mean``, ``post_var`` (N,)
+each, float64) and ``<task_hash>.json`` (the preset config, seed, the task's meta with its
+data source, and the sha256 of the ``.npz``) when they are not there yet; both appear
+whole or not at all (written beside, then renamed). Analyses that rescore stored
+predictions (``udora meta``) read them instead of building the Gaussian process again
+(seconds to minutes a task). The task hash (docs/running.md, "What a finished run is")
+covers the preset, the data table's checksum and the seed, so every method's run of a
+task shares one file. A file whose checksum does not match is an error naming it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FOLDER = "oracle"
+ARRAYS = ("X", "train_idx", "y_train", "f", "y", "noise_var", "post_mean", "post_var")
+
+
+@dataclass(frozen=True)
+class StoredTask:
+    """A task's arrays as stored (original units); the fields an analysis reads of an
+    :class:`~udora.oracle.task.OracleTask`, without its prior."""
+
+    preset_config: dict[str, Any]
+    seed: int
+    X: np.ndarray
+    train_idx: np.ndarray
+    y_train: np.ndarray
+    f: np.ndarray
+    y: np.ndarray
+    noise_var: np.ndarray
+    post_mean: np.ndarray
+    post_var: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def paths(root: str | Path, task_hash: str) -> tuple[Path, Path]:
+    """``(arrays .npz, record .json)`` of ``task_hash`` under the results folder ``root``."""
+    folder = Path(root) / FOLDER
+    return folder / f"{task_hash}.npz", folder / f"{task_hash}.json"
+
+
+def _write(path: Path, blob: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(blob)
+    os.replace(tmp, path)
+
+
+def store(root: str | Path, task_hash: str, task: Any) -> Path:
+    """Write ``task``'s arrays under ``root`` unless a whole copy is there; the ``.npz``.
+
+    ``task`` is an :class:`~udora.oracle.task.OracleTask` (or anything with its array
+    fields, ``preset``, ``seed`` and ``meta``).
+    """
+    npz, record = paths(root, task_hash)
+    if record.is_file() and npz.is_file():
+        return npz
+    npz.parent.mkdir(parents=True, exist_ok=True)
+    blob = _npz_bytes({name: np.asarray(getattr(task, name)) for name in ARRAYS})
+    _write(npz, blob)  # the record last: a record means a whole arrays file
+    meta = {k: v for k, v in task.meta.items() if _is_json(v)}
+    entry = {"task_hash": task_hash, "seed": int(task.seed),
+             "preset_config": task.preset.model_dump(mode="json"), "meta": meta,
+             "sha256": hashlib.sha256(blob).hexdigest()}  # fmt: skip
+    _write(record, json.dumps(entry, indent=1, sort_keys=True).encode())
+    return npz
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An ``.npz`` (``np.load`` reads it) whose bytes depend on the arrays only: fixed
+    member timestamps, so two workers storing one task write the same file and either
+    one's record matches either one's arrays."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+            archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)),
+                             member.getvalue())  # fmt: skip
+    return buffer.getvalue()
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def load(root: str | Path, task_hash: str) -> StoredTask | None:
+    """The stored task ``task_hash`` under ``root``; None when it was never stored.
+
+    Raises:
+        ValueError: naming the file, when the record cannot be read, the arrays do not
+            match its checksum (truncated or changed) or miss a field.
+    """
+    npz, record = paths(root, task_hash)
+    if not record.is_file():
+        return None
+    try:
+        entry = json.loads(record.read_text(encoding="utf-8"))
+        expected = entry["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{record}: not a task record ({type(err).__name__}: {err})") from err
+    try:
+        blob = npz.read_bytes()
+    except OSError as err:
+        raise ValueError(f"{npz}: cannot be read ({err}); delete {record} to rebuild") from err
+    if hashlib.sha256(blob).hexdigest() != expected:
+        raise ValueError(f"{npz}: does not match the checksum in {record} (truncated or "
+                         f"changed?); delete both to rebuild the task")  # fmt: skip
+    with np.load(io.BytesIO(blob)) as data:
+        missing = [name for name in ARRAYS if name not in data.files]
+        if missing:
+            raise ValueError(f"{npz}: has no {', '.join(missing)}")
+        arrays = {name: data[name] for name in ARRAYS}
+    return StoredTask(entry["preset_config"], int(entry["seed"]), meta=entry.get("meta", {}),
+                      **arrays)  # fmt: skip
+
+
+def results_root(run_dir: str | Path) -> Path:
+    """The results folder of a run folder ``<root>/<preset>/<method>/<hash>/seed-<s>``."""
+    return Path(run_dir).parents[3]
