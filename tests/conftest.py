@@ -1,9 +1,37 @@
-"""Strict JAX under test: silent rank promotion ((n,1) - (n,) -> (n,n)) raises."""
+"""Strict JAX under test: silent rank promotion ((n,1) - (n,) -> (n,n)) raises.
+
+One persistent compilation cache serves the whole test session, both xdist workers and
+the ``udora`` processes they start (``experiments.run.jax_cache``): the folder
+``$UDORA_JAX_CACHE`` names (CI sets it; ``off`` turns it off), else a fresh temporary
+folder removed at the end, so a test run never writes to the user's own cache. Compiled
+programs then cost once per session, not once per process.
+"""
+
+import os
+import shutil
+import tempfile
 
 import jax
 import pytest
 
+from udora.experiments.run.jax_cache import configure_compilation_cache
+
 jax.config.update("jax_numpy_rank_promotion", "raise")
+_OWN_CACHE = "UDORA_TEST_OWN_JAX_CACHE"
+
+
+def pytest_configure(config):
+    # xdist workers inherit the controller's environment, so they share its folder
+    if "UDORA_JAX_CACHE" not in os.environ:
+        os.environ["UDORA_JAX_CACHE"] = os.environ[_OWN_CACHE] = tempfile.mkdtemp(
+            prefix="udora-test-jax-"
+        )
+    configure_compilation_cache()
+
+
+def pytest_unconfigure(config):
+    if os.environ.get(_OWN_CACHE) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        shutil.rmtree(os.environ[_OWN_CACHE], ignore_errors=True)
 
 
 @pytest.fixture

@@ -234,8 +234,8 @@ def _interrupt(proc, out, jobs, when):
 @pytest.mark.parametrize(
     ("jobs", "when"),
     [
-        (1, "mid"),
         (2, "first"),
+        pytest.param(1, "mid", marks=pytest.mark.slow),
         pytest.param(2, "double", marks=pytest.mark.slow),
         pytest.param(1, "first", marks=pytest.mark.slow),
         pytest.param(1, "double", marks=pytest.mark.slow),

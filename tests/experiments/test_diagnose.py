@@ -108,6 +108,7 @@ def _diagnose(path, data, method, scale, draws=8, **over):
     return record, arrays
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_well_specified_gp_has_vanishing_approximation(tiny):
     # gp_oracle is the task's own GP: its reference fits' error is the posterior variance
     # after K * 40 observations on 120 points, which shrinks like 1/K, while its estimation

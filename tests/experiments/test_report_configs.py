@@ -23,6 +23,9 @@ from udora.experiments.results import figures
 from udora.experiments.results.store import UnreadableRunWarning, config_name, load_runs
 from udora.experiments.results.summaries import method_summary
 
+# one training and one prediction program per width (about a minute on a cold cache)
+pytestmark = pytest.mark.slow
+
 WIDTHS = (16, 32, 64, 128)
 SEEDS = (0, 1)
 BUDGET = {"n_epochs": 3, "n_members": 2}

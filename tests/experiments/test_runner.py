@@ -154,6 +154,7 @@ def test_interrupted_grid_resumes_without_loss_or_duplicates(tiny_preset, tmp_pa
     assert all(json.loads(r.read_text())["status"] == "ok" for r in results)
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_method_diagnostics_are_recorded(tiny_preset, tmp_path):
     path, data = tiny_preset
     budget = {"n_epochs": 5, "n_checkpoints": 4, "swag_burn_in": 5, "n_members": 3}

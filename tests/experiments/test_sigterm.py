@@ -44,8 +44,8 @@ def _terminate(argv, out, pattern):
 
 
 @pytest.mark.parametrize(
-    "command", ["bench", *(pytest.param(c, marks=pytest.mark.slow)
-                           for c in ("ablate", "tune", "diagnose"))],
+    "command", [pytest.param(c, marks=pytest.mark.slow)
+                for c in ("bench", "ablate", "tune", "diagnose")],
 )  # fmt: skip
 def test_sigterm_stops_like_ctrl_c_with_exit_143(tiny_preset, tmp_path, command):
     path, data = tiny_preset

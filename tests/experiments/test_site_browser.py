@@ -207,6 +207,7 @@ def _tiny_site(root: Path, methods: str) -> Path:
     return out / "report"
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_the_main_commands_report_in_a_browser(browser, tmp_path):
     site = MAIN_SITE
     if not (site / "index.html").is_file():

@@ -66,6 +66,7 @@ def test_training_raises_the_marginal_likelihood(fitted):
     assert method.mll_ == pytest.approx(end, rel=1e-8)
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_minibatch_training_still_conditions_on_every_point():
     """Subset-of-data steps (b = 60 of 200): the fit raises the full-data likelihood, is
     seeded, and the prediction is the exact GP on all 200 points."""

@@ -51,6 +51,7 @@ def test_evidential_loss_adds_the_weighted_regulariser():
     assert np.all(np.asarray(params[2]) > 1.0)
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_edl_variances_follow_the_nig_formulas(task):
     edl = methods.get_method("edl", width=16, blocks=1, n_epochs=20).fit(task.X, task.y, seed=0)
     pred = edl.predict(task.X_near)
@@ -64,6 +65,7 @@ def test_edl_variances_follow_the_nig_formulas(task):
 
 
 @pytest.mark.parametrize("seed", [0, 5])
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_deup_aleatoric_is_the_validation_residual_variance(task, seed):
     deup = methods.get_method("deup", width=16, blocks=1, n_epochs=30, n_epochs_excess=20)
     deup.fit(task.X, task.y, seed=seed)
@@ -75,6 +77,7 @@ def test_deup_aleatoric_is_the_validation_residual_variance(task, seed):
     assert np.all(pred.epistemic > 0)
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_unbiased_deup_estimates_the_mean_excess_error_and_the_paper_recipe_is_low():
     # Known heteroscedastic excess error: e = v(x) z^2, z ~ N(0, 1), so E[e | x] = v(x).
     # The paper's log-target fit learns E[log(e + eps) | x] ~ log v(x) - 1.27 (Jensen:

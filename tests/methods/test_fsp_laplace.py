@@ -70,6 +70,7 @@ def _numpy_posterior(method, task, temperature):
     return sigma, phi, mean, var
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_low_rank_posterior_matches_numpy(fitted):
     method, task = fitted
     sigma, *_ = _numpy_posterior(method, task, method.temperature_)
@@ -77,6 +78,7 @@ def test_low_rank_posterior_matches_numpy(fitted):
     assert np.linalg.matrix_rank(method.posterior_cov_, tol=1e-8 * sigma.max()) <= 10
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_temperature_minimises_validation_nll_and_samples_match(fitted):
     method, task = fitted
     cfg = method.config

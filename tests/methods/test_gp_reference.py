@@ -12,6 +12,7 @@ from udora.oracle.prior import TaskKnowledge
 from udora.oracle.standardise import Standardiser
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_gp_oracle_equals_dense_numpy_posterior():
     task = make_task(n=120, seed=2)
     prior = HandPrior(
@@ -39,6 +40,7 @@ def test_gp_oracle_without_a_prior_says_how_to_give_one(task):
         methods.get_method("gp_oracle").fit(task.X, task.y, seed=0, knowledge=no_prior)
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_gp_oracle_reproduces_the_oracle_posterior_on_a_task(tmp_path):
     from udora.oracle.preset import Preset
     from udora.oracle.task import build_task
@@ -85,6 +87,7 @@ def _linear_gp_lml(Z, y, s2, noise, const):
     return -0.5 * a @ a - np.sum(np.log(np.diag(L))) - 0.5 * len(y) * np.log(2 * np.pi)
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_gp_linear_hyperparameters_maximise_the_dense_marginal_likelihood():
     rng = np.random.default_rng(8)
     X = rng.normal(size=(80, 2)) * [2.0, 0.5]
@@ -111,6 +114,7 @@ def test_gp_linear_hyperparameters_maximise_the_dense_marginal_likelihood():
 
 
 @pytest.mark.parametrize("mean", ["constant", pytest.param("zero", marks=pytest.mark.slow)])
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_gp_linear_weight_space_objective_is_gpjax_conjugate_mll(mean):
     # the O(d^3) objective gp_linear optimises against GPJax's dense O(n^3) one, value and
     # gradient, away from the optimum

@@ -62,6 +62,7 @@ def fitted():
     return method, task, phi, mean, var, Z
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_posterior_covariance_is_the_dense_last_layer_posterior(fitted):
     method, _, phi, _, var, _ = fitted
     s = method.fit_idx_
@@ -69,6 +70,7 @@ def test_posterior_covariance_is_the_dense_last_layer_posterior(fitted):
     np.testing.assert_allclose(method.posterior_cov_, sigma, rtol=2e-3, atol=1e-6 * sigma.max())
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_prior_precision_and_temperature_minimise_the_validation_nll(fitted):
     method, task, phi, mean, var, _ = fitted
     s, v = method.fit_idx_, method.val_idx_
@@ -86,6 +88,7 @@ def test_prior_precision_and_temperature_minimise_the_validation_nll(fitted):
     assert method.temperature_ == pytest.approx(temps[int(np.argmin(nll_t))], rel=1e-6)
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_sampled_epistemic_variance_matches_the_closed_form(fitted):
     method, task, phi, _, var, _ = fitted
     s = method.fit_idx_

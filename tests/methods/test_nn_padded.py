@@ -76,7 +76,8 @@ def _dedicated(cfg, X, y, rows, key, init, n_epochs):
         pytest.param("none", False, marks=pytest.mark.slow),
         pytest.param("layer", False, marks=pytest.mark.slow),
         pytest.param("batch", False, marks=pytest.mark.slow),
-        ("layer", True),  # width and blocks padded, micro-steps, masked LayerNorm
+        # width and blocks padded, micro-steps, masked LayerNorm
+        pytest.param("layer", True, marks=pytest.mark.slow),
     ],
 )
 def test_padded_program_matches_the_dedicated_program(norm, pad_width, monkeypatch):
@@ -154,11 +155,15 @@ def test_padding_does_not_change_a_run_with_dropout(monkeypatch):
 def test_a_sweep_over_blocks_batch_sizes_and_epochs_compiles_once():
     """Eight configs of one width (every block count and batch size of the default space,
     other epochs and optimiser numbers) run one compiled training program."""
-    X, y = _data(n=40, d=2)
-    rows = jnp.arange(40, dtype=jnp.int32)[None, :]
+    X, y = _data(n=37, d=2)
+    rows = jnp.arange(37, dtype=jnp.int32)[None, :]
     keys = jax.random.key(0)[None]
     base = NNConfig(width=16, n_epochs=2)
     space = [(1, 64), (2, 128), (3, 256), (4, 512), (4, 64), (3, 128), (2, 256), (1, 512)]
+    # Other test files on this worker may have traced the same program at other shapes:
+    # count the traces this sweep adds (none if one had these shapes, else one).
+    program = trainer._epoch_program(*_key(base), (trainer.schedule_tracker(base),), None, True)
+    traces = program._cache_size()
     misses = _epoch_program.cache_info().misses
     programs = set()
     for i, (blocks, batch) in enumerate(space):
@@ -170,9 +175,9 @@ def test_a_sweep_over_blocks_batch_sizes_and_epochs_compiles_once():
         assert f"Dense_{2 * blocks + 2}" not in variables["params"]
         programs.add(trainer._epoch_program(
             *_key(cfg), (trainer.schedule_tracker(cfg),), None, True))  # fmt: skip
-    assert _epoch_program.cache_info().misses - misses <= 1
-    (program,) = programs
-    assert program._cache_size() == 1, "one trace for the whole sweep"
+    assert _epoch_program.cache_info().misses == misses
+    assert programs == {program}
+    assert program._cache_size() - traces <= 1, "one trace for the whole sweep"
 
 
 def _key(cfg):

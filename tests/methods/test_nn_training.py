@@ -30,6 +30,7 @@ def _data(n=64, d=2, seed=0):
     return jnp.asarray(X), jnp.asarray(y)
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_vmapped_members_equal_members_trained_alone():
     cfg = NNConfig(width=8, blocks=1, n_epochs=5, batch_size=16, val_fraction=0.0)
     X, y = _data()
@@ -46,6 +47,7 @@ def test_vmapped_members_equal_members_trained_alone():
     assert not np.allclose(first[0], first[1]), "members must start from different keys"
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_early_stopping_keeps_the_best_epoch_and_stops():
     cfg = NNConfig(
         width=64,
@@ -71,6 +73,7 @@ def test_early_stopping_keeps_the_best_epoch_and_stops():
         assert recomputed == pytest.approx(float(best_val[k]), rel=1e-5)
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_trackers_compose_best_epoch_and_swag_moments():
     """One run with both trackers against the iterates of runs stopped after j epochs.
 
@@ -142,6 +145,7 @@ def test_n_epochs_is_the_budget_and_programs_are_reused():
 
 
 @pytest.mark.parametrize("optimizer", [pytest.param("adam", marks=pytest.mark.slow), "sgd"])
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_optimizer_numbers_are_call_arguments_of_one_program(optimizer):
     """A sweep's trials of one architecture share a compiled program: learning rate,
     momentum, weight decay (and Adam's b2, eps) reach it at call time. Each config's
@@ -197,6 +201,7 @@ def test_optimizer_numbers_are_call_arguments_of_one_program(optimizer):
     assert _epoch_program.cache_info().misses == misses, "a new program per learning rate"
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_default_schedule_runs_n_epochs_and_keeps_the_last_iterate():
     # The paper's schedule: no early stopping, even with a validation split that would stop
     # this overfitting net (the early-stopping test above stops the same setting early).
@@ -226,7 +231,6 @@ def test_default_schedule_runs_n_epochs_and_keeps_the_last_iterate():
     ("name", "extra"),
     [
         ("nn_ensemble", {}),
-        # the others compile programs of their own (~5 s each): the slow set runs them
         pytest.param("nn_bagging", {}, marks=pytest.mark.slow),
         pytest.param("nn_dropout", {}, marks=pytest.mark.slow),
         pytest.param("edl", {}, marks=pytest.mark.slow),
@@ -237,6 +241,7 @@ def test_default_schedule_runs_n_epochs_and_keeps_the_last_iterate():
         ),
     ],
 )
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_methods_without_a_use_for_validation_train_on_all_points(name, extra):
     task = make_task(n=60, seed=2)
     quick = {"width": 8, "blocks": 1, "n_epochs": 3, **extra}
@@ -262,6 +267,7 @@ def test_methods_without_a_use_for_validation_train_on_all_points(name, extra):
         ),
     ],
 )
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_methods_that_use_validation_keep_their_split(name, extra):
     task = make_task(n=60, seed=2)
     cfg = {"width": 8, "blocks": 1, "n_epochs": 3, "val_fraction": 0.2, **extra}
@@ -283,6 +289,7 @@ def test_bagging_rows_follow_fraction_and_replacement(replace):
     assert len({tuple(r) for r in rows}) == 50, "members must get different resamples"
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_ensemble_members_disagree_and_seed_matters():
     task = make_task(n=120, seed=4)
     a = methods.get_method("nn_ensemble", width=16, n_epochs=20).fit(task.X, task.y, seed=0)

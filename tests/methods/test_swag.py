@@ -36,6 +36,7 @@ def _linear_trend_r2(stack: np.ndarray) -> float:
     return explained / total
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_moments_equal_numpy_moments_of_the_iterates():
     every, n_ckpt, burn_in = 3, 5, 4
     cfg = NNConfig(
@@ -148,6 +149,7 @@ def swag():
     return method, task
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_samples_follow_the_diagonal_gaussian(swag):
     method, _ = swag
     mu = jax.tree.leaves(method.swag_mean_)
@@ -166,6 +168,7 @@ def test_samples_follow_the_diagonal_gaussian(swag):
     assert z.var() == pytest.approx(1.0, abs=0.1)
 
 
+@pytest.mark.slow  # seconds of compile: in the slow set (CI runs it)
 def test_scale_matches_the_validation_definition(swag):
     method, task = swag
     val = method.val_idx_
