@@ -16,13 +16,12 @@ from ngboost import NGBRegressor
 from ngboost.distns.distn import RegressionDistn
 from ngboost.scores import LogScore
 from pydantic import Field, model_validator
-from sklearn.tree import DecisionTreeRegressor
 
 from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
 from udora.methods.combine import combine_standardised
 from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
-from udora.methods.trees import library_seeds, resample_rows, target_scaler
+from udora.methods.trees import LeanTree, library_seeds, resample_rows, target_scaler
 
 
 class NormalLogScore(LogScore):
@@ -139,7 +138,7 @@ class NGBoostBag(UQMethod):
         return NGBRegressor(
             Dist=Normal,
             Score=LogScore,
-            Base=DecisionTreeRegressor(max_depth=cfg.max_depth),
+            Base=LeanTree(max_depth=cfg.max_depth),
             natural_gradient=cfg.natural_gradient,
             n_estimators=cfg.n_estimators,
             learning_rate=cfg.learning_rate,

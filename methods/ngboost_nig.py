@@ -29,12 +29,11 @@ from ngboost.distns.distn import RegressionDistn
 from ngboost.scores import LogScore
 from pydantic import Field
 from scipy.special import digamma, gammaln, polygamma
-from sklearn.tree import DecisionTreeRegressor
 
 from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
 from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
-from udora.methods.trees import library_seeds, target_scaler
+from udora.methods.trees import LeanTree, library_seeds, target_scaler
 
 
 def nig_from_theta(theta: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -195,7 +194,7 @@ class NGBoostNIG(UQMethod):
         self.model_ = NGBRegressor(
             Dist=nig_distribution(cfg.fisher_ridge),
             Score=LogScore,
-            Base=DecisionTreeRegressor(max_depth=cfg.max_depth),
+            Base=LeanTree(max_depth=cfg.max_depth),
             natural_gradient=True,
             n_estimators=cfg.n_estimators,
             learning_rate=cfg.learning_rate,

@@ -1,4 +1,5 @@
-"""Shared pieces of the tree methods (NGBoost and CatBoost): target scaling, row draws, seeds.
+"""Shared pieces of the tree methods (NGBoost and CatBoost): target scaling, row draws, seeds,
+and NGBoost's base learner (:class:`LeanTree`).
 
 Tree learners split on feature order, so inputs stay in original units; only the target
 is standardised (optionally): ``y~ = (y - y_mu) / y_sd``, reported back as
@@ -8,11 +9,14 @@ is standardised (optionally): ``y~ = (y - y_mu) / y_sd``, reported back as
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 from collections.abc import Iterator
 
 import numpy as np
+import sklearn
+from sklearn.tree import DecisionTreeRegressor
 
 from udora.oracle.standardise import Standardiser
 
@@ -76,3 +80,31 @@ def scratch_cwd() -> Iterator[None]:
             yield
         finally:
             os.chdir(previous)
+
+
+class LeanTree(DecisionTreeRegressor):
+    """scikit-learn's regression tree without its per-call checks, for NGBoost's loop.
+
+    NGBoost clones, fits and predicts a tree for each parameter at each of its
+    ``n_estimators`` iterations, on the same clean float arrays; there scikit-learn's
+    input validation, parameter validation and ``inspect``-based parameter listing took
+    about 40 % of an ``ngboost_bag`` fit. This subclass converts ``X`` to the float32,
+    C-ordered array the tree builder uses anyway, and calls ``fit`` and ``predict`` with
+    scikit-learn's own ``check_input=False`` and ``skip_parameter_validation``; the
+    parameter names are listed once per class. The trees (and so every prediction) are
+    the same as ``DecisionTreeRegressor``'s, bit for bit
+    (``tests/methods/test_trees_common.py``).
+    """
+
+    @classmethod
+    @functools.cache
+    def _get_param_names(cls) -> list[str]:
+        return DecisionTreeRegressor._get_param_names.__func__(cls)
+
+    def fit(self, X, y, sample_weight=None, check_input=True):
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        with sklearn.config_context(skip_parameter_validation=True):
+            return super().fit(X, y, sample_weight=sample_weight, check_input=False)
+
+    def predict(self, X, check_input=True):
+        return super().predict(np.ascontiguousarray(X, dtype=np.float32), check_input=False)

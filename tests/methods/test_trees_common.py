@@ -64,3 +64,48 @@ def test_far_points_get_the_prediction_of_the_outer_data_corner(task, name):
     corner = method.predict(task.X.max(axis=0, keepdims=True))
     for field in ("mean", "aleatoric", "epistemic"):
         np.testing.assert_allclose(getattr(far, field), getattr(corner, field)[0], rtol=1e-12)
+
+
+def test_lean_tree_grows_scikit_learns_tree_bit_for_bit():
+    """LeanTree (no per-call checks) against DecisionTreeRegressor: same splits, same
+    predictions, with weights and a seed; clone and set_params still work."""
+    from sklearn.base import clone
+    from sklearn.tree import DecisionTreeRegressor
+
+    from udora.methods.trees import LeanTree
+
+    rng = np.random.default_rng(3)
+    X, g, w = rng.normal(size=(300, 5)), rng.normal(size=300), rng.uniform(0.5, 2.0, 300)
+    for kwargs in ({"max_depth": 3}, {"max_depth": 6, "max_features": 0.6}):
+        lean = clone(LeanTree(**kwargs)).set_params(random_state=7).fit(X, g, sample_weight=w)
+        ref = DecisionTreeRegressor(**kwargs, random_state=7).fit(X, g, sample_weight=w)
+        assert lean.get_params() == ref.get_params()
+        np.testing.assert_array_equal(lean.tree_.threshold, ref.tree_.threshold)
+        np.testing.assert_array_equal(lean.predict(X[::-1]), ref.predict(X[::-1]))
+
+
+@pytest.mark.parametrize("name", ["ngboost_bag", "ngboost_nig"])
+def test_ngboost_methods_equal_their_scikit_learn_tree_versions(task, name, monkeypatch):
+    """The NGBoost methods with LeanTree predict exactly what they predict with
+    scikit-learn's DecisionTreeRegressor as the base learner (column and row subsampling
+    on, so the seeds ngboost hands each tree matter)."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    import udora.methods.ngboost_bag as bag
+    import udora.methods.ngboost_nig as nig
+
+    def base_learner(method):
+        model = method.members_[0] if name == "ngboost_bag" else method.model_
+        return type(model.base_models[0][0])
+
+    extra = {"col_sample": 0.7, "minibatch_frac": 0.8}
+    fitted = fit(name, task.X, task.y, seed=4, **extra)
+    lean = fitted.predict(task.X_near)
+    for module in (bag, nig):
+        monkeypatch.setattr(module, "LeanTree", DecisionTreeRegressor)
+    fitted_ref = fit(name, task.X, task.y, seed=4, **extra)
+    assert (base_learner(fitted).__name__, base_learner(fitted_ref)) == (
+        "LeanTree", DecisionTreeRegressor)  # fmt: skip
+    ref = fitted_ref.predict(task.X_near)
+    for field in ("mean", "aleatoric", "epistemic"):
+        np.testing.assert_array_equal(getattr(lean, field), getattr(ref, field))
