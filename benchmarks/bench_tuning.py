@@ -10,7 +10,8 @@ scored against the oracle. Prints:
 - the share of the trials' time spent in JAX tracing, lowering and compiling (each
   trial's ``timings.compile`` over its ``timings.trial``, summed over trials; persistent
   compilation-cache reads count as compiling), and the oracle-analysis overhead;
-- the median trial seconds per method.
+- per method: its trials, trials per minute of trial time (one worker's rate), the
+  compile share, and the median trial and non-compile trial seconds.
 
 ``--summarise`` skips running and reads an existing ``--out`` (wall times are then those
 the earlier run wrote to ``<out>/protocol.json``). Everything the commands write stays
@@ -60,9 +61,9 @@ def summarise(out: Path) -> None:
     compile_s = sum(t["timings"].get("compile", 0.0) for t in trials)
     oracle_s = sum(t["timings"].get("oracle", 0.0) for t in trials)
     ok = sum(t["status"] == "ok" for t in trials)
-    per_method: dict[str, list[float]] = defaultdict(list)
+    per_method: dict[str, list[dict]] = defaultdict(list)
     for t in trials:
-        per_method[t["params"]["method"]].append(t["timings"].get("trial", 0.0))
+        per_method[t["params"]["method"]].append(t["timings"])
     tune_wall = walls["tune_s"]
     print(f"trials: {len(trials)} ({ok} ok, {len(trials) - ok} failed)")
     print(f"tune wall {tune_wall:.0f} s; {len(trials) / (tune_wall / 60):.2f} trials/min")
@@ -74,8 +75,16 @@ def summarise(out: Path) -> None:
     )
     share = oracle_s / (total + oracle_s)
     print(f"oracle analysis after each objective: {oracle_s:.0f} s summed ({share:.1%} of all)")
-    medians = sorted((statistics.median(v), m) for m, v in per_method.items())
-    print("median trial s: " + ", ".join(f"{m} {s:.1f}" for s, m in medians))
+    print(f"{'method':<16}{'trials':>7}{'per min':>9}{'compile':>9}{'median s':>10}"
+          f"{'median non-compile s':>22}")  # fmt: skip
+    for method, timings in sorted(per_method.items()):
+        trial = [t.get("trial", 0.0) for t in timings]
+        rest = [t.get("trial", 0.0) - t.get("compile", 0.0) for t in timings]
+        summed = sum(trial)
+        share = sum(t.get("compile", 0.0) for t in timings) / summed if summed else 0.0
+        rate = len(trial) / (summed / 60) if summed else float("nan")
+        print(f"{method:<16}{len(trial):>7}{rate:>9.2f}{share:>9.1%}"
+              f"{statistics.median(trial):>10.1f}{statistics.median(rest):>22.1f}")  # fmt: skip
 
 
 def main() -> None:
