@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from udora.experiments.run import interrupts
-from udora.experiments.run.execute import _cached_task, _versions, write_folder_atomically
+from udora.experiments.run.execute import _versions, cached_task, write_folder_atomically
 from udora.experiments.run.spec import ResolvedRun
 from udora.methods import get_method_class
 from udora.methods.seeding import numpy_rng
@@ -155,7 +155,7 @@ def diagnose(job: Diagnosis, data_dir: str | None = None) -> tuple[dict[str, Any
 
         record["data_source"] = run.check_data_source(data_dir)  # raises if not the hashed
         t0 = time.perf_counter()
-        task = _cached_task(run.preset.model_dump_json(), run.seed, data_dir)
+        task = cached_task(run.preset, run.seed, data_dir)
         timings["oracle"] = time.perf_counter() - t0
         knowledge = task.knowledge(with_prior=get_method_class(run.method).uses_task_prior)
         t0 = time.perf_counter()

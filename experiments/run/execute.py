@@ -61,7 +61,7 @@ class RunResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=16)  # a worker of a tune over both suites meets all 14 presets
 def _cached_task(preset_json: str, seed: int, data_dir: str | None) -> OracleTask:
     from udora.oracle.task import build_task  # JAX: imported when a run starts, not before
 
@@ -69,7 +69,7 @@ def _cached_task(preset_json: str, seed: int, data_dir: str | None) -> OracleTas
 
 
 def cached_task(preset: Preset, seed: int, data_dir: str | Path | None = None) -> OracleTask:
-    """The task of ``preset`` at ``seed``, built once per process (the last four are kept)
+    """The task of ``preset`` at ``seed``, built once per process (the last 16 are kept)
     and shared by runs, scoring and exports; ``data_dir`` defaults to ``UDORA_DATA_DIR``.
     Callers read it and never change it (a run checks it: :func:`_check_unchanged`)."""
     dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")

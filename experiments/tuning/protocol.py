@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -207,15 +206,14 @@ def trial(
     fields, as for ``udora run --set``; bad input raises before anything is fitted.
     The result keeps the task (``result.task``) for :func:`trial_oracle_metrics`.
     """
-    from udora.experiments.run.execute import _cached_task
+    from udora.experiments.run.execute import cached_task
     from udora.experiments.run.spec import RunSpec, resolve, split_overrides
 
     check_objective(objective)
     check_val_fraction(val_fraction)
     overrides = dict(config_overrides or {})
     run = resolve(RunSpec(str(preset), method, int(seed), overrides), data_dir)
-    dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
-    task = _cached_task(run.preset.model_dump_json(), run.seed, dd)
+    task = cached_task(run.preset, run.seed, data_dir)  # the runs' key: one build per worker
     method_over, _ = split_overrides(overrides)
     result = trial_on_task(task, method, run.seed, method_over, objective, val_fraction)
     result.task = task

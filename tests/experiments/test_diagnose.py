@@ -168,14 +168,14 @@ def test_an_error_outside_the_fit_fails_its_diagnosis_only(tiny, tmp_path, monke
     import udora.experiments.diagnostics.diagnose as diagnose_module
 
     (path_a, path_b), data = tiny
-    real = diagnose_module._cached_task
+    real = diagnose_module.cached_task
 
-    def broken(preset_json, seed, data_dir):
-        if '"tinya"' in preset_json:
+    def broken(preset, seed, data_dir):
+        if preset.name == "tinya":
             raise KeyError("column 'a' is missing")
-        return real(preset_json, seed, data_dir)
+        return real(preset, seed, data_dir)
 
-    monkeypatch.setattr(diagnose_module, "_cached_task", broken)
+    monkeypatch.setattr(diagnose_module, "cached_task", broken)
     jobs = [Diagnosis(resolve(RunSpec(p, "blr", 0, {}), data), 2, 2) for p in (path_a, path_b)]
     summary = run_diagnoses(jobs, tmp_path / "out", data_dir=data, summarise=True)
     assert (summary.done, summary.failed) == (2, 1)

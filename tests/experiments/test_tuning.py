@@ -283,3 +283,27 @@ def test_sweep_trial_command_prints_the_objective(tiny_preset):
     bad = runner.invoke(app, ["sweep", "trial", f"preset={path}", "method=blr", "alpha=-1",
                               "--data-dir", str(data)])  # fmt: skip
     assert bad.exit_code == 2 and "alpha" in bad.output
+
+
+def test_trials_runs_and_public_tasks_of_a_preset_share_one_task_build(
+    tiny_preset, tmp_path, monkeypatch
+):
+    """In one process (a pool worker), a trial, a run and load_task of the same (preset,
+    seed) build the task's GP once: they share one cache key (a trial keyed it with the
+    preset's paper block, so a worker built the task twice)."""
+    from udora.experiments.open.tasks import load_task
+    from udora.experiments.run import execute
+    from udora.oracle import task as oracle_task
+
+    path, data = tiny_preset
+    builds = []
+    build = oracle_task.build_task
+    monkeypatch.setattr(
+        oracle_task, "build_task", lambda *a, **k: builds.append(a) or build(*a, **k)
+    )
+    execute._cached_task.cache_clear()
+    result = tuning.trial(path, "blr", 3, data_dir=data)
+    run = execute.run_one(path, "blr", 3, {}, tmp_path / "results", data_dir=data)
+    public = load_task(path, 3, data)
+    assert run.status == "ok" and len(builds) == 1
+    np.testing.assert_array_equal(public.X_train, result.task.X_train)
