@@ -58,10 +58,12 @@ def load_cells(
     its task built once (:class:`Cell`); the input of :func:`subsample_taus` and
     :func:`iauc_regions`.
 
+    A cell reads its task's stored oracle arrays; only a results folder from before they
+    were stored rebuilds the task from the data under ``data_dir``.
+
     Raises:
-        ValueError: the data table found now (under ``data_dir``, default the loader's) is
-            not the one the runs recorded (its sha256): the rebuilt targets would not be
-            theirs.
+        ValueError: a rebuilt task's data table (under ``data_dir``, default the loader's)
+            is not the one the runs recorded (its sha256): its targets would not be theirs.
     """
     from udora.oracle.preset import Preset
     from udora.oracle.task import build_task

@@ -1,6 +1,8 @@
 """Meta-evaluation: Kendall's tau between observable and oracle rankings, against a
 brute-force pair count, and its pooling over seeds and presets."""
 
+import shutil
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -197,11 +199,18 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert "## Meta-evaluation" in text and "Left out of the rankings: gp_oracle" in text
     section = pd.read_csv(out / "report" / "meta" / "meta_cells.csv")
     assert set(section["methods"]) == set(cells["methods"])
-    # rebuilding the tasks from other data would score the runs against other targets
+    # other data cannot reach the runs' targets: meta reads the stored oracle arrays ...
     other = tmp_path / "other"
     other.mkdir()
     frame = pd.read_csv(data / "tiny.csv.gz")
     frame.assign(target=frame["target"] + 1.0).to_csv(other / "tiny.csv.gz", index=False)
+    stored = runner.invoke(app, ["meta", str(out), "--sizes", "", "--out",
+                                 str(tmp_path / "stored"), "--data-dir", str(other)])  # fmt: skip
+    assert stored.exit_code == 0, stored.output
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "stored" / "meta_cells.csv"), cells)
+    # ... and rebuilding the tasks (a folder from before they were stored) from other data
+    # would score the runs against other targets
+    shutil.rmtree(out / "oracle")
     wrong = runner.invoke(app, ["meta", str(out), "--data-dir", str(other)])
     assert wrong.exit_code == 2 and "the runs used" in wrong.output
     assert "give --data-dir as the runs had it" in wrong.output
