@@ -4,8 +4,8 @@ Fills ``<out>/results`` with a real grid, ``udora bench`` over ``--suite`` (or `
 ``--methods`` x ``--seeds`` seeds (resumable: runs already there are kept, so a second
 call only times), then runs ``udora meta`` and ``udora report`` on it ``--repeat`` times
 each as fresh subprocesses of the venv's ``udora`` script, and prints the number of runs
-and each command's median seconds. The default grid is the dev suite's 7 presets x 4 fast
-methods x 25 seeds = 700 runs (the folder size the speed goal names: under 60 s each).
+and each command's median seconds. The default grid is the dev suite's 7 presets x 5 fast
+methods x 20 seeds = 700 runs (the folder size the speed goal names: under 60 s each).
 
     python benchmarks/bench_analysis.py --out /tmp/analysis-700
     python benchmarks/bench_analysis.py --out /tmp/analysis-small --seeds 2 --presets concrete
@@ -21,7 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-METHODS = "blr,gp_linear,gp_oracle,ngboost_nig"
+# meta ranks 4 or more configs per (preset, seed) besides gp_oracle, which it leaves out
+METHODS = "blr,gp_linear,gp_oracle,ngboost_nig,catboost_ps"
 
 
 def timed(argv: list[str], log: Path) -> float:
@@ -42,7 +43,7 @@ def main() -> None:
     parser.add_argument("--suite", default="dev")
     parser.add_argument("--presets", default=None, help="comma-separated; overrides --suite")
     parser.add_argument("--methods", default=METHODS, help="comma-separated")
-    parser.add_argument("--seeds", type=int, default=25, help="seeds 0 .. N-1")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds 0 .. N-1")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
@@ -54,7 +55,7 @@ def main() -> None:
     grid = [exe, "bench", *where, "--methods", args.methods, "--seeds", seeds]
     fill = timed([*grid, "--jobs", str(args.jobs), "--out", str(results)], log)
     runs = sum(
-        json.loads(p.read_text()).get("status") == "ok" for p in results.glob("*/result.json")
+        json.loads(p.read_text()).get("status") == "ok" for p in results.rglob("result.json")
     )
     print(f"{runs} ok runs in {results} (bench {fill:.0f} s, a resume only checks them)")
     commands = {
