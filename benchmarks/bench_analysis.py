@@ -16,25 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from bench_tuning import run_phase  # this folder is on sys.path when run as a script
 
 # meta ranks 4 or more configs per (preset, seed) besides gp_oracle, which it leaves out
 METHODS = "blr,gp_linear,gp_oracle,ngboost_nig,catboost_ps"
-
-
-def timed(argv: list[str], log: Path) -> float:
-    """Wall seconds of ``argv``, its output appended to ``log`` (raises on a failure)."""
-    t0 = time.perf_counter()
-    with log.open("a") as fh:
-        fh.write(f"$ {' '.join(argv)}\n")
-        fh.flush()
-        code = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, check=False).returncode
-    if code != 0:
-        raise SystemExit(f"{' '.join(argv)} exited {code}; see {log}")
-    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -53,7 +41,7 @@ def main() -> None:
     seeds = ",".join(str(s) for s in range(args.seeds))
     where = ["--presets", args.presets] if args.presets else ["--suite", args.suite]
     grid = [exe, "bench", *where, "--methods", args.methods, "--seeds", seeds]
-    fill = timed([*grid, "--jobs", str(args.jobs), "--out", str(results)], log)
+    fill = run_phase([*grid, "--jobs", str(args.jobs), "--out", str(results)], log)
     runs = sum(
         json.loads(p.read_text()).get("status") == "ok" for p in results.rglob("result.json")
     )
@@ -63,7 +51,7 @@ def main() -> None:
         "report": [exe, "report", str(results), "--out", str(args.out / "report")],
     }
     for name, argv in commands.items():
-        walls = [timed(argv, log) for _ in range(args.repeat)]
+        walls = [run_phase(argv, log) for _ in range(args.repeat)]
         spread = ", ".join(f"{w:.1f}" for w in walls)
         median = statistics.median(walls)
         print(f"udora {name}: median {median:.1f} s over {args.repeat} ({spread})")

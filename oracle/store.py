@@ -10,27 +10,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from udora.oracle.files import ARRAYS, atomic_write
 from udora.oracle.task import OracleTask
-
-ARRAYS = ("X", "train_idx", "y_train", "f", "y", "noise_var", "post_mean", "post_var")
-
-
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_task(task: OracleTask, out_dir: str | Path) -> Path:
@@ -38,10 +24,10 @@ def save_task(task: OracleTask, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     arrays = {name: getattr(task, name) for name in ARRAYS}
-    _atomic_write(out / "oracle.npz", lambda fh: np.savez(fh, **arrays))
+    atomic_write(out / "oracle.npz", lambda fh: np.savez(fh, **arrays))
     info = {"preset": task.preset.name, "seed": task.seed, **task.meta}
     text = json.dumps(info, indent=2).encode()
-    _atomic_write(out / "oracle.json", lambda fh: fh.write(text))
+    atomic_write(out / "oracle.json", lambda fh: fh.write(text))
     return out
 
 

@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from udora.oracle.data import load_table, load_table_with_source
+from udora.oracle.files import ARRAYS
 from udora.oracle.gp import (
     Conditioner,
     sample_conditional_marginals,
@@ -78,7 +79,7 @@ class OracleTask:
         import pickle
 
         digest = hashlib.sha256()
-        for name in ("X", "train_idx", "y_train", "f", "y", "noise_var", "post_mean", "post_var"):
+        for name in ARRAYS:
             array = np.ascontiguousarray(getattr(self, name))
             digest.update(f"{name}{array.dtype}{array.shape}".encode())
             digest.update(array.tobytes())

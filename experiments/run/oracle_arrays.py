@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from udora.oracle.files import ARRAYS, atomic_write
+
 FOLDER = "oracle"
-ARRAYS = ("X", "train_idx", "y_train", "f", "y", "noise_var", "post_mean", "post_var")
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,6 @@ def paths(root: str | Path, task_hash: str) -> tuple[Path, Path]:
     return folder / f"{task_hash}.npz", folder / f"{task_hash}.json"
 
 
-def _write(path: Path, blob: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(blob)
-    os.replace(tmp, path)
-
-
 def store(root: str | Path, task_hash: str, task: Any) -> Path:
     """Write ``task``'s arrays under ``root`` unless a whole copy is there; the ``.npz``.
 
@@ -69,12 +63,13 @@ def store(root: str | Path, task_hash: str, task: Any) -> Path:
         return npz
     npz.parent.mkdir(parents=True, exist_ok=True)
     blob = _npz_bytes({name: np.asarray(getattr(task, name)) for name in ARRAYS})
-    _write(npz, blob)  # the record last: a record means a whole arrays file
+    atomic_write(npz, lambda fh: fh.write(blob))  # the record last: it means whole arrays
     meta = {k: v for k, v in task.meta.items() if _is_json(v)}
     entry = {"task_hash": task_hash, "seed": int(task.seed),
              "preset_config": task.preset.model_dump(mode="json"), "meta": meta,
              "sha256": hashlib.sha256(blob).hexdigest()}  # fmt: skip
-    _write(record, json.dumps(entry, indent=1, sort_keys=True).encode())
+    text = json.dumps(entry, indent=1, sort_keys=True).encode()
+    atomic_write(record, lambda fh: fh.write(text))
     return npz
 
 
