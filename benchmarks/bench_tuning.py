@@ -2,8 +2,9 @@
 
 Runs, as fresh subprocesses of the venv's ``udora`` script, the paper's protocol (§5.1,
 Appendix D): a bayes sweep of ``--trials`` trials per (preset, method) on a validation
-split, then one refit per method with its tuned config on the whole training sample,
-scored against the oracle. Prints:
+split of the task at ``--tune-seed``, then one refit per method and seed of ``--seeds``
+with its tuned config on the whole training sample, scored against the oracle. With a
+tuning seed outside ``--seeds`` no scored task is the one a config was chosen on. Prints:
 
 - the wall time of each phase and of the whole protocol;
 - trials per minute over the tuning phase (wall clock, all workers together);
@@ -16,8 +17,11 @@ scored against the oracle. Prints:
 ``--summarise`` skips running and reads an existing ``--out`` (wall times are then those
 the earlier run wrote to ``<out>/protocol.json``). Everything the commands write stays
 under ``--out``: ``tuned/`` (configs and ``sweeps/``), ``results/`` and ``report/``.
+Rerunning on the same ``--out`` resumes (``tune`` and ``bench`` skip what is done); each
+attempt of a phase is recorded in ``protocol.json`` and the printed wall is their sum.
 
     python benchmarks/bench_tuning.py --suite heldout --trials 10 --jobs 2 --out tuned-heldout
+    python benchmarks/bench_tuning.py --suite all --tune-seed 100 --seeds 0,1,2 --out release
     python benchmarks/bench_tuning.py --presets concrete --methods blr,nn_ensemble --trials 3
 """
 
@@ -52,8 +56,17 @@ def trial_records(sweeps: Path) -> list[dict]:
     return out
 
 
+def phase_walls(out: Path) -> dict[str, float]:
+    """Each phase's wall seconds, summed over the attempts ``protocol.json`` records."""
+    record = json.loads((out / "protocol.json").read_text())
+    walls: dict[str, float] = defaultdict(float)
+    for attempt in record["attempts"]:
+        walls[attempt["phase"]] += attempt["wall_s"]
+    return walls
+
+
 def summarise(out: Path) -> None:
-    walls = json.loads((out / "protocol.json").read_text())
+    walls = phase_walls(out)
     trials = trial_records(out / "tuned" / "sweeps")
     if not trials:
         raise SystemExit(f"no trials under {out / 'tuned' / 'sweeps'}")
@@ -64,11 +77,11 @@ def summarise(out: Path) -> None:
     per_method: dict[str, list[dict]] = defaultdict(list)
     for t in trials:
         per_method[t["params"]["method"]].append(t["timings"])
-    tune_wall = walls["tune_s"]
+    tune_wall = walls["tune"]
     print(f"trials: {len(trials)} ({ok} ok, {len(trials) - ok} failed)")
     print(f"tune wall {tune_wall:.0f} s; {len(trials) / (tune_wall / 60):.2f} trials/min")
-    print(f"bench --tuned wall {walls['bench_s']:.0f} s; report {walls['report_s']:.0f} s")
-    print(f"protocol wall {walls['tune_s'] + walls['bench_s'] + walls['report_s']:.0f} s")
+    print(f"bench --tuned wall {walls['bench']:.0f} s; report {walls['report']:.0f} s")
+    print(f"protocol wall {walls['tune'] + walls['bench'] + walls['report']:.0f} s")
     print(
         f"compile share of trial time {compile_s / total:.1%} "
         f"({compile_s:.0f} of {total:.0f} s summed over trials)"
@@ -94,7 +107,8 @@ def main() -> None:
     parser.add_argument("--methods", default=None, help="comma-separated (default: all)")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tune-seed", type=int, default=0, help="seed of the task tuned on")
+    parser.add_argument("--seeds", default=None, help="refit seeds (default: --tune-seed)")
     parser.add_argument("--out", type=Path, default=Path("tuned-protocol"))
     parser.add_argument("--summarise", action="store_true", help="only read --out")
     args = parser.parse_args()
@@ -107,17 +121,22 @@ def main() -> None:
         jobs = ["--jobs", str(args.jobs)]
         tuned, results = str(args.out / "tuned"), str(args.out / "results")
         tune = [exe, "tune", *where, *pick, "--trials", str(args.trials), *jobs]
-        tune += ["--seed", str(args.seed), "--out", tuned]
-        bench = [exe, "bench", *where, *pick, "--seeds", str(args.seed), *jobs]
+        tune += ["--seed", str(args.tune_seed), "--out", tuned]
+        seeds = args.seeds if args.seeds is not None else str(args.tune_seed)
+        bench = [exe, "bench", *where, *pick, "--seeds", seeds, *jobs]
         bench += ["--tuned", tuned, "--out", results]
         report = [exe, "report", results, "--out", str(args.out / "report")]
-        walls = {
-            "tune_s": run_phase(tune, log),
-            "bench_s": run_phase(bench, log),
-            "report_s": run_phase(report, log),
-        }
-        (args.out / "protocol.json").write_text(json.dumps({**walls, "args": sys.argv[1:]}))
+        for phase, argv in (("tune", tune), ("bench", bench), ("report", report)):
+            record_attempt(args.out, phase, run_phase(argv, log))
     summarise(args.out)
+
+
+def record_attempt(out: Path, phase: str, wall_s: float) -> None:
+    """Append one finished attempt of ``phase`` to ``out/protocol.json``."""
+    path = out / "protocol.json"
+    record = json.loads(path.read_text()) if path.exists() else {"attempts": []}
+    record["attempts"].append({"phase": phase, "wall_s": wall_s, "args": sys.argv[1:]})
+    path.write_text(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":
