@@ -79,6 +79,7 @@ class MethodInfo:
     origin: str  # "built-in", "plugin <distribution> <version>" or "registered in code"
     summary: str
     family: str = "other"
+    uses_task_prior: bool = False
 
 
 def _target(cls: type) -> str:
@@ -195,34 +196,35 @@ def class_summary(target: str) -> str:
     return _class_source(target)[0]
 
 
-def _class_source(target: str) -> tuple[str, str]:
-    """(first docstring line, ``family``) of the class ``"module:Class"`` read with
-    :mod:`ast`: the family is a ``family = "..."`` string in the class body, else "other";
-    ("", "other") when the source cannot be read."""
+def _class_source(target: str) -> tuple[str, str, bool]:
+    """(first docstring line, ``family``, ``uses_task_prior``) of the class ``"module:Class"``
+    read with :mod:`ast`: ``family = "..."`` and ``uses_task_prior = True`` in the class
+    body, else "other" and False (a built-in sets them in its own body, checked by
+    ``tests/methods/test_plugin.py``); ("", "other", False) when the source cannot be read."""
     module, _, qualname = target.partition(":")
     try:
         spec = importlib.util.find_spec(module)
         tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
     except Exception:  # no source (compiled, missing): no summary
-        return "", "other"
+        return "", "other", False
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == qualname:
             lines = (ast.get_docstring(node) or "").strip().splitlines()
-            family = "other"
+            found = {"family": "other", "uses_task_prior": False}
             for item in node.body:
                 if (isinstance(item, ast.Assign) and len(item.targets) == 1
                         and isinstance(item.targets[0], ast.Name)
-                        and item.targets[0].id == "family"
-                        and isinstance(item.value, ast.Constant)
-                        and isinstance(item.value.value, str)):  # fmt: skip
-                    family = item.value.value
-            return (lines[0] if lines else ""), family
-    return "", "other"
+                        and item.targets[0].id in found
+                        and isinstance(item.value, ast.Constant)):  # fmt: skip
+                    found[item.targets[0].id] = item.value.value
+            return (lines[0] if lines else ""), found["family"], found["uses_task_prior"] is True
+    return "", "other", False
 
 
 def _class_info(name: str, cls: type, origin: str) -> MethodInfo:
     doc = (cls.__doc__ or "").strip().splitlines()
-    return MethodInfo(name, _target(cls), origin, doc[0] if doc else "", cls.family)
+    return MethodInfo(name, _target(cls), origin, doc[0] if doc else "", cls.family,
+                      bool(cls.uses_task_prior))  # fmt: skip
 
 
 def method_infos() -> list[MethodInfo]:

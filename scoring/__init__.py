@@ -22,7 +22,7 @@ from udora.scoring.proper import (
     reliability_curve,
 )
 from udora.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
-from udora.scoring.score import curves, curves_arrays, score, score_arrays
+from udora.scoring.score import curves, curves_arrays, observable_arrays, score, score_arrays
 from udora.scoring.utilities import selective_utility, topk_utility
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "interval_coverage",
     "miscalibration_area",
     "normalised_aurc",
+    "observable_arrays",
     "pearson",
     "pit",
     "pit_histogram",

@@ -105,13 +105,33 @@ def block_scores(
             K)`` noise draws per member). rng: draws the noise.
 
     Returns:
-        ``{"energy_score_block": float, "variogram_score_block": float}``; NaN when the
+        ``{"energy_score_block": float, "variogram_score_block": float}``, the means over
+        blocks of :func:`block_score_values`; NaN when the forecast is not finite or K < 2.
+    """
+    values = block_score_values(y, member_means, aleatoric, blocks, samples=samples, rng=rng)
+    return {name: float(np.mean(v)) for name, v in values.items()}
+
+
+def block_score_values(
+    y: np.ndarray,
+    member_means: np.ndarray,
+    aleatoric: np.ndarray,
+    blocks: np.ndarray,
+    *,
+    samples: int = 64,
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    """Each block's energy and variogram score; arguments as :func:`block_scores`.
+
+    Returns:
+        ``{"energy_score_block": (B,), "variogram_score_block": (B,)}``; all NaN when the
         forecast is not finite or K < 2.
     """
     import scoringrules as sr
 
     yy = vector("block_scores", "y", y)
-    nan = {"energy_score_block": float("nan"), "variogram_score_block": float("nan")}
+    B = np.shape(blocks)[0]
+    nan = {"energy_score_block": np.full(B, np.nan), "variogram_score_block": np.full(B, np.nan)}
     K = np.shape(member_means)[0]
     if K < 2:
         return nan
@@ -121,7 +141,8 @@ def block_scores(
     obs = yy[blocks]
     es = sr.es_ensemble(obs, x, estimator="fair", backend="numpy")
     vs = sr.vs_ensemble(obs, x, p=0.5, estimator="nrg", backend="numpy") - _vs_fair_gap(x)
-    return {"energy_score_block": float(np.mean(es)), "variogram_score_block": float(np.mean(vs))}
+    return {"energy_score_block": np.asarray(es, np.float64),
+            "variogram_score_block": np.asarray(vs, np.float64)}  # fmt: skip
 
 
 def _vs_fair_gap(x: np.ndarray, p: float = 0.5) -> np.ndarray:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from udora.scoring._checks import all_finite, vectors
+from udora.scoring._order import stable_argsort
 
 
 def risk_coverage_curve(estimate: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -42,7 +43,7 @@ def _curve(e: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     k = np.arange(1, n + 1, dtype=np.float64)
     if n == 0:
         return k, k
-    order = np.argsort(e, kind="stable")
+    order = stable_argsort(e)
     e_sorted, t_sorted = e[order], t[order]
     starts = np.flatnonzero(np.r_[True, e_sorted[1:] != e_sorted[:-1]])
     sizes = np.diff(np.r_[starts, n])

@@ -32,13 +32,7 @@ _OTHER_LOSSES = ("crps", "nll")
 # A bias target no larger than this times the largest variance target is round-off.
 ROUND_OFF = 1e-9
 INTERVAL_SCORE_LEVELS = (0.5, 0.9, 0.95)
-_ENSEMBLE_METRICS = (
-    "crps_fair",
-    "spread_skill",
-    "spread_skill_f",
-    "err_spread_spearman",
-    "top_decile_err_ratio",
-)
+_OBSERVABLE_ENSEMBLE = ("crps_fair", "spread_skill", "err_spread_spearman", "top_decile_err_ratio")
 
 
 _REQUIRED = ("f", "y", "noise_var", "post_mean", "post_var", "mean", "aleatoric", "epistemic")
@@ -160,6 +154,44 @@ def score_arrays(
         for kind in ("eu", "total"):
             out[f"nAURC_{kind}_{loss}"] = normalised_aurc(*other[kind])
 
+    seen = {k: a[k] for k in ("y", "mean", "aleatoric", "epistemic", "total", "member_means")}
+    out.update(observable_arrays(**seen))
+    x = a["member_means"]
+    out["spread_skill_f"] = float("nan") if x is None else spread_skill_ratio(x, a["f"])
+    c = float(np.var(yy))
+    out["util_selective_oracle"] = selective_utility(sq.risk, v, cost_scale=c)
+    out["util_topk_oracle"] = topk_utility(mu, v, a["post_mean"], outcome_sd=np.sqrt(c))
+    return out
+
+
+def observable_arrays(
+    *,
+    y: np.ndarray,
+    mean: np.ndarray,
+    aleatoric: np.ndarray,
+    epistemic: np.ndarray,
+    total: np.ndarray | None = None,
+    member_means: np.ndarray | None = None,
+) -> dict[str, float]:
+    """The metrics of :func:`score_arrays` that need only the realised outcomes: what a
+    practitioner sees on a held-out set (proper scores, coverage, calibration of the PIT,
+    interval scores, realised risk-coverage, ensemble scores, the realised utilities).
+
+    Args:
+        y: realised outcomes, (N,). mean, aleatoric, epistemic: ``mu``, ``a``, ``e``, (N,).
+        total: ``v``, (N,); defaults to ``a + e``.
+        member_means: (K, N) or None; without it the ensemble metrics are NaN.
+
+    Returns:
+        A flat ``{name: float}``, the same values as :func:`score_arrays` gives them.
+    """
+    if total is None:
+        total = np.asarray(aleatoric, np.float64) + np.asarray(epistemic, np.float64)
+    yy, mu, e, v = vectors("observable_arrays", y=y, mean=mean, epistemic=epistemic, total=total)
+    (au,) = vectors("observable_arrays", aleatoric=aleatoric)
+    x = None if member_means is None else members("observable_arrays", "member_means",
+                                                  member_means, yy.shape[0])  # fmt: skip
+    out: dict[str, float] = {}
     out["nll"] = float(np.mean(proper.gaussian_nll(mu, v, yy)))
     out["crps"] = float(np.mean(proper.gaussian_crps(mu, v, yy)))
     for level in proper.COVERAGE_LEVELS:
@@ -170,23 +202,17 @@ def score_arrays(
             np.mean(proper.interval_score(mu, v, yy, level))
         )
     realised = (mu - yy) ** 2  # what a held-out set shows instead of the risk
-    out["nAURC_eu_realised"] = normalised_aurc(a["epistemic"], realised)
+    out["nAURC_eu_realised"] = normalised_aurc(e, realised)
     out["nAURC_total_realised"] = normalised_aurc(v, realised)
-
-    out.update(dict.fromkeys(_ENSEMBLE_METRICS, float("nan")))
-    x = a["member_means"]
+    out.update(dict.fromkeys(_OBSERVABLE_ENSEMBLE, float("nan")))
     if x is not None:
         out["crps_fair"] = float(np.mean(fair_crps_ensemble(x, yy)))
-        out["spread_skill"] = spread_skill_ratio(x, yy, a["aleatoric"])
-        out["spread_skill_f"] = spread_skill_ratio(x, a["f"])
+        out["spread_skill"] = spread_skill_ratio(x, yy, au)
         out["err_spread_spearman"] = error_spread_spearman(x, yy)
         out["top_decile_err_ratio"] = top_decile_error_ratio(x, yy)
-
     c = float(np.var(yy))
-    out["util_selective"] = selective_utility((mu - yy) ** 2, v, cost_scale=c)
-    out["util_selective_oracle"] = selective_utility(sq.risk, v, cost_scale=c)
+    out["util_selective"] = selective_utility(realised, v, cost_scale=c)
     out["util_topk"] = topk_utility(mu, v, yy, outcome_sd=np.sqrt(c))
-    out["util_topk_oracle"] = topk_utility(mu, v, a["post_mean"], outcome_sd=np.sqrt(c))
     return out
 
 

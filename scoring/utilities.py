@@ -20,12 +20,15 @@ the posterior predictive ``N(m_S, sigma_eps^2 + s2_f)`` (the decisions do not de
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numpy.polynomial.legendre import leggauss
 from scipy.special import betainc
 from scipy.stats import beta as beta_dist
 
 from udora.scoring._checks import all_finite, vectors
+from udora.scoring._order import stable_argsort
 
 SELECTIVE_PRIOR: tuple[float, float] = (2.0, 10.0)
 TOPK_FRACTION_PRIOR: tuple[float, float] = (1.2, 20.8)
@@ -69,6 +72,13 @@ def selective_utility(
     return float(np.mean(l * p_predict + abstain_cost))
 
 
+@lru_cache(maxsize=16)
+def _cached_weights(n: int, prior: tuple[float, float]) -> np.ndarray:
+    w = topk_weights(n, prior)
+    w.setflags(write=False)
+    return w
+
+
 def topk_weights(n: int, prior: tuple[float, float] = TOPK_FRACTION_PRIOR) -> np.ndarray:
     """Prior mass of each ``k = 1..n`` when ``k = ceil(n u)``, ``u ~ Beta(a, b)``.
 
@@ -82,6 +92,18 @@ def topk_weights(n: int, prior: tuple[float, float] = TOPK_FRACTION_PRIOR) -> np
         ``w``, shape (n,), summing to 1.
     """
     return np.diff(betainc(prior[0], prior[1], np.arange(n + 1) / n))
+
+
+@lru_cache(maxsize=8)
+def _aversion_nodes(n_nodes: int, prior: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes ``t`` on [0, 1] and weights ``q`` times the Beta density, each
+    (n_nodes,), read-only. Cached: computing them took most of a call on small pools."""
+    x, wq = leggauss(n_nodes)
+    t = 0.5 * (x + 1.0)
+    q = 0.5 * wq * beta_dist.pdf(t, *prior)
+    t.setflags(write=False)
+    q.setflags(write=False)
+    return t, q
 
 
 def topk_utility(
@@ -122,11 +144,9 @@ def topk_utility(
     n = mu.shape[0]
     if not (np.isfinite(outcome_sd) and outcome_sd > 0) or n == 0 or not all_finite(mu, v, val):
         return float("nan")
-    x, wq = leggauss(n_nodes)
-    t = 0.5 * (x + 1.0)
-    q = 0.5 * wq * beta_dist.pdf(t, *aversion_prior)
+    t, q = _aversion_nodes(n_nodes, tuple(aversion_prior))
     gamma = t / outcome_sd
-    order = np.argsort(-(mu[None, :] - gamma[:, None] * v[None, :]), axis=1, kind="stable")
+    order = stable_argsort(-(mu[None, :] - gamma[:, None] * v[None, :]))
     gain = np.take_along_axis(val[None, :] - gamma[:, None] * v[None, :], order, axis=1)
     u_k = np.cumsum(gain, axis=1) / np.arange(1, n + 1)
-    return float(-(q @ (u_k @ topk_weights(n, fraction_prior))))
+    return float(-(q @ (u_k @ _cached_weights(n, tuple(fraction_prior)))))

@@ -39,6 +39,10 @@ def meta_cmd(
         typer.Option(help="Only these configs: comma-separated patterns, e.g. '*@tuned'."),
     ] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(help="Processes rescoring the subsets (default: the usable cores)."),
+    ] = None,
 ) -> None:
     """Which observable metrics rank methods the way the oracle does: Kendall's tau.
 
@@ -61,12 +65,19 @@ def meta_cmd(
                      f"none), got {sizes!r}")  # fmt: skip
     if repeats < 1:
         _usage_error(f"--repeats: expected a positive integer, got {repeats}")
+    if jobs is not None and jobs < 1:
+        _usage_error(f"--jobs: expected a positive integer, got {jobs}")
+    if jobs is None:
+        import os
+
+        jobs = len(os.sched_getaffinity(0))
     with user_errors(console):  # '' is no config at all, not every config
         patterns = None if configs is None else parse_names(configs, "--configs", "patterns")
     folder = out if out is not None else results / "report" / "meta"
     stop = "interrupted: the files in --out may be incomplete; run udora meta again"
     with user_errors(console, stop):
-        report = _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_dir)
+        report = _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_dir,
+                       jobs)  # fmt: skip
     console.print(markdown(report["pooled"]), highlight=False, markup=False, soft_wrap=True)
     if report.get("left_out"):
         console.print(left_out_line(report["left_out"]), highlight=False, markup=False,
@@ -75,7 +86,7 @@ def meta_cmd(
                   highlight=False, markup=False, soft_wrap=True)  # fmt: skip
 
 
-def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_dir) -> dict:
+def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_dir, jobs) -> dict:
     """Load the runs, keep the configs matching ``patterns`` (None: all), write the
     meta-evaluation; user errors as one line."""
     import warnings
@@ -104,7 +115,8 @@ def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_di
             with steps(console, "udora meta") as progress:
                 report = write_meta(table, folder, min_methods=min_methods, n_boot=boot,
                                     sizes=counts, repeats=repeats, progress=progress,
-                                    data_dir=str(data_dir) if data_dir else None)  # fmt: skip
+                                    data_dir=str(data_dir) if data_dir else None,
+                                    jobs=jobs)  # fmt: skip
         except ValueError as err:
             if configs and "or more ok configs" in str(err):
                 kept = sorted(set(table["config"]))

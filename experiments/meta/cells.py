@@ -114,23 +114,28 @@ def _stored_task(run_dir: str, record: dict) -> Any:
     return oracle_arrays.load(oracle_arrays.results_root(run_dir), record["task_hash"])
 
 
-def _block_rng(cell: Cell, config: str, extra: int = 0) -> np.random.Generator:
+def _block_rng(cell: Cell, config: str) -> np.random.Generator:
     """The noise draws of one config's block forecast: from the run seed and the config's
     name, so they never depend on which other configs the folder holds."""
     import zlib
 
-    return np.random.default_rng([cell.seed, zlib.crc32(config.encode()), extra])
+    return np.random.default_rng([cell.seed, zlib.crc32(config.encode()), 0])
 
 
-def _block_scores(cell: Cell, i: int, blocks: np.ndarray, extra: int = 0) -> dict[str, float]:
-    """Run ``i``'s block energy and variogram scores on ``blocks`` (NaN without members)."""
-    from udora.scoring.multivariate import block_scores
+def _block_values(cell: Cell, i: int) -> dict[str, np.ndarray]:
+    """Run ``i``'s energy and variogram score on each of the cell's blocks, (B,) each (NaN
+    without members)."""
+    from udora.scoring.multivariate import block_score_values
 
     pred = cell.predictions[i]
     if pred.get("member_means") is None:
-        return {"energy_score_block": float("nan"), "variogram_score_block": float("nan")}
-    return block_scores(cell.task.y, pred["member_means"], pred["aleatoric"], blocks,
-                        rng=_block_rng(cell, str(cell.runs["config"].iloc[i]), extra))  # fmt: skip
+        B = cell.blocks.shape[0]
+        return {
+            "energy_score_block": np.full(B, np.nan),
+            "variogram_score_block": np.full(B, np.nan),
+        }
+    return block_score_values(cell.task.y, pred["member_means"], pred["aleatoric"], cell.blocks,
+                              rng=_block_rng(cell, str(cell.runs["config"].iloc[i])))  # fmt: skip
 
 
 def block_metrics(cells: list[Cell]) -> pd.DataFrame:
@@ -143,7 +148,8 @@ def block_metrics(cells: list[Cell]) -> pd.DataFrame:
     rows = []
     for cell in cells:
         for i, run_dir in enumerate(cell.runs["run_dir"]):
-            rows.append({"run_dir": run_dir, **_block_scores(cell, i, cell.blocks)})
+            means = {k: float(np.mean(v)) for k, v in _block_values(cell, i).items()}
+            rows.append({"run_dir": run_dir, **means})
     return pd.DataFrame(rows, columns=["run_dir", "energy_score_block", "variogram_score_block"])
 
 
@@ -163,59 +169,79 @@ def subsample_taus(
     seed: int = 0,
     oracle: str = "spearman_eu",
     min_methods: int = 4,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """How many evaluation points an observable metric needs to rank like the oracle.
 
-    In each cell (:func:`load_cells`), each config's stored prediction is scored again
-    (:func:`udora.scoring.score_arrays`) on ``repeats`` random subsets of the pool of each
-    size (a size at least N is the whole pool, once); the observable rankings on the
-    subset are compared (Kendall's tau-b) with the ``oracle`` metric's ranking on the
-    whole pool, as stored. The block scores use ``size // 5`` of the cell's blocks instead
-    (all of them past N). Subsets are drawn from the Generator of ``[seed, cell index,
-    size]``.
+    In each cell (:func:`load_cells`), each config's stored prediction is scored again on
+    ``repeats`` random subsets of the pool of each size (a size at least N is the whole
+    pool, once), by the observable metrics only (:func:`udora.scoring.observable_arrays`);
+    the observable rankings on the subset are compared (Kendall's tau-b) with the
+    ``oracle`` metric's ranking on the whole pool, as stored. The block scores average
+    ``size // 5`` of the cell's blocks instead (all of them past N), each block scored
+    once with the noise draws of the whole-pool score (:func:`block_metrics`). Subsets are
+    drawn from the Generator of ``[seed, cell index, size]``. With ``jobs`` > 1 the cells
+    are shared among that many spawned processes; the rows are the same.
 
     Returns:
         One row per (preset, seed, observable, size) with the mean ``tau`` over repeats
         and ``points`` (the subset size used).
     """
-    from udora.scoring import score_arrays
+    args = (sizes, repeats, seed, oracle, min_methods)
+    if jobs <= 1 or len(cells) < 2:
+        parts = [_cell_subsample_taus(k, cell, *args) for k, cell in enumerate(cells)]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-    rows = []
-    for k, cell in enumerate(cells):
-        cell = cell.where(np.isfinite(ORACLE[oracle](cell.runs).to_numpy()))
-        if len(cell.runs) < min_methods:
-            continue
-        truth = ORACLE[oracle](cell.runs).to_numpy()
-        N = cell.task.X.shape[0]
-        for size in sizes:
-            rng = np.random.default_rng([seed, k, size])
-            B = cell.blocks.shape[0]
-            subsets = (
-                [(np.arange(N), np.arange(B))]
-                if size >= N
-                else [(rng.choice(N, size=size, replace=False),
-                       rng.choice(B, size=max(1, min(B, size // BLOCK_SIZE)), replace=False))
-                      for _ in range(repeats)]
-            )  # fmt: skip
-            taus: dict[str, list[float]] = {}
-            for r, (idx, blk) in enumerate(subsets):
-                scored = pd.DataFrame([
-                    _score_subset(cell.task, p, idx, score_arrays)
-                    | _block_scores(cell, i, cell.blocks[blk], extra=r)
-                    for i, p in enumerate(cell.predictions)
-                ])  # fmt: skip
-                seen = goodness(scored, OBSERVABLE)
-                for obs in seen:
-                    fine = np.isfinite(seen[obs].to_numpy())
-                    if fine.sum() >= min_methods:
-                        taus.setdefault(obs, []).append(
-                            kendall_tau(seen[obs].to_numpy()[fine], truth[fine])
-                        )
-            for obs, values in taus.items():
-                rows.append({"preset": cell.preset, "seed": cell.seed, "observable": obs,
-                             "size": size, "points": min(size, N),
-                             "tau": float(np.nanmean(values))})  # fmt: skip
+        with ProcessPoolExecutor(
+            min(jobs, len(cells)), multiprocessing.get_context("spawn")
+        ) as pool:
+            parts = list(pool.map(_cell_subsample_taus, range(len(cells)), cells,
+                                  *([a] * len(cells) for a in args)))  # fmt: skip
+    rows = [row for part in parts for row in part]
     return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
+
+
+def _cell_subsample_taus(k: int, cell: Cell, sizes: tuple[int, ...], repeats: int, seed: int,
+                         oracle: str, min_methods: int) -> list[dict]:  # fmt: skip
+    """The rows of :func:`subsample_taus` for the ``k``-th cell."""
+    rows: list[dict] = []
+    cell = cell.where(np.isfinite(ORACLE[oracle](cell.runs).to_numpy()))
+    if len(cell.runs) < min_methods:
+        return rows
+    truth = ORACLE[oracle](cell.runs).to_numpy()
+    N = cell.task.X.shape[0]
+    blocks = [_block_values(cell, i) for i in range(len(cell.predictions))]
+    for size in sizes:
+        rng = np.random.default_rng([seed, k, size])
+        B = cell.blocks.shape[0]
+        subsets = (
+            [(np.arange(N), np.arange(B))]
+            if size >= N
+            else [(rng.choice(N, size=size, replace=False),
+                   rng.choice(B, size=max(1, min(B, size // BLOCK_SIZE)), replace=False))
+                  for _ in range(repeats)]
+        )  # fmt: skip
+        scored = pd.DataFrame([
+            _score_subset(cell.task, p, idx)
+            | {name: float(np.mean(v[blk])) for name, v in blocks[i].items()}
+            for idx, blk in subsets for i, p in enumerate(cell.predictions)
+        ])  # fmt: skip
+        seen = goodness(scored, OBSERVABLE)  # one frame for every subset: pandas once
+        taus: dict[str, list[float]] = {}
+        n = len(cell.predictions)
+        for obs in seen:
+            values = seen[obs].to_numpy().reshape(len(subsets), n)
+            for row in values:
+                fine = np.isfinite(row)
+                if fine.sum() >= min_methods:
+                    taus.setdefault(obs, []).append(kendall_tau(row[fine], truth[fine]))
+        for obs, values in taus.items():
+            rows.append({"preset": cell.preset, "seed": cell.seed, "observable": obs,
+                         "size": size, "points": min(size, N),
+                         "tau": float(np.nanmean(values))})  # fmt: skip
+    return rows
 
 
 def iauc_regions(
@@ -248,13 +274,14 @@ def iauc_regions(
                                        "overlap", "below"])  # fmt: skip
 
 
-def _score_subset(task, prediction: dict, idx: np.ndarray, score_arrays) -> dict:
-    """The metrics of one prediction on the pool points ``idx`` (M,)."""
+def _score_subset(task, prediction: dict, idx: np.ndarray) -> dict:
+    """The observable metrics of one prediction on the pool points ``idx`` (M,)
+    (:func:`udora.scoring.observable_arrays`: the oracle's are not needed on subsets)."""
+    from udora.scoring import observable_arrays
+
     members = prediction.get("member_means")
-    return score_arrays(
-        f=task.f[idx], y=task.y[idx], noise_var=task.noise_var[idx],
-        post_mean=task.post_mean[idx], post_var=task.post_var[idx],
-        mean=prediction["mean"][idx], aleatoric=prediction["aleatoric"][idx],
+    return observable_arrays(
+        y=task.y[idx], mean=prediction["mean"][idx], aleatoric=prediction["aleatoric"][idx],
         epistemic=prediction["epistemic"][idx],
         member_means=None if members is None else members[:, idx],
     )  # fmt: skip

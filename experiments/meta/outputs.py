@@ -163,6 +163,7 @@ def write_meta(
     data_dir: str | None = None,
     keep_sizes: bool = False,
     progress: Callable[[str], None] | None = None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """Compute and write the meta-evaluation of a results table (``load_runs``) under
     ``out``; returns the cells, the pooled rows and the paths written. With ``rescore``,
@@ -177,6 +178,7 @@ def write_meta(
     EU ranking (:func:`udora.experiments.meta.cells.subsample_taus`): ``meta_by_size.csv`` and
     the figure ``meta_by_size``; and the interval AUC of every config
     (:func:`udora.experiments.meta.cells.iauc_regions`): ``meta_iauc.csv`` and its figures.
+    ``jobs`` processes share the rescoring of subsets.
 
     Raises:
         ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.
@@ -225,7 +227,8 @@ def write_meta(
             written += iauc_curves_figure(regions, out / "meta_iauc_curves")
     if sizes and rescore:
         step(f"rescoring subsets of {', '.join(map(str, sizes))} points")
-        by_size = subsample_taus(loaded, sizes=sizes, repeats=repeats, min_methods=min_methods)
+        by_size = subsample_taus(loaded, sizes=sizes, repeats=repeats, min_methods=min_methods,
+                                 jobs=jobs)  # fmt: skip
         by_size.to_csv(out / "meta_by_size.csv", index=False)
         written.append(out / "meta_by_size.csv")
         if not by_size.empty:
@@ -239,13 +242,13 @@ def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, s
     left out: why}). Methods that read the task's generating prior (``uses_task_prior``,
     ``gp_oracle``) are left out: no practitioner has it, so how metrics order them answers
     no practical question. ``gp_linear`` fits its own kernel and stays."""
-    from udora import methods
+    from udora.methods.registry import method_infos
+
+    # read without importing the built-in modules (ngboost's import alone takes seconds)
+    prior = {info.name: info.uses_task_prior for info in method_infos()}
 
     def reads_prior(method: str) -> bool:
-        try:
-            return bool(methods.get_method_class(method).uses_task_prior)
-        except (KeyError, ValueError):  # a plugin not installed here: ranked like any
-            return False
+        return prior.get(method, False)  # a plugin not installed here: ranked like any
 
     method = table["method"] if "method" in table else table["config"]  # a table of labels
     pairs = pd.DataFrame({"config": table["config"], "method": method})

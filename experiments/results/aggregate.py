@@ -50,6 +50,9 @@ def kendall_w(scores: np.ndarray) -> float:
     return 12.0 * s / denom if denom > 0 else float("nan")
 
 
+PAIRWISE_MAX = 200  # items up to which kendall_tau counts pairs directly
+
+
 def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
     """Kendall's rank correlation tau-b of two scorings of the same items.
 
@@ -62,11 +65,21 @@ def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
     Returns:
         tau_b in [-1, 1] as a float; NaN if either input is constant, non-finite, or n < 2.
 
+    Up to :data:`PAIRWISE_MAX` items the pair counts are summed directly (signs of all
+    pairwise differences); past it, scipy's ``kendalltau`` (O(n log n)). Meta-evaluation
+    ranks 5 to 20 configs some ten thousand times, where scipy's per-call overhead (about
+    1 ms) was most of the time.
+
     Reference: Kendall, "The treatment of ties in ranking problems", Biometrika 33 (1945).
     """
     a, b = vectors("kendall_tau", x=x, y=y)
     if a.shape[0] < 2 or not all_finite(a, b) or np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
+    if a.shape[0] <= PAIRWISE_MAX:
+        upper = np.triu_indices(a.shape[0], k=1)
+        sa = np.sign(a[:, None] - a[None, :])[upper]
+        sb = np.sign(b[:, None] - b[None, :])[upper]
+        return float(np.sum(sa * sb) / np.sqrt(np.count_nonzero(sa) * np.count_nonzero(sb)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(kendalltau(a, b, variant="b").statistic)

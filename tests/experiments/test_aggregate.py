@@ -66,6 +66,17 @@ def test_kendall_tau_b_matches_pair_counting(pairs):
         assert got == pytest.approx(_tau_b_by_counting(x, y), abs=1e-12)
 
 
+def test_kendall_tau_b_counts_pairs_up_to_its_limit_and_is_scipys_past_it():
+    from udora.experiments.results.aggregate import PAIRWISE_MAX
+
+    rng = np.random.default_rng(1)
+    for n in (PAIRWISE_MAX, PAIRWISE_MAX + 1, 500):
+        x = rng.integers(0, 30, size=n).astype(float)  # with ties
+        y = x + rng.integers(0, 20, size=n)
+        want = stats.kendalltau(x, y, variant="b").statistic
+        assert kendall_tau(x, y) == pytest.approx(want, abs=1e-12), n
+
+
 def test_ols_slope_matches_linregress():
     rng = np.random.default_rng(0)
     x = rng.uniform(0.0, 10.0, size=30)

@@ -153,7 +153,12 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     from udora.experiments.meta.outputs import practitioner_configs
 
     ranked, _ = practitioner_configs(table)  # the configs udora meta ranked
-    whole = subsample_taus(load_cells(ranked, data_dir=str(data)), sizes=(10_000,))
+    loaded = load_cells(ranked, data_dir=str(data))
+    whole = subsample_taus(loaded, sizes=(10_000,))
+    # two processes share the cells and give the same rows
+    one, two = (subsample_taus(loaded, sizes=(50,), repeats=3, jobs=j) for j in (1, 2))
+    assert len(one) > 0
+    pd.testing.assert_frame_equal(one, two)
     stored = cells[cells["oracle"] == "spearman_eu"].set_index(["preset", "seed", "observable"])
     for _, row in whole.iterrows():
         assert row["points"] == 120
@@ -241,6 +246,7 @@ def test_ctrl_c_in_meta_or_report_is_one_line_and_130(args, target, message, mon
     ("--sizes", "50,,200", False), ("--sizes", "50,abc", False), ("--sizes", "1", False),
     ("--sizes", "", True), ("--sizes", " 50 , 200 ", True),
     ("--repeats", "0", False), ("--boot", "0", False), ("--min-methods", "1", False),
+    ("--jobs", "0", False),
 ])  # fmt: skip
 def test_bad_meta_options_are_one_error_naming_the_option(option, value, good, monkeypatch):
     """Options are checked before any folder is read; a good value reaches the work."""

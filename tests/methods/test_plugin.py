@@ -79,7 +79,7 @@ def test_builtin_table_matches_the_register_decorators():
     assert found == registry.BUILTIN_METHODS
 
 
-def test_families_read_without_import_are_the_classes_own(monkeypatch):
+def test_families_and_prior_use_read_without_import_are_the_classes_own(monkeypatch):
     from udora.methods.base import FAMILIES
 
     _fake_entry_points(monkeypatch)  # the built-ins only (knn may be half-installed here)
@@ -87,8 +87,10 @@ def test_families_read_without_import_are_the_classes_own(monkeypatch):
     for name in registry.BUILTIN_METHODS:
         cls = registry.get_method_class(name)
         assert infos[name].family == cls.family, name
+        assert infos[name].uses_task_prior is cls.uses_task_prior, name
         assert cls.family in FAMILIES and cls.family != "other", name
     assert infos["gp_oracle"].family == "GP reference"
+    assert {n for n, i in infos.items() if i.uses_task_prior} == {"gp_oracle"}
 
 
 def _fake_entry_points(monkeypatch, *specs: tuple[str, str]) -> None:

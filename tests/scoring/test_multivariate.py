@@ -4,7 +4,12 @@ the formulas computed directly with NumPy loops, and a fixed-seed propriety chec
 import numpy as np
 import pytest
 
-from udora.scoring.multivariate import block_ensemble, block_scores, nearest_blocks
+from udora.scoring.multivariate import (
+    block_ensemble,
+    block_score_values,
+    block_scores,
+    nearest_blocks,
+)
 
 
 def test_blocks_are_anchor_and_its_nearest_neighbours():
@@ -65,6 +70,11 @@ def test_block_scores_equal_the_fair_estimators_by_hand():
     vs = np.mean([_variogram(y[b], x[i]) for i, b in enumerate(blocks)])
     assert got["energy_score_block"] == pytest.approx(es, rel=1e-12)
     assert got["variogram_score_block"] == pytest.approx(vs, rel=1e-12)
+    # each block's own scores, as meta averages them over subsets of the blocks
+    each = block_score_values(y, m, a, blocks, samples=12, rng=np.random.default_rng(5))
+    for i, b in enumerate(blocks):
+        assert each["energy_score_block"][i] == pytest.approx(_energy(y[b], x[i]), rel=1e-12)
+        assert each["variogram_score_block"][i] == pytest.approx(_variogram(y[b], x[i]), rel=1e-12)
 
 
 def test_the_fair_variogram_gap_equals_scoringrules_fair_form():

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from udora.scoring import curves, curves_arrays, gaussian_crps, score, score_arrays
+from udora.scoring import (
+    curves,
+    curves_arrays,
+    gaussian_crps,
+    observable_arrays,
+    score,
+    score_arrays,
+)
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
@@ -190,3 +197,29 @@ def test_score_is_score_arrays_on_the_objects():
     )
     assert a.keys() == b.keys()
     np.testing.assert_equal(list(a.values()), list(b.values()))
+
+
+def test_observable_metrics_need_only_the_outcomes():
+    """What meta rescores on pool subsets: score_arrays' realised-outcome metrics, unmoved
+    by the oracle's arrays (here replaced by unrelated ones), and every one of them."""
+    import pandas as pd
+
+    from udora.experiments.meta.taus import OBSERVABLE, goodness
+
+    task = _task(n=90, seed=5)
+    rng = np.random.default_rng(5)
+    members = task.f + rng.normal(size=(4, 90))
+    pred = _prediction(members.mean(axis=0), task.noise_var, members.var(axis=0, ddof=1), members)
+    arrays = {"mean": pred.mean, "aleatoric": pred.aleatoric, "epistemic": pred.epistemic,
+              "member_means": members}  # fmt: skip
+    seen = observable_arrays(y=task.y, **arrays)
+    other = {k: rng.normal(size=90) for k in ("f", "post_mean")}
+    other |= {k: rng.uniform(0.1, 1.0, size=90) for k in ("noise_var", "post_var")}
+    for oracle in (vars(task), other):
+        full = score_arrays(**{**oracle, "y": task.y}, **arrays)
+        assert {k: full[k] for k in seen} == seen
+    ranked = set(goodness(pd.DataFrame([seen]), OBSERVABLE))  # what meta can rank from them
+    assert set(OBSERVABLE) - ranked == {"energy_score_block", "variogram_score_block"}
+    assert seen["nll"] == pytest.approx(
+        -np.mean(stats.norm.logpdf(task.y, pred.mean, np.sqrt(pred.total)))
+    )

@@ -134,3 +134,18 @@ def test_degenerate_scales_give_nan():
     assert np.isnan(selective_utility(z, z, cost_scale=0.0))
     assert np.isnan(topk_utility(z, z, z, outcome_sd=0.0))
     assert np.isnan(topk_utility(z, z, z * np.nan, outcome_sd=1.0))
+
+
+@pytest.mark.parametrize("shape", [(7,), (50,), (64, 300), (3, 1)])
+def test_the_fast_stable_argsort_is_numpys_stable_one(shape):
+    from udora.scoring._order import stable_argsort
+
+    rng = np.random.default_rng(sum(shape))
+    distinct = rng.normal(size=shape)
+    ties = rng.integers(0, 4, size=shape).astype(float)  # every row tied
+    mixed = distinct.copy()
+    mixed[..., : max(1, shape[-1] // 3)] = 0.5  # some rows' first third tied
+    with_nan = distinct.copy()
+    with_nan.flat[::5] = np.nan
+    for x in (distinct, ties, mixed, with_nan, -np.zeros(shape)):
+        np.testing.assert_array_equal(stable_argsort(x), np.argsort(x, axis=-1, kind="stable"))
