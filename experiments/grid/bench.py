@@ -57,21 +57,23 @@ def make_grid(
     data_dir: str | Path | None = None,
     tuned: dict[tuple[str, str], dict[str, Any]] | None = None,
 ) -> list[ResolvedRun]:
-    """The resolved runs of the grid; unknown presets/methods/fields raise here.
+    """The resolved runs of the grid, preset by preset, then seed by seed (so the runs of
+    one task follow each other and a worker's task cache builds it once), then method;
+    unknown presets/methods/fields raise here.
 
     With ``quick`` each method starts from its ``Config.QUICK``; ``tuned[(preset, method)]``
     (``bench --tuned``) comes next; ``overrides`` win. An override key ``<method>.<field>``
     applies to that method only (:func:`scoped_overrides`).
     ``data_dir`` (default ``UDORA_DATA_DIR``) is where the runs' tables are looked up.
     """
-    method_names = list(method_names)
+    method_names, seeds = list(method_names), list(seeds)
     runs = []
-    for preset in presets:
-        for method in method_names:
-            base = quick_overrides(method) if quick else {}
-            base = {**base, **(tuned or {}).get((str(preset), method), {})}
-            mine = scoped_overrides(overrides or {}, method, method_names)
-            for seed in seeds:
+    for preset in presets:  # the methods of one task next to each other: a worker builds it once
+        for seed in seeds:
+            for method in method_names:
+                base = quick_overrides(method) if quick else {}
+                base = {**base, **(tuned or {}).get((str(preset), method), {})}
+                mine = scoped_overrides(overrides or {}, method, method_names)
                 spec = RunSpec(str(preset), method, int(seed), {**base, **mine})
                 try:
                     runs.append(resolve(spec, data_dir) if data_dir is not None else resolve(spec))
