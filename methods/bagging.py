@@ -47,4 +47,4 @@ class NNBagging(NNMethod):
     family = "NN"
     Config = BaggingConfig
     config: BaggingConfig
-    recipe = Recipe(rows=resampled_rows)
+    recipe = Recipe(rows=resampled_rows, resampled=True)

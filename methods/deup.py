@@ -69,6 +69,7 @@ class DEUPConfig(NNConfig):
     n_epochs_excess: int = Field(default=100, ge=1)
     batch_size_excess: int = Field(default=64, ge=1)
 
+    BATCH_FIELDS: ClassVar[tuple[str, ...]] = ("batch_size", "batch_size_excess")
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
         **NNConfig.SEARCH_SPACE,
         "learning_rate_excess": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-1},

@@ -17,6 +17,7 @@ uses one, :class:`NNConfig`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -29,6 +30,7 @@ from pydantic import Field
 from udora.methods.base import Prediction, check_x
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.method import NNMethod, Recipe
+from udora.methods.nn.step import TRACED
 from udora.methods.registry import register
 
 NIG_EPS = 1e-6
@@ -61,7 +63,7 @@ def nig_nll(
 class EvidentialLoss:
     """Per-point ``L_NIG + evi_reg |y - gamma| (2 nu + alpha)`` of raw outputs ``(B, 4)``."""
 
-    evi_reg: float
+    evi_reg: float = dataclasses.field(metadata=TRACED)  # swept: an argument of the program
     n_out: ClassVar[int] = 4
 
     def __call__(self, raw: jax.Array, y: jax.Array) -> jax.Array:

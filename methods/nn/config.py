@@ -90,6 +90,7 @@ class NNConfig(MethodConfig):
     early_stopping: bool = False
     patience: int = Field(default=20, ge=1)
 
+    BATCH_FIELDS: ClassVar[tuple[str, ...]] = ("batch_size",)  # their smallest: the micro-step
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {
         "width": {"values": [16, 32, 64]},
         "blocks": {"values": [1, 2, 3, 4]},

@@ -70,6 +70,8 @@ class Recipe:
         one_network: train one network (MC dropout, last-layer posteriors, SWAG) rather
             than ``n_members``.
         mc_dropout: predict with ``n_members`` dropout passes of the trained network.
+        resampled: ``rows`` has a swept length ``m`` (bagging's resample size): the rows
+            are padded to the fit size and counted, so every ``m`` shares one program.
     """
 
     loss: Callable[[NNConfig], PointLoss] = gaussian_nll
@@ -77,6 +79,7 @@ class Recipe:
     rows: Callable[[NNConfig, int, int, np.random.Generator], np.ndarray] = all_rows
     one_network: bool = False
     mc_dropout: bool = False
+    resampled: bool = False
 
 
 class NNMethod(UQMethod):
@@ -127,6 +130,10 @@ class NNMethod(UQMethod):
         keys = jax_keys(seed, "members", "predict")
         member_keys = jax.random.split(keys["members"], rows.shape[0])
         bound = [make(cfg, Xs[fit_idx]) for make in recipe.terms]
+        counted = {}
+        if recipe.resampled:  # pad to the fit size; the count says which rows are real
+            counted["row_counts"] = np.full(rows.shape[0], rows.shape[1], np.int32)
+            rows = np.pad(rows, ((0, 0), (0, max(0, fit_idx.shape[0] - rows.shape[1]))))
         variables, val_loss, epochs_run = train_members(
             cfg,
             jnp.asarray(Xs[fit_idx]),
@@ -138,6 +145,7 @@ class NNMethod(UQMethod):
             loss=recipe.loss(cfg),
             terms=tuple(term for term, _ in bound),
             term_args=tuple(args for _, args in bound),
+            **counted,
         )
         self.fit_idx_, self.val_idx_ = fit_idx, val_idx
         self.variables_: dict[str, Any] = variables

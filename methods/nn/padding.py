@@ -54,7 +54,8 @@ def padding(cfg: NNConfig, n_out: int) -> Padding:
     With AdamW or SGD (whose updates leave a zero parameter with a zero gradient at zero):
     blocks (and the width with :data:`PAD_WIDTH`) padded to the largest of the config's
     class search space (:attr:`NNConfig.SEARCH_SPACE`, or the config's own if larger),
-    micro-steps of the space's smallest batch size (the config's if smaller). So every
+    micro-steps of the space's smallest batch size over the config's ``BATCH_FIELDS`` (the
+    config's if smaller; DEUP's excess network has a batch size of its own). So every
     config of the space with the same width shares one program. Muon and SOAP
     (shape-dependent updates: Newton-Schulz orthogonalisation, Kronecker-factored
     preconditioners) train at the config's own sizes, and BatchNorm (statistics over the
@@ -67,7 +68,8 @@ def padding(cfg: NNConfig, n_out: int) -> Padding:
             width = max(width, _space_bound(cfg, "width", max) or width)
         blocks = max(blocks, _space_bound(cfg, "blocks", max) or blocks)
         if cfg.norm != "batch":
-            micro = min(micro, _space_bound(cfg, "batch_size", min) or MICRO)
+            bounds = [_space_bound(cfg, f, min) for f in type(cfg).BATCH_FIELDS]
+            micro = min(micro, min((b for b in bounds if b), default=MICRO))
     return Padding(width, blocks, micro, cfg.activation, cfg.norm, cfg.dropout > 0, n_out)
 
 

@@ -14,6 +14,7 @@ compiled programs can be cached on them (:mod:`methods.nn.trainer`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, Protocol
@@ -32,6 +33,23 @@ class PointLoss(Protocol):
     n_out: int
 
     def __call__(self, raw: jax.Array, y: jax.Array) -> jax.Array: ...
+
+
+TRACED: dict[str, Any] = {"traced": True}
+"""``dataclasses.field(metadata=TRACED)`` marks a float field of a loss that the compiled
+program takes as an argument (a swept weight such as EDL's ``evi_reg``), so one program
+serves every value (:func:`split_traced`)."""
+
+
+def split_traced(loss: Any) -> tuple[Any, dict[str, jax.Array]]:
+    """``(loss with its traced fields set to None, {field: float32 scalar})``: the first is
+    the hashable key of the compiled program, the second its argument; inside the program
+    ``dataclasses.replace(key, **args)`` is the loss again."""
+    if not dataclasses.is_dataclass(loss):
+        return loss, {}
+    names = [f.name for f in dataclasses.fields(loss) if f.metadata.get("traced")]
+    args = {n: jnp.asarray(getattr(loss, n), jnp.float32) for n in names}
+    return (dataclasses.replace(loss, **dict.fromkeys(names)) if names else loss), args
 
 
 LossTerm = Callable[[Callable[[jax.Array], jax.Array], jax.Array, Any], jax.Array]

@@ -20,6 +20,7 @@ does not recompile.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -41,14 +42,16 @@ from udora.methods.nn.optim import (
 )
 from udora.methods.nn.padded import Padding
 from udora.methods.nn.padding import COMPILER_OPTIONS, cut_trees, dims_of, from_flax, padding
-from udora.methods.nn.step import GaussianNLL, LossTerm, PointLoss
+from udora.methods.nn.step import GaussianNLL, LossTerm, PointLoss, split_traced
 from udora.methods.nn.trackers import Tracker, best_epoch, checkpoints, last_epoch, swag_moments
 
-TRAINER_VERSION = 2
+TRAINER_VERSION = 3
 """Enters the identity of every run of a neural-network method (its class's
-``trainer_version``): version 2 is the padded, micro-batched program of this module; runs
-of version 1 (a program per architecture, the last batch filled from the epoch's start)
-are never reused."""
+``trainer_version``): version 3 is the padded, micro-batched program of this module with
+the swept method parts as arguments (EDL's ``evi_reg``, bagging's resample size as a row
+count, DEUP's excess network on the mean network's micro-step); version 2 compiled a
+program per value of those; version 1 a program per architecture, with the last batch
+filled from the epoch's start. Runs of earlier versions are never reused."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -60,8 +63,15 @@ def _epoch_program(
     trackers: tuple[Tracker, ...],
     grad_clip: float | None,
     fresh: bool,
+    counted: bool,
 ) -> Callable:
-    """The jitted, member-vmapped epoch loop for these static parts (see the module doc)."""
+    """The jitted, member-vmapped epoch loop for these static parts (see the module doc).
+
+    ``loss`` is the key of :func:`~udora.methods.nn.step.split_traced` (its traced fields
+    come as the program's ``loss_args``). With ``counted``, each member's ``rows`` are
+    padded to a common length and its ``count`` says how many are real (bagging's
+    resample size is swept): an epoch shuffles the real rows by sorting uniform keys (the
+    padding sorted last), instead of ``jax.random.permutation`` of all rows."""
     tx = make_optimizer(optimizer_config(opt_key))
     if grad_clip is not None:
         tx = optax.chain(optax.clip_by_global_norm(grad_clip), tx)
@@ -70,19 +80,21 @@ def _epoch_program(
     def evaluate(params, state, x, dims):
         return P.apply(pad, dims, {"params": params, **state}, x, train=False)[0]
 
-    def val_loss(params, state, X_val, y_val, dims):
+    def val_loss(params, state, X_val, y_val, dims, point):
         if X_val.shape[0] == 0:
             return None
-        return jnp.mean(loss(evaluate(params, state, X_val, dims), y_val))
+        return jnp.mean(point(evaluate(params, state, X_val, dims), y_val))
 
-    def train_one(key, rows, X, y, X_val, y_val, n_epochs, dims, init, term_args, hp):
+    def train_one(key, rows, count, X, y, X_val, y_val, n_epochs, dims, init, term_args, hp,
+                  loss_args):  # fmt: skip
+        point = dataclasses.replace(loss, **loss_args) if loss_args else loss
         k_init, k_drop, k_shuffle = jax.random.split(key, 3)
         if fresh:
             init = P.init(pad, dims, k_init, X.shape[1])
         params = init["params"]
         state = {k: v for k, v in init.items() if k != "params"}
         mask = P.gradient_mask(pad, dims, params)
-        m = rows.shape[0]
+        m = count if counted else rows.shape[0]
         batch = jnp.minimum(dims.batch, m)
         n_batches = (m + batch - 1) // batch
 
@@ -106,7 +118,7 @@ def _epoch_program(
                         pad, dims, variables, X[idx], train=True,
                         key=k_dropout, positions=positions, row_mask=real,
                     )  # fmt: skip
-                    return jnp.sum(jnp.where(real, loss(raw, y[idx]), 0.0)), new_st
+                    return jnp.sum(jnp.where(real, point(raw, y[idx]), 0.0)), new_st
 
                 g, new_st = jax.grad(summed, has_aux=True)(params)
                 return jax.tree.map(jnp.add, grads, g), new_st
@@ -128,12 +140,17 @@ def _epoch_program(
 
         def epoch(carry):
             params, state, opt_state, e, tracked = carry
-            perm = jax.random.permutation(jax.random.fold_in(k_shuffle, e), rows)
+            k_epoch = jax.random.fold_in(k_shuffle, e)
+            if counted:  # the real rows first, in random order
+                u = jax.random.uniform(k_epoch, rows.shape)
+                perm = rows[jnp.argsort(jnp.where(jnp.arange(rows.shape[0]) < m, u, 2.0))]
+            else:
+                perm = jax.random.permutation(k_epoch, rows)
             perm = jnp.concatenate([perm, jnp.zeros((R,), perm.dtype)])  # slack for slicing
             params, state, opt_state = jax.lax.fori_loop(
                 0, n_batches, lambda j, c: batch_step(j, c, perm, e), (params, state, opt_state)
             )
-            current = val_loss(params, state, X_val, y_val, dims)
+            current = val_loss(params, state, X_val, y_val, dims, point)
             tracked = tuple(
                 t.update(s, e, params, state, current)
                 for t, s in zip(trackers, tracked, strict=True)
@@ -154,7 +171,8 @@ def _epoch_program(
         results = tuple(t.result(s) for t, s in zip(trackers, tracked, strict=True))
         return {"params": params, **state}, results, n_run
 
-    in_axes = (0, 0, None, None, None, None, None, None, 0, None, None)
+    in_axes = (0, 0, 0 if counted else None, None, None, None, None, None, None, 0, None, None,
+               None)  # fmt: skip
     return jax.jit(jax.vmap(train_one, in_axes=in_axes), compiler_options=COMPILER_OPTIONS)
 
 
@@ -174,6 +192,7 @@ def run_epochs(
     term_args: tuple[Any, ...] = (),
     init: Variables | None = None,
     grad_clip: float | None = None,
+    row_counts: jax.Array | None = None,
 ) -> tuple[Variables, tuple[Any, ...], jax.Array]:
     """Train K members for at most ``n_epochs`` epochs with ``trackers``; inputs float32.
 
@@ -181,7 +200,9 @@ def run_epochs(
         cfg: the method's config (architecture, optimiser, batch size).
         X, y: fit split ``(n, d)``, ``(n,)``.
         X_val, y_val: validation split ``(v, d)``, ``(v,)``; ``v = 0``: no validation loss.
-        rows: ``(K, m)`` int32 row indices of each member's training sample.
+        rows: ``(K, m)`` int32 row indices of each member's training sample; with
+            ``row_counts`` ``(K,)`` only the first ``row_counts[k]`` of row k are real (the
+            others padding, so samples of any size share one program).
         keys: ``(K,)`` JAX keys, one per member (initialisation, shuffling, dropout).
         trackers: hashable trackers, updated after each epoch (they see padded trees).
         loss: hashable per-point loss with ``n_out`` (default: the head's Gaussian NLL).
@@ -196,18 +217,20 @@ def run_epochs(
             order of ``trackers``, with every variables tree in it cut to the true shapes.
         epochs_run: ``(K,)`` epochs each member's loop ran.
     """
-    loss = GaussianNLL(cfg.head) if loss is None else loss
+    loss, loss_args = split_traced(GaussianNLL(cfg.head) if loss is None else loss)
     pad = padding(cfg, loss.n_out)
     fresh = init is None
+    counted = row_counts is not None
     program = _epoch_program(
-        optimizer_key(cfg), pad, loss, tuple(terms), tuple(trackers), grad_clip, fresh
+        optimizer_key(cfg), pad, loss, tuple(terms), tuple(trackers), grad_clip, fresh, counted
     )
     if not fresh:
         init = from_flax(pad, jax.tree.map(np.asarray, init), cfg.width, cfg.blocks)
     budget = jnp.asarray(n_epochs, jnp.int32)
+    count = jnp.asarray(row_counts, jnp.int32) if counted else None
     last, results, n_run = program(
-        keys, rows, X, y, X_val, y_val, budget, dims_of(cfg), init, tuple(term_args),
-        hyperparams(cfg),
+        keys, rows, count, X, y, X_val, y_val, budget, dims_of(cfg), init, tuple(term_args),
+        hyperparams(cfg), loss_args,
     )  # fmt: skip
     return cut_trees(last, cfg.width, cfg.blocks), cut_trees(results, cfg.width, cfg.blocks), n_run
 
@@ -285,15 +308,16 @@ def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:
 
     ``data`` are ``X, y, X_val, y_val, rows, keys`` as in :func:`run_epochs`.
     ``.compile()`` on it times compilation alone (benchmarks); the compiled program takes
-    ``(keys, rows, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (), hyperparams(cfg))``
-    with ``n_epochs`` int32.
+    ``(keys, rows, None, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (),
+    hyperparams(cfg), {})`` with ``n_epochs`` int32.
     """
     loss = GaussianNLL(cfg.head)
     pad = padding(cfg, loss.n_out)
     program = _epoch_program(
-        optimizer_key(cfg), pad, loss, (), (schedule_tracker(cfg),), None, True
+        optimizer_key(cfg), pad, loss, (), (schedule_tracker(cfg),), None, True, False
     )
     X, y, X_val, y_val, rows, keys = data
     n_epochs = jnp.asarray(cfg.n_epochs, jnp.int32)
-    args = (keys, rows, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (), hyperparams(cfg))
+    args = (keys, rows, None, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (),
+            hyperparams(cfg), {})  # fmt: skip
     return program.lower(*args)

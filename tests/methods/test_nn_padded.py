@@ -162,7 +162,9 @@ def test_a_sweep_over_blocks_batch_sizes_and_epochs_compiles_once():
     space = [(1, 64), (2, 128), (3, 256), (4, 512), (4, 64), (3, 128), (2, 256), (1, 512)]
     # Other test files on this worker may have traced the same program at other shapes:
     # count the traces this sweep adds (none if one had these shapes, else one).
-    program = trainer._epoch_program(*_key(base), (trainer.schedule_tracker(base),), None, True)
+    program = trainer._epoch_program(
+        *_key(base), (trainer.schedule_tracker(base),), None, True, False
+    )
     traces = program._cache_size()
     misses = _epoch_program.cache_info().misses
     programs = set()
@@ -174,7 +176,7 @@ def test_a_sweep_over_blocks_batch_sizes_and_epochs_compiles_once():
         assert f"Dense_{2 * blocks + 1}" in variables["params"]
         assert f"Dense_{2 * blocks + 2}" not in variables["params"]
         programs.add(trainer._epoch_program(
-            *_key(cfg), (trainer.schedule_tracker(cfg),), None, True))  # fmt: skip
+            *_key(cfg), (trainer.schedule_tracker(cfg),), None, True, False))  # fmt: skip
     assert _epoch_program.cache_info().misses == misses
     assert programs == {program}
     assert program._cache_size() - traces <= 1, "one trace for the whole sweep"
@@ -200,9 +202,9 @@ def test_gated_off_blocks_and_padded_units_stay_exactly_zero(monkeypatch):
     X, y = _data()
     rows = jnp.arange(70, dtype=jnp.int32)[None, :]
     pad = sizes.padding(cfg, 2)
-    program = _epoch_program(*_key(cfg), (swag_moments(1),), None, True)
-    args = (jax.random.key(3)[None], rows, X, y, X[:0], y[:0], jnp.asarray(3, jnp.int32),
-            sizes.dims_of(cfg), None, (), trainer.hyperparams(cfg))  # fmt: skip
+    program = _epoch_program(*_key(cfg), (swag_moments(1),), None, True, False)
+    args = (jax.random.key(3)[None], rows, None, X, y, X[:0], y[:0], jnp.asarray(3, jnp.int32),
+            sizes.dims_of(cfg), None, (), trainer.hyperparams(cfg), {})  # fmt: skip
     last, ((first, _),), _ = program(*args)
     params = last["params"]
     assert pad.width == 12 and pad.blocks == 4
@@ -226,7 +228,7 @@ def test_the_trainer_version_enters_the_identity_of_neural_network_runs(monkeypa
 
     nn_run = resolve(RunSpec("concrete", "nn_ensemble", 0, {}))
     blr_run = resolve(RunSpec("concrete", "blr", 0, {}))
-    assert nn_run.identity["method"]["trainer"] == trainer.TRAINER_VERSION == 2
+    assert nn_run.identity["method"]["trainer"] == trainer.TRAINER_VERSION == 3
     assert "trainer" not in blr_run.identity["method"]
     monkeypatch.setattr(NNEnsemble, "trainer_version", 1)
     assert resolve(RunSpec("concrete", "nn_ensemble", 0, {})).config_hash != nn_run.config_hash

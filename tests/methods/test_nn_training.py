@@ -138,7 +138,14 @@ def test_n_epochs_is_the_budget_and_programs_are_reused():
     assert _epoch_program.cache_info().misses == misses
     tracker = last_epoch()  # the default schedule: no early stopping
     program = _epoch_program(
-        optimizer_key(cfg), padding(cfg, 2), GaussianNLL("standard"), (), (tracker,), None, True
+        optimizer_key(cfg),
+        padding(cfg, 2),
+        GaussianNLL("standard"),
+        (),
+        (tracker,),
+        None,
+        True,
+        False,
     )
     assert _epoch_program.cache_info().misses == misses
     assert program._cache_size() == 1, "one trace serves both budgets and both data sets"

@@ -1,0 +1,93 @@
+"""Method parts that a sweep changes reach one compiled training program.
+
+EDL's ``evi_reg`` is an argument of the program (a traced loss field), bagging's resample
+size a count of padded rows, and DEUP's excess network micro-steps like its mean network.
+Each is checked against the program it replaces: a loss with the weight as a constant,
+training on the unpadded rows (full-batch, so the shuffle order cannot matter), and the
+padding of the mean network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from udora.methods.deup import DEUPConfig
+from udora.methods.edl import EvidentialLoss
+from udora.methods.nn import padding as sizes
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.trainer import _epoch_program, train_members
+
+pytestmark = pytest.mark.slow  # seconds of compile each: in the slow set (CI runs it)
+
+
+def _data(n=70, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    y = (np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=n)).astype(np.float32)
+    return jnp.asarray(X), jnp.asarray(y)
+
+
+@dataclass(frozen=True)
+class ConstantEvidential:
+    """EDL's loss with ``evi_reg`` a constant of the program (no traced field)."""
+
+    evi_reg: float
+    n_out: ClassVar[int] = 4
+
+    def __call__(self, raw, y):
+        return EvidentialLoss(self.evi_reg)(raw, y)
+
+
+def _leaves(variables):
+    return [np.asarray(v) for v in jax.tree.leaves(variables)]
+
+
+def test_evi_reg_is_an_argument_of_one_program_and_trains_as_a_constant_would():
+    X, y = _data()
+    rows = jnp.arange(70, dtype=jnp.int32)[None, :]
+    keys = jax.random.key(1)[None]
+    cfg = NNConfig(width=8, blocks=2, batch_size=16, n_epochs=3)
+    traced, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys, loss=EvidentialLoss(0.05))
+    constant, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys,
+                                   loss=ConstantEvidential(0.05))  # fmt: skip
+    for a, b in zip(_leaves(traced), _leaves(constant), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    misses = _epoch_program.cache_info().misses
+    other, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys, loss=EvidentialLoss(0.2))
+    assert _epoch_program.cache_info().misses == misses, "another evi_reg, the same program"
+    assert any(not np.allclose(a, b) for a, b in zip(_leaves(other), _leaves(traced), strict=True))
+
+
+def test_resamples_of_any_size_share_one_program_and_padding_rows_changes_nothing():
+    X, y = _data()
+    keys = jax.random.key(2)[None]
+    cfg = NNConfig(width=8, blocks=1, batch_size=512, n_epochs=4)  # full batch: order-free
+    rng = np.random.default_rng(0)
+    real = rng.choice(70, size=50, replace=True).astype(np.int32)
+    plain, _, _ = train_members(cfg, X, y, X[:0], y[:0], jnp.asarray(real[None]), keys)
+    padded_rows = jnp.asarray(np.pad(real, (0, 20))[None])
+    padded, _, _ = train_members(cfg, X, y, X[:0], y[:0], padded_rows, keys,
+                                 row_counts=np.array([50]))  # fmt: skip
+    for a, b in zip(_leaves(padded), _leaves(plain), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    misses = _epoch_program.cache_info().misses
+    for m in (30, 70):
+        rows = np.pad(rng.choice(70, size=m).astype(np.int32), (0, 70 - m))[None]
+        train_members(cfg, X, y, X[:0], y[:0], jnp.asarray(rows), keys, row_counts=np.array([m]))
+    assert _epoch_program.cache_info().misses == misses, "every resample size, one program"
+
+
+def test_deups_excess_network_micro_steps_like_its_mean_network():
+    cfg = DEUPConfig()
+    main = sizes.padding(cfg, 1)
+    for batch in DEUPConfig.SEARCH_SPACE["batch_size_excess"]["values"]:
+        excess = cfg.model_copy(update={"batch_size": batch})
+        assert sizes.padding(excess, 1) == main, batch
+    assert main.micro == 32  # the smaller of the two spaces' smallest batch sizes
+    assert sizes.padding(NNConfig(), 2).micro == 64
