@@ -8,7 +8,7 @@ pool (:func:`subsample_taus`) and the interval AUC on the oracle's exceedance ta
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,11 +41,14 @@ class Cell:
     task: Any
     predictions: list[dict[str, np.ndarray]]
     blocks: np.ndarray
+    # each run's per-block scores by run folder, computed once (:func:`_block_values`)
+    scored_blocks: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
 
     def where(self, keep: np.ndarray) -> Cell:
         """The same cell with only the runs where ``keep`` (one bool per run) holds."""
         preds = [p for p, k in zip(self.predictions, keep, strict=True) if k]
-        return Cell(self.preset, self.seed, self.runs[keep], self.task, preds, self.blocks)
+        return Cell(self.preset, self.seed, self.runs[keep], self.task, preds, self.blocks,
+                    self.scored_blocks)  # fmt: skip
 
 
 def load_cells(
@@ -124,18 +127,22 @@ def _block_rng(cell: Cell, config: str) -> np.random.Generator:
 
 def _block_values(cell: Cell, i: int) -> dict[str, np.ndarray]:
     """Run ``i``'s energy and variogram score on each of the cell's blocks, (B,) each (NaN
-    without members)."""
+    without members); computed once per run (the whole-pool score and every subset's
+    average the same values)."""
     from udora.scoring.multivariate import block_score_values
 
-    pred = cell.predictions[i]
-    if pred.get("member_means") is None:
-        B = cell.blocks.shape[0]
-        return {
-            "energy_score_block": np.full(B, np.nan),
-            "variogram_score_block": np.full(B, np.nan),
-        }
-    return block_score_values(cell.task.y, pred["member_means"], pred["aleatoric"], cell.blocks,
-                              rng=_block_rng(cell, str(cell.runs["config"].iloc[i])))  # fmt: skip
+    run_dir = str(cell.runs["run_dir"].iloc[i])
+    if run_dir not in cell.scored_blocks:
+        pred, B = cell.predictions[i], cell.blocks.shape[0]
+        if pred.get("member_means") is None:
+            nan = np.full(B, np.nan)
+            cell.scored_blocks[run_dir] = {"energy_score_block": nan, "variogram_score_block": nan}
+        else:
+            rng = _block_rng(cell, str(cell.runs["config"].iloc[i]))
+            cell.scored_blocks[run_dir] = block_score_values(
+                cell.task.y, pred["member_means"], pred["aleatoric"], cell.blocks, rng=rng
+            )
+    return cell.scored_blocks[run_dir]
 
 
 def block_metrics(cells: list[Cell]) -> pd.DataFrame:
