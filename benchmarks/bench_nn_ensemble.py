@@ -31,9 +31,9 @@ def _measure(cache: str) -> dict:
     import numpy as np
 
     from udora import methods
+    from udora.methods.nn.lowered import lower_members
     from udora.methods.nn.method import validation_split
     from udora.methods.nn.optim import hyperparams
-    from udora.methods.nn.trainer import lower_members
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(N, D))

@@ -46,12 +46,10 @@ from udora.methods.nn.step import GaussianNLL, LossTerm, PointLoss, split_traced
 from udora.methods.nn.trackers import Tracker, best_epoch, checkpoints, last_epoch, swag_moments
 
 TRAINER_VERSION = 3
-"""Enters the identity of every run of a neural-network method (its class's
-``trainer_version``): version 3 is the padded, micro-batched program of this module with
-the swept method parts as arguments (EDL's ``evi_reg``, bagging's resample size as a row
-count, DEUP's excess network on the mean network's micro-step); version 2 compiled a
-program per value of those; version 1 a program per architecture, with the last batch
-filled from the epoch's start. Runs of earlier versions are never reused."""
+"""In the identity of every NN run (``trainer_version``): 3 is this module's padded,
+micro-batched program with the swept method parts as arguments (EDL's ``evi_reg``,
+bagging's resample size, DEUP's excess micro-step); 2 compiled one per value of those;
+1 one per architecture. Runs of earlier versions are never reused."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -67,11 +65,9 @@ def _epoch_program(
 ) -> Callable:
     """The jitted, member-vmapped epoch loop for these static parts (see the module doc).
 
-    ``loss`` is the key of :func:`~udora.methods.nn.step.split_traced` (its traced fields
-    come as the program's ``loss_args``). With ``counted``, each member's ``rows`` are
-    padded to a common length and its ``count`` says how many are real (bagging's
-    resample size is swept): an epoch shuffles the real rows by sorting uniform keys (the
-    padding sorted last), instead of ``jax.random.permutation`` of all rows."""
+    ``loss`` is a key of :func:`~udora.methods.nn.step.split_traced` (traced fields come as
+    ``loss_args``). With ``counted``, only ``count`` of a member's padded ``rows`` are real:
+    an epoch sorts uniform keys to shuffle them first (not ``jax.random.permutation``)."""
     tx = make_optimizer(optimizer_config(opt_key))
     if grad_clip is not None:
         tx = optax.chain(optax.clip_by_global_norm(grad_clip), tx)
@@ -301,23 +297,3 @@ def collect_moments(
         grad_clip=grad_clip,
     )
     return last, first, second, stack
-
-
-def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:
-    """The program :func:`train_members` runs for these arguments, lowered, not compiled.
-
-    ``data`` are ``X, y, X_val, y_val, rows, keys`` as in :func:`run_epochs`.
-    ``.compile()`` on it times compilation alone (benchmarks); the compiled program takes
-    ``(keys, rows, None, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (),
-    hyperparams(cfg), {})`` with ``n_epochs`` int32.
-    """
-    loss = GaussianNLL(cfg.head)
-    pad = padding(cfg, loss.n_out)
-    program = _epoch_program(
-        optimizer_key(cfg), pad, loss, (), (schedule_tracker(cfg),), None, True, False
-    )
-    X, y, X_val, y_val, rows, keys = data
-    n_epochs = jnp.asarray(cfg.n_epochs, jnp.int32)
-    args = (keys, rows, None, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (),
-            hyperparams(cfg), {})  # fmt: skip
-    return program.lower(*args)
