@@ -1,0 +1,33 @@
+"""The training program of :func:`udora.methods.nn.trainer.train_members`, lowered and not
+compiled, so a benchmark can time compilation alone (``benchmarks/bench_nn_ensemble.py``)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from udora.methods.nn.config import NNConfig
+from udora.methods.nn.optim import hyperparams, optimizer_key
+from udora.methods.nn.padding import dims_of, padding
+from udora.methods.nn.step import GaussianNLL
+from udora.methods.nn.trainer import _epoch_program, schedule_tracker
+
+
+def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:
+    """The program :func:`train_members` runs for these arguments, lowered, not compiled.
+
+    ``data`` are ``X, y, X_val, y_val, rows, keys`` as in :func:`run_epochs`.
+    ``.compile()`` on it times compilation alone (benchmarks); the compiled program takes
+    ``(keys, rows, None, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (),
+    hyperparams(cfg), {})`` with ``n_epochs`` int32.
+    """
+    loss = GaussianNLL(cfg.head)
+    pad = padding(cfg, loss.n_out)
+    program = _epoch_program(
+        optimizer_key(cfg), pad, loss, (), (schedule_tracker(cfg),), None, True, False
+    )
+    X, y, X_val, y_val, rows, keys = data
+    n_epochs = jnp.asarray(cfg.n_epochs, jnp.int32)
+    args = (keys, rows, None, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (),
+            hyperparams(cfg), {})  # fmt: skip
+    return program.lower(*args)
