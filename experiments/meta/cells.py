@@ -201,11 +201,16 @@ def subsample_taus(
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(
-            min(jobs, len(cells)), multiprocessing.get_context("spawn")
-        ) as pool:
-            parts = list(pool.map(_cell_subsample_taus, range(len(cells)), cells,
-                                  *([a] * len(cells) for a in args)))  # fmt: skip
+        from udora.experiments.run.interrupts import ignore_in_worker
+
+        ctx = multiprocessing.get_context("spawn")  # workers leave Ctrl-C to this process
+        with ProcessPoolExecutor(min(jobs, len(cells)), ctx, ignore_in_worker) as pool:
+            try:
+                parts = list(pool.map(_cell_subsample_taus, range(len(cells)), cells,
+                                      *([a] * len(cells) for a in args)))  # fmt: skip
+            except KeyboardInterrupt:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
     rows = [row for part in parts for row in part]
     return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
 
