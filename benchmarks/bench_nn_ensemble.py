@@ -31,9 +31,8 @@ def _measure(cache: str) -> dict:
     import numpy as np
 
     from udora import methods
-    from udora.methods.nn.lowered import lower_members
+    from udora.methods.nn.lowered import lower_members, member_args
     from udora.methods.nn.method import validation_split
-    from udora.methods.nn.optim import hyperparams
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(N, D))
@@ -51,8 +50,6 @@ def _measure(cache: str) -> dict:
     ]
     rows = jnp.tile(jnp.arange(fit_idx.size, dtype=jnp.int32), (K, 1))
     keys = jax.random.split(jax.random.key(0), K)
-    n_epochs = jnp.asarray(EPOCHS, jnp.int32)
-    hp = hyperparams(cfg)
 
     def compile_and_run(rows, keys):
         t0 = time.perf_counter()
@@ -60,18 +57,18 @@ def _measure(cache: str) -> dict:
         t1 = time.perf_counter()
         program = lowered.compile()
         t2 = time.perf_counter()
-        out = jax.block_until_ready(program(keys, rows, *args, n_epochs, None, (), hp))
+        out = jax.block_until_ready(program(*member_args(cfg, *args, rows, keys)))
         t3 = time.perf_counter()
         return program, {"trace_s": t1 - t0, "compile_s": t2 - t1, "first_run_s": t3 - t2}, out
 
     vmapped, v_times, out = compile_and_run(rows, keys)
     assert int(np.min(out[2])) == EPOCHS, "early stopping must be off for a fixed workload"
-    v_times["train_s"] = _best_of(lambda: vmapped(keys, rows, *args, n_epochs, None, (), hp))
+    v_times["train_s"] = _best_of(lambda: vmapped(*member_args(cfg, *args, rows, keys)))
 
     single, s_times, _ = compile_and_run(rows[:1], keys[:1])
 
     def ten_fits():
-        one = (single(keys[k : k + 1], rows[k : k + 1], *args, n_epochs, None, (), hp)
+        one = (single(*member_args(cfg, *args, rows[k : k + 1], keys[k : k + 1]))
                for k in range(K))  # fmt: skip
         return list(one)
 

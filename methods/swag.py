@@ -47,8 +47,10 @@ from udora.methods.combine import combine_members, combine_standardised
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance
 from udora.methods.nn.method import NNMethod, Recipe
-from udora.methods.nn.network import predict_members
-from udora.methods.nn.trainer import collect_moments
+from udora.methods.nn.network import Variables, predict_members
+from udora.methods.nn.padding import space_bound
+from udora.methods.nn.trackers import checkpoints, schedule_args, swag_moments
+from udora.methods.nn.trainer import run_epochs
 from udora.methods.registry import register
 from udora.methods.seeding import jax_keys
 
@@ -99,6 +101,42 @@ def drift_fraction(stack: np.ndarray) -> float:
         return 0.0
     explained = float(np.sum((t @ centred) ** 2) / np.sum(t**2))
     return explained / total
+
+
+def collect_moments(
+    cfg: NNConfig,
+    X: jax.Array,
+    y: jax.Array,
+    rows: jax.Array,
+    keys: jax.Array,
+    init: Variables,
+    *,
+    every: int,
+    n_checkpoints: int,
+    burn_in: int = 0,
+    grad_clip: float | None = None,
+) -> tuple[Variables, Any, Any, Any]:
+    """Continue from ``init`` for ``burn_in + every * n_checkpoints`` epochs in one run;
+    after the ``burn_in`` epochs every ``every``-th iterate is a checkpoint
+    (:func:`swag_moments`, :func:`checkpoints`). The optimiser state carries over from
+    burn-in to collection. The three numbers are program arguments and the checkpoint
+    stack is as long as the largest ``n_checkpoints`` of ``cfg``'s search space, so a sweep
+    over them compiles once.
+
+    Returns:
+        variables: the last iterate (leading K axis).
+        first, second: ``E[theta]`` and ``E[theta^2]`` as params trees (leading K axis).
+        stack: the checkpoints, numpy params trees with leading ``(K, n_checkpoints)`` axes.
+    """
+    capacity = max(n_checkpoints, space_bound(cfg, "n_checkpoints", max) or 0)
+    trackers = (swag_moments(), checkpoints(capacity))
+    schedule = (schedule_args(every, burn_in), schedule_args(every, burn_in, n_checkpoints))
+    last, ((first, second), stack), _ = run_epochs(
+        cfg, X, y, X[:0], y[:0], rows, keys, burn_in + every * n_checkpoints, trackers,
+        init=init, grad_clip=grad_clip, tracker_args=schedule,
+    )  # fmt: skip
+    stack = jax.tree.map(lambda a: np.asarray(a)[:, :n_checkpoints], stack)
+    return last, first, second, stack
 
 
 @register("swag")

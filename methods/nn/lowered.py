@@ -13,21 +13,24 @@ from udora.methods.nn.step import GaussianNLL
 from udora.methods.nn.trainer import _epoch_program, schedule_tracker
 
 
+def member_args(cfg: NNConfig, X, y, X_val, y_val, rows, keys) -> tuple:
+    """The arguments of the compiled program of :func:`lower_members` for these arrays
+    (as in :func:`run_epochs`; fresh init, ``cfg.n_epochs`` epochs)."""
+    n_epochs = jnp.asarray(cfg.n_epochs, jnp.int32)
+    return (keys, rows, None, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (),
+            hyperparams(cfg), {}, (None,))  # fmt: skip
+
+
 def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:
     """The program :func:`train_members` runs for these arguments, lowered, not compiled.
 
     ``data`` are ``X, y, X_val, y_val, rows, keys`` as in :func:`run_epochs`.
     ``.compile()`` on it times compilation alone (benchmarks); the compiled program takes
-    ``(keys, rows, None, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (),
-    hyperparams(cfg), {})`` with ``n_epochs`` int32.
+    :func:`member_args` ``(cfg, *data)``.
     """
     loss = GaussianNLL(cfg.head)
     pad = padding(cfg, loss.n_out)
     program = _epoch_program(
         optimizer_key(cfg), pad, loss, (), (schedule_tracker(cfg),), None, True, False
     )
-    X, y, X_val, y_val, rows, keys = data
-    n_epochs = jnp.asarray(cfg.n_epochs, jnp.int32)
-    args = (keys, rows, None, X, y, X_val, y_val, n_epochs, dims_of(cfg), None, (),
-            hyperparams(cfg), {})  # fmt: skip
-    return program.lower(*args)
+    return program.lower(*member_args(cfg, *data))

@@ -36,7 +36,7 @@ it as fast on the CPU (a width-32, 2-block, 10-member program on 720 rows: 15.6 
 compile, 3.7 -> 3.2 s for 100 epochs, measured on two busy cores)."""
 
 
-def _space_bound(cfg: NNConfig, field: str, pick: Callable[..., int]) -> int | None:
+def space_bound(cfg: NNConfig, field: str, pick: Callable[..., int]) -> int | None:
     """``pick`` (max or min) of ``field``'s values or range in ``type(cfg).SEARCH_SPACE``."""
     entry = type(cfg).SEARCH_SPACE.get(field)
     if not entry:
@@ -65,10 +65,10 @@ def padding(cfg: NNConfig, n_out: int) -> Padding:
     width, blocks, micro = cfg.width, cfg.blocks, cfg.batch_size
     if shared:
         if PAD_WIDTH:
-            width = max(width, _space_bound(cfg, "width", max) or width)
-        blocks = max(blocks, _space_bound(cfg, "blocks", max) or blocks)
+            width = max(width, space_bound(cfg, "width", max) or width)
+        blocks = max(blocks, space_bound(cfg, "blocks", max) or blocks)
         if cfg.norm != "batch":
-            bounds = [_space_bound(cfg, f, min) for f in type(cfg).BATCH_FIELDS]
+            bounds = [space_bound(cfg, f, min) for f in type(cfg).BATCH_FIELDS]
             micro = min(micro, min((b for b in bounds if b), default=MICRO))
     return Padding(width, blocks, micro, cfg.activation, cfg.norm, cfg.dropout > 0, n_out)
 

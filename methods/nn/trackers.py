@@ -2,14 +2,16 @@
 
 A tracker is a tuple of pure functions (in the style of an ``optax`` transformation):
 
-    init(params, state) -> s
+    init(params, state, args) -> s                     args: the tracker's traced numbers
     update(s, epoch, params, state, val_loss) -> s     after each epoch (0-based ``epoch``)
     done(s) -> bool                                    stop training (any tracker stops it)
     result(s) -> r                                     what the trainer returns (default s)
 
 ``val_loss`` is the scalar validation loss in eval mode, or None without a validation split.
 The factories are cached, so the same settings give the same (hashable) tracker and the
-compiled programs that use it are reused (:mod:`methods.nn.trainer`).
+compiled programs that use it are reused (:mod:`methods.nn.trainer`). What a sweep changes
+(SWAG's checkpoint spacing, burn-in and count) is not a factory setting but an ``args``
+of the program call (``None`` for trackers without any), so it does not recompile.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class Tracker(NamedTuple):
     loop (an eager division can round differently).
     """
 
-    init: Callable[[Any, Any], Any]
+    init: Callable[[Any, Any, Any], Any]
     update: Callable[[Any, jax.Array, Any, Any, jax.Array | None], Any]
     done: Callable[[Any], jax.Array | bool] = never
     result: Callable[[Any], Any] = identity
@@ -62,7 +64,8 @@ def best_epoch(patience: int) -> Tracker:
     epoch counts as an improvement (the last epoch is kept, ``best_val`` = 0).
     """
 
-    def init(params, state) -> BestEpoch:
+    def init(params, state, args) -> BestEpoch:
+        del args
         inf = jnp.asarray(jnp.inf, jnp.float32)
         return BestEpoch((params, state), inf, jnp.zeros((), jnp.int32))
 
@@ -86,8 +89,8 @@ def best_epoch(patience: int) -> Tracker:
 def last_epoch() -> Tracker:
     """The fixed schedule: keeps the last epoch's ``val_loss`` (0 without a split). Never stops."""
 
-    def init(params, state) -> jax.Array:
-        del params, state
+    def init(params, state, args) -> jax.Array:
+        del params, state, args
         return jnp.zeros((), jnp.float32)
 
     def update(s, epoch, params, state, val_loss) -> jax.Array:
@@ -97,39 +100,51 @@ def last_epoch() -> Tracker:
     return Tracker(init, update)
 
 
-def taken(epoch: jax.Array, every: int, start: int) -> jax.Array:
+def taken(epoch: jax.Array, every: jax.Array | int, start: jax.Array | int) -> jax.Array:
     """Whether ``epoch`` (0-based) ends a checkpoint: past ``start`` burn-in epochs, then
     every ``every``-th epoch (epochs ``start + every - 1``, ``start + 2 every - 1``, ...)."""
     return (epoch >= start) & ((epoch + 1 - start) % every == 0)
 
 
 class Moments(NamedTuple):
-    """Running sums of ``theta`` and ``theta^2`` (params trees) and their count ``C``."""
+    """Running sums of ``theta`` and ``theta^2`` (params trees), their count ``C``, and
+    the schedule (:func:`taken`'s ``every`` and ``start``, int32 scalars)."""
 
     first: Any
     second: Any
     count: jax.Array
+    every: jax.Array
+    start: jax.Array
+
+
+def schedule_args(every: int, start: int, n: int | None = None) -> tuple[jax.Array, ...]:
+    """The ``args`` of :func:`swag_moments` (``every``, ``start``) and, with ``n``, of
+    :func:`checkpoints` (``every``, ``start``, ``n``), as int32 scalars."""
+    values = (every, start) if n is None else (every, start, n)
+    return tuple(jnp.asarray(v, jnp.int32) for v in values)
 
 
 @functools.cache
-def swag_moments(every: int, start: int = 0) -> Tracker:
+def swag_moments() -> Tracker:
     """SWAG's moments: after ``start`` burn-in epochs, after every ``every``-th epoch add
-    ``theta_c`` and ``theta_c^2`` (:func:`taken`).
+    ``theta_c`` and ``theta_c^2`` (:func:`taken`); ``args`` = :func:`schedule_args`
+    ``(every, start)``.
 
     Its result is ``(E[theta], E[theta^2])`` (:func:`moment_means`). Never stops.
     """
 
-    def init(params, state) -> Moments:
+    def init(params, state, args) -> Moments:
         del state
+        every, start = args
         zeros = jax.tree.map(jnp.zeros_like, params)
-        return Moments(zeros, zeros, jnp.zeros((), jnp.float32))
+        return Moments(zeros, zeros, jnp.zeros((), jnp.float32), every, start)
 
     def update(s: Moments, epoch, params, state, val_loss) -> Moments:
         del state, val_loss
-        take = taken(epoch, every, start)
+        take = taken(epoch, s.every, s.start)
         first = jax.tree.map(lambda a, p: a + jnp.where(take, p, 0.0), s.first, params)
         second = jax.tree.map(lambda a, p: a + jnp.where(take, p * p, 0.0), s.second, params)
-        return Moments(first, second, s.count + take.astype(jnp.float32))
+        return s._replace(first=first, second=second, count=s.count + take.astype(jnp.float32))
 
     return Tracker(init, update, result=moment_means)
 
@@ -141,30 +156,38 @@ def moment_means(s: Moments) -> tuple[Any, Any]:
 
 
 class Checkpoints(NamedTuple):
-    """The checkpoints themselves: a params tree with a leading ``(C,)`` axis, and a count."""
+    """The checkpoints themselves: a params tree with a leading ``(capacity,)`` axis, how
+    many are stored, and the schedule (``every``, ``start``, ``n``; int32 scalars)."""
 
     stack: Any
     count: jax.Array
+    every: jax.Array
+    start: jax.Array
+    n: jax.Array
 
 
 @functools.cache
-def checkpoints(every: int, start: int, n: int) -> Tracker:
-    """Store the ``n`` checkpoints :func:`swag_moments` ``(every, start)`` takes, in order.
+def checkpoints(capacity: int) -> Tracker:
+    """Store the first ``n <= capacity`` checkpoints :func:`swag_moments` takes with the
+    same ``every`` and ``start``, in order; ``args`` = :func:`schedule_args`
+    ``(every, start, n)``. Only ``capacity`` (the stack's length) is static, so every
+    ``n`` up to it shares one program.
 
-    Its result is the params tree with a leading ``(n,)`` axis (rows past the count stay 0).
-    Never stops.
+    Its result is the params tree with a leading ``(capacity,)`` axis (rows past ``n`` stay
+    0). Never stops.
     """
 
-    def init(params, state) -> Checkpoints:
+    def init(params, state, args) -> Checkpoints:
         del state
-        stack = jax.tree.map(lambda p: jnp.zeros((n, *p.shape), p.dtype), params)
-        return Checkpoints(stack, jnp.zeros((), jnp.int32))
+        every, start, n = args
+        stack = jax.tree.map(lambda p: jnp.zeros((capacity, *p.shape), p.dtype), params)
+        return Checkpoints(stack, jnp.zeros((), jnp.int32), every, start, n)
 
     def update(s: Checkpoints, epoch, params, state, val_loss) -> Checkpoints:
         del state, val_loss
-        take = taken(epoch, every, start) & (s.count < n)
-        index = jnp.minimum(s.count, n - 1)
+        take = taken(epoch, s.every, s.start) & (s.count < jnp.minimum(s.n, capacity))
+        index = jnp.minimum(s.count, capacity - 1)
         stack = jax.tree.map(lambda a, p: jnp.where(take, a.at[index].set(p), a), s.stack, params)
-        return Checkpoints(stack, s.count + take.astype(jnp.int32))
+        return s._replace(stack=stack, count=s.count + take.astype(jnp.int32))
 
     return Tracker(init, update, result=lambda s: s.stack)

@@ -41,15 +41,26 @@ from udora.methods.nn.optim import (
     set_hyperparams,
 )
 from udora.methods.nn.padded import Padding
-from udora.methods.nn.padding import COMPILER_OPTIONS, cut_trees, dims_of, from_flax, padding
+from udora.methods.nn.padding import (
+    COMPILER_OPTIONS,
+    cut_trees,
+    dims_of,
+    from_flax,
+    padding,
+)
 from udora.methods.nn.step import GaussianNLL, LossTerm, PointLoss, split_traced
-from udora.methods.nn.trackers import Tracker, best_epoch, checkpoints, last_epoch, swag_moments
+from udora.methods.nn.trackers import (
+    Tracker,
+    best_epoch,
+    last_epoch,
+)
 
-TRAINER_VERSION = 3
-"""In the identity of every NN run (``trainer_version``): 3 is this module's padded,
+TRAINER_VERSION = 4
+"""In the identity of every NN run (``trainer_version``): 4 is this module's padded,
 micro-batched program with the swept method parts as arguments (EDL's ``evi_reg``,
-bagging's resample size, DEUP's excess micro-step); 2 compiled one per value of those;
-1 one per architecture. Runs of earlier versions are never reused."""
+bagging's resample size, DEUP's excess micro-step, SWAG's checkpoint schedule); 3 compiled
+one SWAG collection per schedule, 2 one program per value of the others, 1 one per
+architecture. Runs of earlier versions are never reused."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -82,7 +93,7 @@ def _epoch_program(
         return jnp.mean(point(evaluate(params, state, X_val, dims), y_val))
 
     def train_one(key, rows, count, X, y, X_val, y_val, n_epochs, dims, init, term_args, hp,
-                  loss_args):  # fmt: skip
+                  loss_args, tracker_args):  # fmt: skip
         point = dataclasses.replace(loss, **loss_args) if loss_args else loss
         k_init, k_drop, k_shuffle = jax.random.split(key, 3)
         if fresh:
@@ -160,7 +171,8 @@ def _epoch_program(
             )
             return (e < n_epochs) & jnp.logical_not(stop)
 
-        tracked0 = tuple(t.init(params, state) for t in trackers)
+        tracked0 = tuple(t.init(params, state, a) for t, a in zip(trackers, tracker_args,
+                                                                  strict=True))  # fmt: skip
         opt_state = set_hyperparams(tx.init(params), hp)
         carry0 = (params, state, opt_state, jnp.zeros((), jnp.int32), tracked0)
         params, state, _, n_run, tracked = jax.lax.while_loop(go_on, epoch, carry0)
@@ -168,7 +180,7 @@ def _epoch_program(
         return {"params": params, **state}, results, n_run
 
     in_axes = (0, 0, 0 if counted else None, None, None, None, None, None, None, 0, None, None,
-               None)  # fmt: skip
+               None, None)  # fmt: skip
     return jax.jit(jax.vmap(train_one, in_axes=in_axes), compiler_options=COMPILER_OPTIONS)
 
 
@@ -189,6 +201,7 @@ def run_epochs(
     init: Variables | None = None,
     grad_clip: float | None = None,
     row_counts: jax.Array | None = None,
+    tracker_args: tuple[Any, ...] | None = None,
 ) -> tuple[Variables, tuple[Any, ...], jax.Array]:
     """Train K members for at most ``n_epochs`` epochs with ``trackers``; inputs float32.
 
@@ -206,6 +219,7 @@ def run_epochs(
         init: :class:`~udora.methods.nn.backbone.ResidualMLP` variables with a leading K
             axis to start from (default: fresh init).
         grad_clip: clip the global gradient norm to this value before the optimiser.
+        tracker_args: one entry per tracker, its traced ``args`` (default None each).
 
     Returns:
         variables: the last iterate as ResidualMLP variables, leading K axis on every leaf.
@@ -224,9 +238,11 @@ def run_epochs(
         init = from_flax(pad, jax.tree.map(np.asarray, init), cfg.width, cfg.blocks)
     budget = jnp.asarray(n_epochs, jnp.int32)
     count = jnp.asarray(row_counts, jnp.int32) if counted else None
+    if tracker_args is None:
+        tracker_args = (None,) * len(trackers)
     last, results, n_run = program(
         keys, rows, count, X, y, X_val, y_val, budget, dims_of(cfg), init, tuple(term_args),
-        hyperparams(cfg), loss_args,
+        hyperparams(cfg), loss_args, tuple(tracker_args),
     )  # fmt: skip
     return cut_trees(last, cfg.width, cfg.blocks), cut_trees(results, cfg.width, cfg.blocks), n_run
 
@@ -257,43 +273,3 @@ def train_members(
         return last, result, n_run
     params, state = result.best
     return {"params": params, **state}, result.best_val, n_run
-
-
-def collect_moments(
-    cfg: NNConfig,
-    X: jax.Array,
-    y: jax.Array,
-    rows: jax.Array,
-    keys: jax.Array,
-    init: Variables,
-    *,
-    every: int,
-    n_checkpoints: int,
-    burn_in: int = 0,
-    grad_clip: float | None = None,
-) -> tuple[Variables, Any, Any, Any]:
-    """Continue from ``init`` for ``burn_in + every * n_checkpoints`` epochs in one run;
-    after the ``burn_in`` epochs every ``every``-th iterate is a checkpoint
-    (:func:`swag_moments`, :func:`checkpoints`). The optimiser state carries over from
-    burn-in to collection.
-
-    Returns:
-        variables: the last iterate (leading K axis).
-        first, second: ``E[theta]`` and ``E[theta^2]`` as params trees (leading K axis).
-        stack: the checkpoints, params trees with leading ``(K, n_checkpoints)`` axes.
-    """
-    trackers = (swag_moments(every, burn_in), checkpoints(every, burn_in, n_checkpoints))
-    last, ((first, second), stack), _ = run_epochs(
-        cfg,
-        X,
-        y,
-        X[:0],
-        y[:0],
-        rows,
-        keys,
-        burn_in + every * n_checkpoints,
-        trackers,
-        init=init,
-        grad_clip=grad_clip,
-    )
-    return last, first, second, stack

@@ -193,7 +193,7 @@ def _key(cfg):
 def test_gated_off_blocks_and_padded_units_stay_exactly_zero(monkeypatch):
     """run_epochs' trackers see the padded tree: the SWAG moments of a 1-block, width-8
     network padded to 4 blocks and width 12 are exactly zero outside the live part."""
-    from udora.methods.nn.trackers import swag_moments
+    from udora.methods.nn.trackers import schedule_args, swag_moments
 
     monkeypatch.setattr(sizes, "PAD_WIDTH", True)
     monkeypatch.setattr(NNConfig, "SEARCH_SPACE", {"width": {"values": [12]},
@@ -202,9 +202,10 @@ def test_gated_off_blocks_and_padded_units_stay_exactly_zero(monkeypatch):
     X, y = _data()
     rows = jnp.arange(70, dtype=jnp.int32)[None, :]
     pad = sizes.padding(cfg, 2)
-    program = _epoch_program(*_key(cfg), (swag_moments(1),), None, True, False)
+    program = _epoch_program(*_key(cfg), (swag_moments(),), None, True, False)
     args = (jax.random.key(3)[None], rows, None, X, y, X[:0], y[:0], jnp.asarray(3, jnp.int32),
-            sizes.dims_of(cfg), None, (), trainer.hyperparams(cfg), {})  # fmt: skip
+            sizes.dims_of(cfg), None, (), trainer.hyperparams(cfg), {},
+            (schedule_args(1, 0),))  # fmt: skip
     last, ((first, _),), _ = program(*args)
     params = last["params"]
     assert pad.width == 12 and pad.blocks == 4
@@ -228,7 +229,7 @@ def test_the_trainer_version_enters_the_identity_of_neural_network_runs(monkeypa
 
     nn_run = resolve(RunSpec("concrete", "nn_ensemble", 0, {}))
     blr_run = resolve(RunSpec("concrete", "blr", 0, {}))
-    assert nn_run.identity["method"]["trainer"] == trainer.TRAINER_VERSION == 3
+    assert nn_run.identity["method"]["trainer"] == trainer.TRAINER_VERSION == 4
     assert "trainer" not in blr_run.identity["method"]
     monkeypatch.setattr(NNEnsemble, "trainer_version", 1)
     assert resolve(RunSpec("concrete", "nn_ensemble", 0, {})).config_hash != nn_run.config_hash

@@ -1,10 +1,12 @@
 """Method parts that a sweep changes reach one compiled training program.
 
 EDL's ``evi_reg`` is an argument of the program (a traced loss field), bagging's resample
-size a count of padded rows, and DEUP's excess network micro-steps like its mean network.
+size a count of padded rows, DEUP's excess network micro-steps like its mean network, and
+SWAG's checkpoint schedule is a tracker argument with the stack padded to the space's
+largest count.
 Each is checked against the program it replaces: a loss with the weight as a constant,
-training on the unpadded rows (full-batch, so the shuffle order cannot matter), and the
-padding of the mean network.
+training on the unpadded rows (full-batch, so the shuffle order cannot matter), the
+padding of the mean network, and a stack exactly as long as the count.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from udora.methods.edl import EvidentialLoss
 from udora.methods.nn import padding as sizes
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.trainer import _epoch_program, train_members
+from udora.methods.swag import SWAGConfig, collect_moments
 
 pytestmark = pytest.mark.slow  # seconds of compile each: in the slow set (CI runs it)
 
@@ -91,3 +94,32 @@ def test_deups_excess_network_micro_steps_like_its_mean_network():
         assert sizes.padding(excess, 1) == main, batch
     assert main.micro == 32  # the smaller of the two spaces' smallest batch sizes
     assert sizes.padding(NNConfig(), 2).micro == 64
+
+
+def test_swag_schedules_share_one_collection_program_and_match_an_exact_stack():
+    X, y = _data()
+    rows = jnp.arange(70, dtype=jnp.int32)[None, :]
+    keys = jax.random.key(3)[None]
+    cfg = NNConfig(width=8, blocks=1, batch_size=16, n_epochs=2, optimizer="sgd",
+                   learning_rate=0.02, momentum=0.9)  # fmt: skip
+    init, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys)
+    swag = SWAGConfig(**cfg.model_dump())  # its space's 40 checkpoints size the stack
+
+    def collect(config, every, n, burn_in):
+        return collect_moments(config, X, y, rows, keys, init, every=every, n_checkpoints=n,
+                               burn_in=burn_in, grad_clip=1.0)  # fmt: skip
+
+    exact = collect(cfg, 2, 3, 1)  # NNConfig has no n_checkpoints range: a stack of 3
+    misses = _epoch_program.cache_info().misses
+    padded = collect(swag, 2, 3, 1)
+    for a, b in zip(_leaves(padded[1:]), _leaves(exact[1:]), strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert _epoch_program.cache_info().misses == misses + 1, "the 40-checkpoint program"
+    for every, n, burn_in in ((3, 5, 0), (1, 12, 4)):
+        _, first, _, stack = collect(swag, every, n, burn_in)
+        assert jax.tree.leaves(stack)[0].shape[:2] == (1, n)
+        # the mean of the stored checkpoints is the running first moment
+        for m1, s in zip(jax.tree.leaves(first), jax.tree.leaves(stack), strict=True):
+            np.testing.assert_allclose(np.asarray(m1[0]), s[0].mean(axis=0), rtol=1e-5, atol=1e-6)
+    assert _epoch_program.cache_info().misses == misses + 1, "every schedule, one program"

@@ -19,7 +19,7 @@ from udora.methods.nn.network import make_network
 from udora.methods.nn.optim import optimizer_key
 from udora.methods.nn.padding import padding
 from udora.methods.nn.step import GaussianNLL
-from udora.methods.nn.trackers import best_epoch, last_epoch, swag_moments
+from udora.methods.nn.trackers import best_epoch, last_epoch, schedule_args, swag_moments
 from udora.methods.nn.trainer import _epoch_program, run_epochs, train_members
 
 
@@ -87,15 +87,18 @@ def test_trackers_compose_best_epoch_and_swag_moments():
     X_val, y_val = _data(n=32, seed=3)
     rows = jnp.arange(48, dtype=jnp.int32)[None, :]
     keys = jax.random.key(5)[None]
-    trackers = (best_epoch(patience), swag_moments(every))
+    trackers = (best_epoch(patience), swag_moments())
+    schedule = (None, schedule_args(every, 0))
     last, (best, (first, second)), n_run = run_epochs(
-        cfg, X, y, X_val, y_val, rows, keys, 200, trackers
+        cfg, X, y, X_val, y_val, rows, keys, 200, trackers, tracker_args=schedule
     )
     n_run = int(n_run[0])
     net = make_network(cfg)
     iterates, losses = [], []
     for j in range(1, n_run + 1):
-        variables, _, _ = run_epochs(cfg, X, y, X_val, y_val, rows, keys, j, trackers)
+        variables, _, _ = run_epochs(
+            cfg, X, y, X_val, y_val, rows, keys, j, trackers, tracker_args=schedule
+        )
         member = jax.tree.map(lambda a: a[0], variables)
         iterates.append([np.asarray(a, np.float64) for a in jax.tree.leaves(member["params"])])
         raw = np.asarray(net.apply(member, X_val, train=False), np.float64)

@@ -14,8 +14,8 @@ from method_tasks import make_task
 
 from udora import methods
 from udora.methods.nn.config import NNConfig
-from udora.methods.nn.trainer import collect_moments, train_members
-from udora.methods.swag import drift_fraction
+from udora.methods.nn.trainer import train_members
+from udora.methods.swag import collect_moments, drift_fraction
 
 
 def _data(n=48, seed=0):
