@@ -31,6 +31,6 @@ def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:
     loss = GaussianNLL(cfg.head)
     pad = padding(cfg, loss.n_out)
     program = _epoch_program(
-        optimizer_key(cfg), pad, loss, (), (schedule_tracker(cfg),), None, True, False
+        optimizer_key(cfg), pad, loss, (), (schedule_tracker(cfg),), False, True, False
     )
     return program.lower(*member_args(cfg, *data))

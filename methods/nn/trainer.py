@@ -11,11 +11,11 @@ epoch the validation loss (eval mode, 0 rows: none) goes to the trackers
 Under vmap the loop runs until every member is done; a member that is done no longer
 changes.
 
-Programs are cached on their static parts (config key, loss, terms, trackers, gradient
-clip); the data, the rows, the epoch budget, the initial variables, the terms' arrays
-and the optimizer's numbers (:func:`udora.methods.nn.optim.hyperparams`: Adam's and SGD's
-learning rate, momentum, weight decay, ...) are call arguments, so changing only them
-does not recompile.
+Programs are cached on their static parts (config key, loss, terms, trackers, whether
+gradients are clipped); the data, the rows, the epoch budget, the initial variables, the
+terms' arrays, the trackers' arguments, the clip norm and the optimizer's numbers
+(:func:`udora.methods.nn.optim.hyperparams`: Adam's and SGD's learning rate, momentum,
+weight decay, ...) are call arguments, so changing only them does not recompile.
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ from udora.methods.nn.trackers import (
 TRAINER_VERSION = 4
 """In the identity of every NN run (``trainer_version``): 4 is this module's padded,
 micro-batched program with the swept method parts as arguments (EDL's ``evi_reg``,
-bagging's resample size, DEUP's excess micro-step, SWAG's checkpoint schedule); 3 compiled
-one SWAG collection per schedule, 2 one program per value of the others, 1 one per
-architecture. Runs of earlier versions are never reused."""
+bagging's resample size, DEUP's excess micro-step, SWAG's checkpoint schedule and clip
+norm); 3 compiled one SWAG collection per schedule and clip norm, 2 one program per value
+of the others, 1 one per architecture. Runs of earlier versions are never reused."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -70,7 +70,7 @@ def _epoch_program(
     loss: PointLoss,
     terms: tuple[LossTerm, ...],
     trackers: tuple[Tracker, ...],
-    grad_clip: float | None,
+    clipped: bool,
     fresh: bool,
     counted: bool,
 ) -> Callable:
@@ -78,10 +78,11 @@ def _epoch_program(
 
     ``loss`` is a key of :func:`~udora.methods.nn.step.split_traced` (traced fields come as
     ``loss_args``). With ``counted``, only ``count`` of a member's padded ``rows`` are real:
-    an epoch sorts uniform keys to shuffle them first (not ``jax.random.permutation``)."""
+    an epoch sorts uniform keys to shuffle them first (not ``jax.random.permutation``).
+    With ``clipped``, the global gradient norm is clipped first, at ``hp["max_norm"]``."""
     tx = make_optimizer(optimizer_config(opt_key))
-    if grad_clip is not None:
-        tx = optax.chain(optax.clip_by_global_norm(grad_clip), tx)
+    if clipped:  # the clip norm is a hyperparameter of the state, like the learning rate
+        tx = optax.chain(optax.inject_hyperparams(optax.clip_by_global_norm)(max_norm=1.0), tx)
     R = pad.micro
 
     def evaluate(params, state, x, dims):
@@ -232,17 +233,21 @@ def run_epochs(
     fresh = init is None
     counted = row_counts is not None
     program = _epoch_program(
-        optimizer_key(cfg), pad, loss, tuple(terms), tuple(trackers), grad_clip, fresh, counted
-    )
+        optimizer_key(cfg), pad, loss, tuple(terms), tuple(trackers), grad_clip is not None,
+        fresh, counted,
+    )  # fmt: skip
     if not fresh:
         init = from_flax(pad, jax.tree.map(np.asarray, init), cfg.width, cfg.blocks)
     budget = jnp.asarray(n_epochs, jnp.int32)
     count = jnp.asarray(row_counts, jnp.int32) if counted else None
     if tracker_args is None:
         tracker_args = (None,) * len(trackers)
+    hp = hyperparams(cfg)
+    if grad_clip is not None:
+        hp["max_norm"] = jnp.asarray(grad_clip, jnp.float32)
     last, results, n_run = program(
         keys, rows, count, X, y, X_val, y_val, budget, dims_of(cfg), init, tuple(term_args),
-        hyperparams(cfg), loss_args, tuple(tracker_args),
+        hp, loss_args, tuple(tracker_args),
     )  # fmt: skip
     return cut_trees(last, cfg.width, cfg.blocks), cut_trees(results, cfg.width, cfg.blocks), n_run
 

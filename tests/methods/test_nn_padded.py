@@ -163,7 +163,7 @@ def test_a_sweep_over_blocks_batch_sizes_and_epochs_compiles_once():
     # Other test files on this worker may have traced the same program at other shapes:
     # count the traces this sweep adds (none if one had these shapes, else one).
     program = trainer._epoch_program(
-        *_key(base), (trainer.schedule_tracker(base),), None, True, False
+        *_key(base), (trainer.schedule_tracker(base),), False, True, False
     )
     traces = program._cache_size()
     misses = _epoch_program.cache_info().misses
@@ -176,7 +176,7 @@ def test_a_sweep_over_blocks_batch_sizes_and_epochs_compiles_once():
         assert f"Dense_{2 * blocks + 1}" in variables["params"]
         assert f"Dense_{2 * blocks + 2}" not in variables["params"]
         programs.add(trainer._epoch_program(
-            *_key(cfg), (trainer.schedule_tracker(cfg),), None, True, False))  # fmt: skip
+            *_key(cfg), (trainer.schedule_tracker(cfg),), False, True, False))  # fmt: skip
     assert _epoch_program.cache_info().misses == misses
     assert programs == {program}
     assert program._cache_size() - traces <= 1, "one trace for the whole sweep"
@@ -202,7 +202,7 @@ def test_gated_off_blocks_and_padded_units_stay_exactly_zero(monkeypatch):
     X, y = _data()
     rows = jnp.arange(70, dtype=jnp.int32)[None, :]
     pad = sizes.padding(cfg, 2)
-    program = _epoch_program(*_key(cfg), (swag_moments(),), None, True, False)
+    program = _epoch_program(*_key(cfg), (swag_moments(),), False, True, False)
     args = (jax.random.key(3)[None], rows, None, X, y, X[:0], y[:0], jnp.asarray(3, jnp.int32),
             sizes.dims_of(cfg), None, (), trainer.hyperparams(cfg), {},
             (schedule_args(1, 0),))  # fmt: skip

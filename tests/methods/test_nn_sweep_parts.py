@@ -123,3 +123,26 @@ def test_swag_schedules_share_one_collection_program_and_match_an_exact_stack():
         for m1, s in zip(jax.tree.leaves(first), jax.tree.leaves(stack), strict=True):
             np.testing.assert_allclose(np.asarray(m1[0]), s[0].mean(axis=0), rtol=1e-5, atol=1e-6)
     assert _epoch_program.cache_info().misses == misses + 1, "every schedule, one program"
+
+
+def test_the_clip_norm_is_an_argument_and_clips_as_optax_does():
+    X, y = _data()
+    rows = jnp.arange(70, dtype=jnp.int32)[None, :]
+    keys = jax.random.key(4)[None]
+    cfg = NNConfig(width=8, blocks=1, batch_size=16, n_epochs=2, optimizer="sgd",
+                   learning_rate=0.05, momentum=0.0, weight_decay=0.0)  # fmt: skip
+    init, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys)
+    clipped, _, _ = train_members(cfg.model_copy(update={"n_epochs": 1}), X, y, X[:0], y[:0],
+                                  rows, keys, init=init, grad_clip=0.01)  # fmt: skip
+    misses = _epoch_program.cache_info().misses
+    other, _, _ = train_members(cfg.model_copy(update={"n_epochs": 1}), X, y, X[:0], y[:0],
+                                rows, keys, init=init, grad_clip=0.5)  # fmt: skip
+    assert _epoch_program.cache_info().misses == misses, "another clip norm, the same program"
+    # Plain SGD without momentum or decay: each of the 5 steps of the epoch moves the
+    # parameters by at most learning_rate * max_norm in global norm (optax's clip).
+    moved = np.sqrt(sum(np.sum((np.asarray(a) - np.asarray(b)) ** 2) for a, b in
+                        zip(jax.tree.leaves(clipped["params"]), jax.tree.leaves(init["params"]),
+                            strict=True)))  # fmt: skip
+    assert 0 < moved <= 5 * 0.05 * 0.01 * (1 + 1e-5)
+    assert any(not np.allclose(a, b) for a, b in zip(_leaves(other), _leaves(clipped),
+                                                     strict=True))  # fmt: skip

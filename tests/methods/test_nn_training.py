@@ -146,7 +146,7 @@ def test_n_epochs_is_the_budget_and_programs_are_reused():
         GaussianNLL("standard"),
         (),
         (tracker,),
-        None,
+        False,
         True,
         False,
     )
