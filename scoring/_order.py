@@ -14,12 +14,19 @@ import numpy as np
 
 def stable_argsort(x: np.ndarray) -> np.ndarray:
     """``np.argsort(x, axis=-1, kind="stable")`` for ``x`` of shape (N,) or (R, N)."""
+    return sort_with_order(x)[0]
+
+
+def sort_with_order(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, keys)``: :func:`stable_argsort` of ``x`` and ``np.sort(x, axis=-1)``,
+    shapes (N,) or (R, N) as ``x``'s. Rows without ties or NaNs need one default sort."""
     order = np.argsort(x, axis=-1)
-    keys = np.take_along_axis(x, order, axis=-1)
+    # 1-D: a gather; 2-D: a second (vectorised) sort is cheaper than take_along_axis
+    keys = x[order] if order.ndim == 1 else np.sort(x, axis=-1)
     # equal neighbours, or NaNs (which never compare equal): the stable sort decides
     tied = np.any(keys[..., 1:] == keys[..., :-1], axis=-1) | np.any(np.isnan(keys), axis=-1)
     if order.ndim == 1:
-        return np.argsort(x, kind="stable") if tied else order
+        return (np.argsort(x, kind="stable") if tied else order), keys
     if tied.any():
         order[tied] = np.argsort(x[tied], axis=-1, kind="stable")
-    return order
+    return order, keys

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from udora.scoring._checks import all_finite, vectors
-from udora.scoring._order import stable_argsort
+from udora.scoring._order import sort_with_order
 
 
 def risk_coverage_curve(estimate: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,9 +43,12 @@ def _curve(e: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     k = np.arange(1, n + 1, dtype=np.float64)
     if n == 0:
         return k, k
-    order = stable_argsort(e)
-    e_sorted, t_sorted = e[order], t[order]
-    starts = np.flatnonzero(np.r_[True, e_sorted[1:] != e_sorted[:-1]])
+    order, e_sorted = sort_with_order(e)
+    t_sorted = t[order]
+    new = np.r_[True, e_sorted[1:] != e_sorted[:-1]]
+    if new.all():  # no ties: every group is one point
+        return k / n, np.cumsum(t_sorted) / k
+    starts = np.flatnonzero(new)
     sizes = np.diff(np.r_[starts, n])
     group_means = np.add.reduceat(t_sorted, starts) / sizes
     retained = np.cumsum(np.repeat(group_means, sizes)) / k

@@ -28,7 +28,7 @@ from scipy.special import betainc
 from scipy.stats import beta as beta_dist
 
 from udora.scoring._checks import all_finite, vectors
-from udora.scoring._order import stable_argsort
+from udora.scoring._order import sort_with_order
 
 SELECTIVE_PRIOR: tuple[float, float] = (2.0, 10.0)
 TOPK_FRACTION_PRIOR: tuple[float, float] = (1.2, 20.8)
@@ -73,10 +73,13 @@ def selective_utility(
 
 
 @lru_cache(maxsize=16)
-def _cached_weights(n: int, prior: tuple[float, float]) -> np.ndarray:
-    w = topk_weights(n, prior)
-    w.setflags(write=False)
-    return w
+def _rank_weights(n: int, prior: tuple[float, float]) -> np.ndarray:
+    """``W_r = sum_{k >= r} w_k / k``, (n,), read-only: the weight of the r-th selected
+    point's gain in ``sum_k w_k U_k`` (:func:`topk_utility`)."""
+    w = topk_weights(n, prior) / np.arange(1, n + 1)
+    W = np.cumsum(w[::-1])[::-1]
+    W.setflags(write=False)
+    return W
 
 
 def topk_weights(n: int, prior: tuple[float, float] = TOPK_FRACTION_PRIOR) -> np.ndarray:
@@ -145,8 +148,9 @@ def topk_utility(
     if not (np.isfinite(outcome_sd) and outcome_sd > 0) or n == 0 or not all_finite(mu, v, val):
         return float("nan")
     t, q = _aversion_nodes(n_nodes, tuple(aversion_prior))
-    gamma = t / outcome_sd
-    order = stable_argsort(-(mu[None, :] - gamma[:, None] * v[None, :]))
-    gain = np.take_along_axis(val[None, :] - gamma[:, None] * v[None, :], order, axis=1)
-    u_k = np.cumsum(gain, axis=1) / np.arange(1, n + 1)
-    return float(-(q @ (u_k @ _cached_weights(n, tuple(fraction_prior)))))
+    # The key is -(mu - gamma v) (largest first); the gain value - gamma v is
+    # (value - mu) - key, so the sorted gains need the order only for value - mu.
+    order, keys = sort_with_order((t / outcome_sd)[:, None] * v[None, :] - mu[None, :])
+    # sum_k w_k U_k = sum_r gain_(r) W_r with W_r = sum_{k >= r} w_k / k
+    W = _rank_weights(n, tuple(fraction_prior))
+    return float(-(q @ ((val - mu)[order] @ W - keys @ W)))

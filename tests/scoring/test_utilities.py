@@ -138,7 +138,7 @@ def test_degenerate_scales_give_nan():
 
 @pytest.mark.parametrize("shape", [(7,), (50,), (64, 300), (3, 1)])
 def test_the_fast_stable_argsort_is_numpys_stable_one(shape):
-    from udora.scoring._order import stable_argsort
+    from udora.scoring._order import sort_with_order, stable_argsort
 
     rng = np.random.default_rng(sum(shape))
     distinct = rng.normal(size=shape)
@@ -149,3 +149,32 @@ def test_the_fast_stable_argsort_is_numpys_stable_one(shape):
     with_nan.flat[::5] = np.nan
     for x in (distinct, ties, mixed, with_nan, -np.zeros(shape)):
         np.testing.assert_array_equal(stable_argsort(x), np.argsort(x, axis=-1, kind="stable"))
+        np.testing.assert_array_equal(sort_with_order(x)[1], np.sort(x, axis=-1))
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_topk_is_its_quadrature_written_out(tied):
+    """The rank-weight form against the sum as the docstring writes it: per node, sort by
+    mu - gamma v (largest first, ties by index), U_k the mean of the first k gains, then
+    sum_k w_k U_k and the node weights (scipy's Gauss-Legendre and Beta density)."""
+    from numpy.polynomial.legendre import leggauss
+    from scipy.stats import beta
+
+    rng = np.random.default_rng(7)
+    n = 40
+    mu, v = rng.normal(size=n), rng.gamma(1.0, size=n)
+    if tied:  # repeated points: equal keys at every node
+        mu[10:20], v[10:20] = mu[0], v[0]
+    y = mu + rng.normal(size=n)
+    sd = 1.3
+    x, wq = leggauss(64)
+    t = 0.5 * (x + 1.0)
+    q = 0.5 * wq * beta.pdf(t, 2.0, 6.0)
+    w = topk_weights(n)
+    total = 0.0
+    for t_j, q_j in zip(t, q, strict=True):
+        g = t_j / sd
+        order = np.argsort(-(mu - g * v), kind="stable")
+        u = np.cumsum((y - g * v)[order]) / np.arange(1, n + 1)
+        total += q_j * np.dot(w, u)
+    assert topk_utility(mu, v, y, outcome_sd=sd) == pytest.approx(-total, rel=1e-12, abs=1e-14)
