@@ -8,9 +8,11 @@ nearby pool points: a block is an anchor point and its ``s - 1`` nearest neighbo
 z-scored covariates (:func:`nearest_blocks`). A method with ``K`` members forecasts a
 block by the ensemble ``x_{kr} = m_k(block) + sqrt(a(block)) * z_{kr}``, ``r = 1..R``: each
 member's mean plus ``R = ceil(64 / K)`` draws of its Gaussian noise, ``z_{kr}`` standard
-normal (:func:`block_scores`). The two scores themselves are scoringrules' (energy score, and
-variogram score of order ``p = 0.5``), both in their fair (unbiased in the sample count)
-form, so that a 6-member and a 30-member ensemble are compared without a size bias.
+normal (:func:`block_scores`). The two scores are the energy score and the variogram score
+of order ``p = 0.5``, both in their fair (unbiased in the sample count) form, so that a
+6-member and a 30-member ensemble are compared without a size bias; scoringrules computes
+the variogram score's plug-in part, and two faster forms (:func:`energy_score_fair`,
+:func:`_vs_fair_gap`) are checked against its fair estimators in the tests.
 """
 
 from __future__ import annotations
@@ -139,10 +141,33 @@ def block_score_values(
     if not np.all(np.isfinite(x)):
         return nan
     obs = yy[blocks]
-    es = sr.es_ensemble(obs, x, estimator="fair", backend="numpy")
+    es = energy_score_fair(obs, x)
     vs = sr.vs_ensemble(obs, x, p=0.5, estimator="nrg", backend="numpy") - _vs_fair_gap(x)
     return {"energy_score_block": np.asarray(es, np.float64),
             "variogram_score_block": np.asarray(vs, np.float64)}  # fmt: skip
+
+
+def energy_score_fair(obs: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The fair energy score of each block, ``(1/M) sum_m ||x_m - y|| - 1/(2 M (M - 1))
+    sum_{m != m'} ||x_m - x_m'||``, (B,), from obs (B, s) and x (B, M, s).
+
+    scoringrules' ``es_ensemble`` (fair estimator) forms the (B, M, M, s) sample
+    differences; this takes the pair distances from the Gram matrix of the samples, centred
+    on each block's sample mean (``||u - v||^2 = |u|^2 + |v|^2 - 2 u.v``, the diagonal set
+    to 0), about 3.5x faster at M = 70 and the same number to about 1e-10 relative (a test
+    checks it against scoringrules). That was most of ``udora meta``'s block scoring.
+    """
+    obs = np.asarray(obs, np.float64)
+    x = np.asarray(x, np.float64)
+    M = x.shape[1]
+    centre = x.mean(axis=1, keepdims=True)
+    xc, oc = x - centre, obs[:, None, :] - centre
+    skill = np.mean(np.sqrt(np.sum((xc - oc) ** 2, axis=2)), axis=1)
+    sq = np.einsum("bms,bms->bm", xc, xc)
+    d2 = sq[:, :, None] + sq[:, None, :] - 2.0 * np.matmul(xc, np.transpose(xc, (0, 2, 1)))
+    d2[:, np.arange(M), np.arange(M)] = 0.0
+    spread = np.sum(np.sqrt(np.maximum(d2, 0.0)), axis=(1, 2))
+    return skill - spread / (2.0 * M * (M - 1))
 
 
 def _vs_fair_gap(x: np.ndarray, p: float = 0.5) -> np.ndarray:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udora.experiments.meta.pool import CellPool
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, goodness
 from udora.experiments.results.aggregate import kendall_tau
 from udora.experiments.run.records import finished_run, load_predictions
@@ -145,24 +146,35 @@ def _block_values(cell: Cell, i: int) -> dict[str, np.ndarray]:
     return cell.scored_blocks[run_dir]
 
 
-def block_metrics(cells: list[Cell]) -> pd.DataFrame:
+def _cell_block_values(k: int, cell: Cell) -> dict[str, dict[str, np.ndarray]]:
+    """Every run's :func:`_block_values` of one cell, by run folder."""
+    del k
+    return {str(d): _block_values(cell, i) for i, d in enumerate(cell.runs["run_dir"])}
+
+
+def block_metrics(cells: list[Cell], pool: CellPool | None = None) -> pd.DataFrame:
     """The energy and variogram scores over each cell's blocks for every run with members
-    (:func:`udora.scoring.multivariate.block_scores`; NaN for runs without).
+    (:func:`udora.scoring.multivariate.block_scores`; NaN for runs without), the cells
+    shared by ``pool``'s processes (serially without one). Each cell keeps its runs' block
+    values for :func:`subsample_taus`.
 
     Returns:
         One row per run: ``run_dir``, ``energy_score_block``, ``variogram_score_block``.
     """
-    rows = []
-    for cell in cells:
-        for i, run_dir in enumerate(cell.runs["run_dir"]):
-            means = {k: float(np.mean(v)) for k, v in _block_values(cell, i).items()}
-            rows.append({"run_dir": run_dir, **means})
+    for cell, values in zip(cells, (pool or CellPool()).map(_cell_block_values, cells),
+                            strict=True):  # fmt: skip
+        cell.scored_blocks.update(values)
+    rows = [{"run_dir": run_dir, **{k: float(np.mean(v))
+                                    for k, v in cell.scored_blocks[str(run_dir)].items()}}
+            for cell in cells for run_dir in cell.runs["run_dir"]]  # fmt: skip
     return pd.DataFrame(rows, columns=["run_dir", "energy_score_block", "variogram_score_block"])
 
 
-def with_block_metrics(table: pd.DataFrame, cells: list[Cell]) -> pd.DataFrame:
+def with_block_metrics(
+    table: pd.DataFrame, cells: list[Cell], pool: CellPool | None = None
+) -> pd.DataFrame:
     """``table`` with the columns of :func:`block_metrics` (NaN for runs not in a cell)."""
-    extra = block_metrics(cells)
+    extra = block_metrics(cells, pool)
     merged = table.drop(columns=[c for c in extra.columns[1:] if c in table.columns])
     return merged.merge(extra, on="run_dir", how="left", validate="many_to_one").set_axis(
         table.index
@@ -177,6 +189,7 @@ def subsample_taus(
     oracle: str = "spearman_eu",
     min_methods: int = 4,
     jobs: int = 1,
+    pool: CellPool | None = None,
 ) -> pd.DataFrame:
     """How many evaluation points an observable metric needs to rank like the oracle.
 
@@ -187,30 +200,16 @@ def subsample_taus(
     ``oracle`` metric's ranking on the whole pool, as stored. The block scores average
     ``size // 5`` of the cell's blocks instead (all of them past N), each block scored
     once with the noise draws of the whole-pool score (:func:`block_metrics`). Subsets are
-    drawn from the Generator of ``[seed, cell index, size]``. With ``jobs`` > 1 the cells
-    are shared among that many spawned processes; the rows are the same.
+    drawn from the Generator of ``[seed, cell index, size]``. The cells are shared among
+    ``pool``'s processes, or without one among ``jobs`` spawned ones; the rows are the same.
 
     Returns:
         One row per (preset, seed, observable, size) with the mean ``tau`` over repeats
         and ``points`` (the subset size used).
     """
-    args = (sizes, repeats, seed, oracle, min_methods)
-    if jobs <= 1 or len(cells) < 2:
-        parts = [_cell_subsample_taus(k, cell, *args) for k, cell in enumerate(cells)]
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        from udora.experiments.run.interrupts import ignore_in_worker
-
-        ctx = multiprocessing.get_context("spawn")  # workers leave Ctrl-C to this process
-        with ProcessPoolExecutor(min(jobs, len(cells)), ctx, ignore_in_worker) as pool:
-            try:
-                parts = list(pool.map(_cell_subsample_taus, range(len(cells)), cells,
-                                      *([a] * len(cells) for a in args)))  # fmt: skip
-            except KeyboardInterrupt:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+    with CellPool(jobs) as own:
+        parts = (pool or own).map(_cell_subsample_taus, cells, sizes, repeats, seed, oracle,
+                                  min_methods)  # fmt: skip
     rows = [row for part in parts for row in part]
     return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
 

@@ -25,6 +25,7 @@ from udora.experiments.meta.cells import (
     subsample_taus,
     with_block_metrics,
 )
+from udora.experiments.meta.pool import CellPool
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, cell_taus, pooled_taus
 from udora.experiments.results.figures import OKABE_ITO, save_figure
 
@@ -178,7 +179,7 @@ def write_meta(
     EU ranking (:func:`udora.experiments.meta.cells.subsample_taus`): ``meta_by_size.csv`` and
     the figure ``meta_by_size``; and the interval AUC of every config
     (:func:`udora.experiments.meta.cells.iauc_regions`): ``meta_iauc.csv`` and its figures.
-    ``jobs`` processes share the rescoring of subsets.
+    ``jobs`` processes share the block scores and the rescoring of subsets.
 
     Raises:
         ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.
@@ -191,50 +192,52 @@ def write_meta(
         stale += ["meta_by_size.csv", "meta_by_size.png", "meta_by_size.pdf"]
     for name in stale:  # outputs of an earlier call that this one does not write
         (out / name).unlink(missing_ok=True)
-    table, left_out = practitioner_configs(table)
-    step = progress or (lambda _: None)
-    loaded = load_cells(table, min_methods, data_dir, progress) if rescore else []
-    step("ranking the configs")
-    if rescore:
-        table = with_block_metrics(table, loaded)
-    cells = cell_taus(table, min_methods=min_methods)
-    if cells.empty:
-        raise ValueError(
-            f"no (preset, seed) has {min_methods} or more ok configs to rank; "
-            "the meta-evaluation needs several methods on the same preset and seed"
-        )
-    pooled = pooled_taus(cells, n_boot=n_boot)
-    written = [out / "meta_cells.csv", out / "meta_pooled.csv", out / "meta.md"]
-    cells.to_csv(written[0], index=False)
-    pooled.to_csv(written[1], index=False)
-    presets, n_cells = cells["preset"].nunique(), len(cells[["preset", "seed"]].drop_duplicates())
-    text = ("# Which observable metrics rank methods like the oracle\n\n"
-            f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
-            f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
-            "over presets (docs/metrics.md). " + left_out_line(left_out) + "\n\n"
-            + markdown(pooled))  # fmt: skip
-    written[2].write_text(text)
-    written += heatmap(pooled, out / "meta_tau", f"Observable vs oracle rankings "
-                       f"({presets} presets)")  # fmt: skip
-    regions = by_size = None
-    if rescore:
-        step("interval AUC")
-        regions = iauc_regions(loaded)
-        regions.to_csv(out / "meta_iauc.csv", index=False)
-        written.append(out / "meta_iauc.csv")
-        if not regions.empty:
-            written += iauc_figure(regions, out / "meta_iauc")
-            written += iauc_curves_figure(regions, out / "meta_iauc_curves")
-    if sizes and rescore:
-        step(f"rescoring subsets of {', '.join(map(str, sizes))} points")
-        by_size = subsample_taus(loaded, sizes=sizes, repeats=repeats, min_methods=min_methods,
-                                 jobs=jobs)  # fmt: skip
-        by_size.to_csv(out / "meta_by_size.csv", index=False)
-        written.append(out / "meta_by_size.csv")
-        if not by_size.empty:
-            written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
-    return {"cells": cells, "pooled": pooled, "by_size": by_size, "iauc": regions,
-            "written": written, "left_out": left_out}  # fmt: skip
+    with CellPool(jobs) as pool:  # one set of processes for the blocks and the subsets
+        table, left_out = practitioner_configs(table)
+        step = progress or (lambda _: None)
+        loaded = load_cells(table, min_methods, data_dir, progress) if rescore else []
+        step("ranking the configs")
+        if rescore:
+            table = with_block_metrics(table, loaded, pool)
+        cells = cell_taus(table, min_methods=min_methods)
+        if cells.empty:
+            raise ValueError(
+                f"no (preset, seed) has {min_methods} or more ok configs to rank; "
+                "the meta-evaluation needs several methods on the same preset and seed"
+            )
+        pooled = pooled_taus(cells, n_boot=n_boot)
+        written = [out / "meta_cells.csv", out / "meta_pooled.csv", out / "meta.md"]
+        cells.to_csv(written[0], index=False)
+        pooled.to_csv(written[1], index=False)
+        presets = cells["preset"].nunique()
+        n_cells = len(cells[["preset", "seed"]].drop_duplicates())
+        text = ("# Which observable metrics rank methods like the oracle\n\n"
+                f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
+                f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
+                "over presets (docs/metrics.md). " + left_out_line(left_out) + "\n\n"
+                + markdown(pooled))  # fmt: skip
+        written[2].write_text(text)
+        written += heatmap(pooled, out / "meta_tau", f"Observable vs oracle rankings "
+                           f"({presets} presets)")  # fmt: skip
+        regions = by_size = None
+        if rescore:
+            step("interval AUC")
+            regions = iauc_regions(loaded)
+            regions.to_csv(out / "meta_iauc.csv", index=False)
+            written.append(out / "meta_iauc.csv")
+            if not regions.empty:
+                written += iauc_figure(regions, out / "meta_iauc")
+                written += iauc_curves_figure(regions, out / "meta_iauc_curves")
+        if sizes and rescore:
+            step(f"rescoring subsets of {', '.join(map(str, sizes))} points")
+            by_size = subsample_taus(loaded, sizes=sizes, repeats=repeats, min_methods=min_methods,
+                                     pool=pool)  # fmt: skip
+            by_size.to_csv(out / "meta_by_size.csv", index=False)
+            written.append(out / "meta_by_size.csv")
+            if not by_size.empty:
+                written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
+        return {"cells": cells, "pooled": pooled, "by_size": by_size, "iauc": regions,
+                "written": written, "left_out": left_out}  # fmt: skip
 
 
 def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:

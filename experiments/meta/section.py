@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -21,9 +22,9 @@ def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) ->
     (preset, seed) has ok runs of at least 4 different methods; else no lines.
 
     The stored observable metrics, the block scores and the interval AUC as in
-    ``udora meta`` (:func:`write_meta`), without the number-of-points analysis (slow; run
-    ``udora meta``). When the tasks cannot be rebuilt (a dataset is missing), the section
-    ranks the stored metrics only and says why.
+    ``udora meta`` (:func:`write_meta`, the usable cores sharing the block scores), without
+    the number-of-points analysis (slow; run ``udora meta``). When the tasks cannot be
+    rebuilt (a dataset is missing), the section ranks the stored metrics only and says why.
     """
     ok, _ = practitioner_configs(table)  # what write_meta ranks
     ok = ok[ok["status"] == "ok"]
@@ -33,7 +34,8 @@ def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) ->
     note = []
     try:
         try:
-            report = write_meta(table, out / "meta", data_dir=data_dir, keep_sizes=True)
+            report = write_meta(table, out / "meta", data_dir=data_dir, keep_sizes=True,
+                                jobs=len(os.sched_getaffinity(0)))  # fmt: skip
         except (FileNotFoundError, OSError, ValueError) as err:  # e.g. other data found now
             report = write_meta(table, out / "meta", rescore=False, keep_sizes=True)
             note = [f"The block scores and the interval AUC are left out: the tasks could not "

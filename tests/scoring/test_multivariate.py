@@ -77,6 +77,19 @@ def test_block_scores_equal_the_fair_estimators_by_hand():
         assert each["variogram_score_block"][i] == pytest.approx(_variogram(y[b], x[i]), rel=1e-12)
 
 
+@pytest.mark.parametrize("offset", [0.0, 50.0])  # a far-off block mean: the Gram form centres
+def test_the_gram_energy_score_equals_scoringrules_fair_form(offset):
+    import scoringrules as sr
+
+    from udora.scoring.multivariate import energy_score_fair
+
+    rng = np.random.default_rng(11)
+    x = offset + rng.normal(size=(30, 70, 5)) * rng.uniform(0.01, 2.0, size=(30, 1, 1))
+    obs = offset + rng.normal(size=(30, 5))
+    want = sr.es_ensemble(obs, x, estimator="fair", backend="numpy")
+    np.testing.assert_allclose(energy_score_fair(obs, x), want, rtol=1e-9)
+
+
 def test_the_fair_variogram_gap_equals_scoringrules_fair_form():
     import scoringrules as sr
 
