@@ -9,6 +9,12 @@ predictions (``udora meta``) read them instead of building the Gaussian process 
 (seconds to minutes a task). The task hash (docs/running.md, "What a finished run is")
 covers the preset, the data table's checksum and the seed, so every method's run of a
 task shares one file. A file whose checksum does not match is an error naming it.
+
+A sweep folder keeps, the same way, the exact posterior given a trial's fit part (the
+training points a tuning split fits on), ``oracle/<task_hash>-fit-<split hash>.npz`` with
+``post_mean`` and ``post_var`` (N,) (:func:`store_posterior`, :func:`load_posterior`):
+every trial of a sweep shares its split, so its oracle analysis conditions the GP once
+per sweep, not once per worker.
 """
 
 from __future__ import annotations
@@ -129,3 +135,49 @@ def load(root: str | Path, task_hash: str) -> StoredTask | None:
 def results_root(run_dir: str | Path) -> Path:
     """The results folder of a run folder ``<root>/<preset>/<method>/<hash>/seed-<s>``."""
     return Path(run_dir).parents[3]
+
+
+def fit_part_key(task_hash: str, fit_idx: np.ndarray) -> str:
+    """The file name (no suffix) of the posterior given the training points ``fit_idx`` (m,)
+    of task ``task_hash``: the task hash and the first 16 hex digits of the sha256 of the
+    positions as int64."""
+    digest = hashlib.sha256(np.ascontiguousarray(fit_idx, np.int64).tobytes()).hexdigest()
+    return f"{task_hash}-fit-{digest[:16]}"
+
+
+def store_posterior(
+    root: str | Path, key: str, post_mean: np.ndarray, post_var: np.ndarray
+) -> Path:
+    """Write a fit part's posterior (N,) each under ``root`` unless a whole copy is there."""
+    npz, record = paths(root, key)
+    if record.is_file() and npz.is_file():
+        return npz
+    npz.parent.mkdir(parents=True, exist_ok=True)
+    blob = _npz_bytes({"post_mean": np.asarray(post_mean, np.float64),
+                       "post_var": np.asarray(post_var, np.float64)})  # fmt: skip
+    atomic_write(npz, lambda fh: fh.write(blob))  # the record last, as for tasks
+    text = json.dumps({"key": key, "sha256": hashlib.sha256(blob).hexdigest()}).encode()
+    atomic_write(record, lambda fh: fh.write(text))
+    return npz
+
+
+def load_posterior(root: str | Path, key: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(post_mean, post_var)`` stored under ``root`` as ``key``; None when never stored.
+
+    Raises:
+        ValueError: naming the file, when it does not match its record's checksum.
+    """
+    npz, record = paths(root, key)
+    if not record.is_file():
+        return None
+    try:
+        expected = json.loads(record.read_text(encoding="utf-8"))["sha256"]
+        blob = npz.read_bytes()
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{record}: not a readable posterior record ({err}); delete it and "
+                         f"{npz.name} to compute it again") from err  # fmt: skip
+    if hashlib.sha256(blob).hexdigest() != expected:
+        raise ValueError(f"{npz}: does not match the checksum in {record} (truncated or "
+                         f"changed?); delete both to compute it again")  # fmt: skip
+    with np.load(io.BytesIO(blob)) as data:
+        return data["post_mean"], data["post_var"]

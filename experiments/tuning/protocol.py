@@ -120,6 +120,7 @@ class TrialResult:
     config: dict[str, Any]  # the method's full resolved config
     model: Any = dataclasses.field(default=None, repr=False)  # the fitted method
     task: Any = dataclasses.field(default=None, repr=False)  # set by trial()
+    task_hash: str | None = None  # set by trial(): names the stored fit-part posterior
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready: metric, value, both objectives, sizes and config."""
@@ -168,7 +169,9 @@ def trial_on_task(
 ORACLE_METRICS = ("spearman_eu", "spearman_au", "spearman_total", "scale_ratio_eu", "nll")
 
 
-def trial_oracle_metrics(task: OracleTask, result: TrialResult) -> dict[str, float | None]:
+def trial_oracle_metrics(
+    task: OracleTask, result: TrialResult, store: str | Path | None = None
+) -> dict[str, float | None]:
     """How the trial's fitted method agrees with the oracle, for analysis only.
 
     The method was fitted on the fit part of the training sample, so its epistemic target
@@ -177,11 +180,24 @@ def trial_oracle_metrics(task: OracleTask, result: TrialResult) -> dict[str, flo
     replace ``task.post_mean`` and ``task.post_var`` in
     :func:`udora.scoring.score_arrays`. Returns :data:`ORACLE_METRICS` (None where
     undefined, e.g. the AU Spearman of a constant AU). Selection never reads these: a
-    sweep ranks trials by ``result.value`` alone.
+    sweep ranks trials by ``result.value`` alone. With ``store`` (a sweep folder) and
+    ``result.task_hash``, the fit part's posterior is read from there when an earlier
+    trial stored it, and stored otherwise
+    (:func:`udora.experiments.run.oracle_arrays.store_posterior`).
     """
+    from udora.experiments.run import oracle_arrays
     from udora.scoring.score import score_arrays
 
-    post_mean, post_var = _fit_part_posterior(task, result.fit_idx)
+    key = None
+    if store is not None and result.task_hash is not None:
+        key = oracle_arrays.fit_part_key(result.task_hash, result.fit_idx)
+    stored = None if key is None else oracle_arrays.load_posterior(store, key)
+    if stored is None:
+        post_mean, post_var = _fit_part_posterior(task, result.fit_idx)
+        if key is not None:
+            oracle_arrays.store_posterior(store, key, post_mean, post_var)
+    else:
+        post_mean, post_var = stored
     pred = result.model.predict(task.X)
     metrics = score_arrays(
         f=task.f, y=task.y, noise_var=task.noise_var, post_mean=post_mean,
@@ -216,7 +232,7 @@ def trial(
     task = cached_task(run.preset, run.seed, data_dir)  # the runs' key: one build per worker
     method_over, _ = split_overrides(overrides)
     result = trial_on_task(task, method, run.seed, method_over, objective, val_fraction)
-    result.task = task
+    result.task, result.task_hash = task, run.task_hash
     return result
 
 

@@ -96,19 +96,22 @@ def run_trial(
     record["timings"]["trial"] = time.perf_counter() - t0
     record["timings"]["compile"] = compile_seconds() - c0
     if result is not None and record["status"] == "ok":
-        record["oracle"] = _oracle_metrics(result, record)
+        record["oracle"] = _oracle_metrics(result, record, folder)
     _write_trial(Path(folder) / f"trial-{k}", record, arrays)
     return record
 
 
-def _oracle_metrics(result: Any, record: dict[str, Any]) -> dict[str, Any] | None:
-    """The trial's oracle metrics, after its objective is final; an error here is noted in
-    ``record["oracle_error"]`` and never fails the trial (analysis only)."""
+def _oracle_metrics(
+    result: Any, record: dict[str, Any], folder: str | Path
+) -> dict[str, Any] | None:
+    """The trial's oracle metrics, after its objective is final, the fit part's posterior
+    kept in the sweep ``folder``; an error here is noted in ``record["oracle_error"]`` and
+    never fails the trial (analysis only)."""
     from udora.experiments.tuning import protocol as tuning
 
     t0 = time.perf_counter()
     try:
-        return tuning.trial_oracle_metrics(result.task, result)
+        return tuning.trial_oracle_metrics(result.task, result, store=folder)
     except Exception as err:
         if interrupts.requested():
             raise KeyboardInterrupt from err

@@ -119,6 +119,38 @@ def test_trial_oracle_metrics_of_the_exact_gp_rank_eu_perfectly(tiny_preset):
     assert metrics["spearman_au"] == pytest.approx(1.0, abs=1e-12)
 
 
+def test_the_fit_part_posterior_is_stored_once_per_sweep_folder(tiny_preset, tmp_path, monkeypatch):
+    """The first trial's analysis conditions the GP and stores the posterior; a later one
+    (another process: the in-process cache emptied) reads it and conditions nothing."""
+    from udora.experiments.run import oracle_arrays
+
+    path, data = tiny_preset
+    result = tuning.trial(path, "blr", 0, {"alpha": 0.3}, "nll", data_dir=data)
+    first = tuning.trial_oracle_metrics(result.task, result, store=tmp_path)
+    key = oracle_arrays.fit_part_key(result.task_hash, result.fit_idx)
+    stored = oracle_arrays.load_posterior(tmp_path, key)
+    assert stored is not None and stored[0].shape == (result.task.X.shape[0],)
+    monkeypatch.setattr(tuning, "_POSTERIORS", {})
+
+    def no_gp(*args):
+        raise AssertionError("the stored posterior must be read, not computed")
+
+    monkeypatch.setattr(tuning, "_fit_part_posterior", no_gp)
+    other = tuning.trial(path, "blr", 0, {"alpha": 3.0}, "nll", data_dir=data)
+    assert other.task_hash == result.task_hash
+    assert np.array_equal(other.fit_idx, result.fit_idx)  # one split per (task, seed)
+    again = tuning.trial_oracle_metrics(result.task, result, store=tmp_path)
+    assert again == first
+    tuning.trial_oracle_metrics(other.task, other, store=tmp_path)  # reads, computes nothing
+    assert oracle_arrays.fit_part_key("t", np.arange(3)) != oracle_arrays.fit_part_key(
+        "t", np.arange(1, 4)
+    )
+    npz, _ = oracle_arrays.paths(tmp_path, key)
+    npz.write_bytes(npz.read_bytes()[:-10])  # truncated: an error naming the file
+    with pytest.raises(ValueError, match=npz.name):
+        tuning.trial_oracle_metrics(result.task, result, store=tmp_path)
+
+
 def test_trial_knowledge_has_the_fit_part_size(tiny_preset):
     from udora.oracle.task import build_task
 
