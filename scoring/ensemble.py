@@ -3,20 +3,21 @@
 ``x_{k,i}`` is member ``k``'s mean at point ``i`` (K x N), ``xbar_i = (1/K) sum_k x_{k,i}``
 the ensemble mean, ``s2_i = (1/(K-1)) sum_k (x_{k,i} - xbar_i)^2`` the member variance and
 ``s_i = sqrt(s2_i)`` the member spread. Every function needs K >= 2 and returns NaN
-otherwise.
+otherwise. Each also takes R predictions at once: members (K, R, N) and truth (R, N),
+giving (R,) where one gives a float.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from udora.scoring._checks import members, vector
+from udora.scoring._checks import members, rows, scalar
 from udora.scoring.agreement import spearman
 
 
 def _member_stats(fn: str, member_means: object, truth: object) -> tuple[np.ndarray, np.ndarray]:
-    t = vector(fn, "truth", truth)
-    return members(fn, "member_means", member_means, t.shape[0]), t
+    (t,) = rows(fn, truth=truth)
+    return members(fn, "member_means", member_means, t.shape), t
 
 
 def fair_crps_ensemble(member_means: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -40,8 +41,8 @@ def fair_crps_ensemble(member_means: np.ndarray, truth: np.ndarray) -> np.ndarra
     k = x.shape[0]
     if k < 2:
         return np.full(y.shape, np.nan)
-    skill = np.mean(np.abs(x - y[None, :]), axis=0)
-    m = np.arange(1, k + 1, dtype=np.float64)[:, None]
+    skill = np.mean(np.abs(x - y[None]), axis=0)
+    m = np.arange(1, k + 1, dtype=np.float64).reshape(-1, *([1] * y.ndim))
     pair_sum = 2.0 * np.sum((2.0 * m - k - 1.0) * np.sort(x, axis=0), axis=0)
     return skill - pair_sum / (2.0 * k * (k - 1))
 
@@ -70,13 +71,14 @@ def spread_skill_ratio(
     """
     fn = "spread_skill_ratio"
     x, y = _member_stats(fn, member_means, truth)
-    a = np.zeros_like(y) if aleatoric is None else vector(fn, "aleatoric", aleatoric, y.shape[0])
+    a = np.zeros_like(y) if aleatoric is None else rows(fn, truth=y, aleatoric=aleatoric)[1]
     k = x.shape[0]
-    if k < 2 or y.shape[0] == 0:
-        return float("nan")
-    spread2 = np.mean((k + 1) / k * np.var(x, axis=0, ddof=1) + a)
-    skill2 = np.mean((x.mean(axis=0) - y) ** 2)
-    return float(np.sqrt(spread2 / skill2)) if skill2 > 0 else float("nan")
+    if k < 2 or y.shape[-1] == 0:
+        return scalar(np.full(y.shape[:-1], np.nan))
+    spread2 = np.mean((k + 1) / k * np.var(x, axis=0, ddof=1) + a, axis=-1)
+    skill2 = np.mean((x.mean(axis=0) - y) ** 2, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return scalar(np.where(skill2 > 0, np.sqrt(spread2 / skill2), np.nan))
 
 
 def error_spread_spearman(member_means: np.ndarray, truth: np.ndarray) -> float:
@@ -91,7 +93,7 @@ def error_spread_spearman(member_means: np.ndarray, truth: np.ndarray) -> float:
     """
     x, y = _member_stats("error_spread_spearman", member_means, truth)
     if x.shape[0] < 2:
-        return float("nan")
+        return scalar(np.full(y.shape[:-1], np.nan))
     return spearman(np.std(x, axis=0, ddof=1), np.abs(x.mean(axis=0) - y))
 
 
@@ -110,11 +112,12 @@ def top_decile_error_ratio(member_means: np.ndarray, truth: np.ndarray) -> float
         A float; NaN if K < 2, N = 0 or every error is zero.
     """
     x, y = _member_stats("top_decile_error_ratio", member_means, truth)
-    n = y.shape[0]
+    n = y.shape[-1]
     if x.shape[0] < 2 or n == 0:
-        return float("nan")
+        return scalar(np.full(y.shape[:-1], np.nan))
     err = np.abs(x.mean(axis=0) - y)
     spread = np.std(x, axis=0, ddof=1)
-    top = np.argsort(-spread, kind="stable")[: -(-n // 10)]
-    overall = err.mean()
-    return float(err[top].mean() / overall) if overall > 0 else float("nan")
+    top = np.argsort(-spread, axis=-1, kind="stable")[..., : -(-n // 10)]
+    overall = err.mean(axis=-1)
+    ratio = np.take_along_axis(err, top, axis=-1).mean(axis=-1) / np.where(overall > 0, overall, 1)
+    return scalar(np.where(overall > 0, ratio, np.nan))

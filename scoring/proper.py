@@ -5,6 +5,10 @@ docs/design.md, "Scoring".
 The predictive at point ``i`` is ``N(mu_i, v_i)`` with ``v_i`` the method's total variance
 and ``y_i`` the realised outcome. ``Phi``/``phi`` are the standard normal cdf/pdf and
 ``z_i = (y_i - mu_i) / sqrt(v_i)``.
+
+The scores of realised outcomes also take (R, N) arrays, R predictions (or subsets of
+points) at once, and then return (R,) for what is a float for (N,) (``udora meta``
+rescores thousands of subsets).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from udora.scoring._checks import vectors
+from udora.scoring._checks import rows, scalar, vectors
 
 COVERAGE_LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
 
@@ -26,9 +30,9 @@ def gaussian_nll(mean: np.ndarray, var: np.ndarray, y: np.ndarray) -> np.ndarray
         y: outcomes, shape (N,).
 
     Returns:
-        Per-point NLL, shape (N,); NaN where ``v <= 0``.
+        Per-point NLL, the inputs' shape ((N,) or (R, N)); NaN where ``v <= 0``.
     """
-    mu, v, y = vectors("gaussian_nll", mean=mean, var=var, y=y)
+    mu, v, y = rows("gaussian_nll", mean=mean, var=var, y=y)
     with np.errstate(divide="ignore", invalid="ignore"):
         nll = 0.5 * np.log(2.0 * np.pi * v) + (y - mu) ** 2 / (2.0 * v)
     return np.where(v > 0, nll, np.nan)
@@ -46,12 +50,13 @@ def gaussian_crps(mean: np.ndarray, var: np.ndarray, y: np.ndarray) -> np.ndarra
         y: outcomes, shape (N,).
 
     Returns:
-        Per-point CRPS, shape (N,), in the units of ``y``; NaN where ``v < 0``.
+        Per-point CRPS, the inputs' shape ((N,) or (R, N)), in the units of ``y``; NaN
+        where ``v < 0``.
 
     Reference: Gneiting, Raftery, Westveld and Goldman, "Calibrated probabilistic
     forecasting using ensemble model output statistics", Mon. Wea. Rev. 133 (2005), eq. 5.
     """
-    mu, v, y = vectors("gaussian_crps", mean=mean, var=var, y=y)
+    mu, v, y = rows("gaussian_crps", mean=mean, var=var, y=y)
     pos = v > 0
     s = np.sqrt(np.where(pos, v, 1.0))
     z = (y - mu) / s
@@ -69,9 +74,9 @@ def pit(mean: np.ndarray, var: np.ndarray, y: np.ndarray) -> np.ndarray:
         mean, var, y: ``mu``, ``v``, outcomes, each of shape (N,).
 
     Returns:
-        ``u``, shape (N,); NaN where ``v <= 0``.
+        ``u``, the inputs' shape ((N,) or (R, N)); NaN where ``v <= 0``.
     """
-    mu, v, y = vectors("pit", mean=mean, var=var, y=y)
+    mu, v, y = rows("pit", mean=mean, var=var, y=y)
     s = np.sqrt(np.where(v > 0, v, 1.0))
     return np.where(v > 0, ndtr((y - mu) / s), np.nan)
 
@@ -80,19 +85,20 @@ def interval_coverage(mean: np.ndarray, var: np.ndarray, y: np.ndarray, level: f
     """Fraction of outcomes inside the central interval ``mu +- Phi^-1((1 + l)/2) sqrt(v)``.
 
     Args:
-        mean, var, y: ``mu``, ``v``, outcomes, each of shape (N,).
+        mean, var, y: ``mu``, ``v``, outcomes, each of shape (N,) or (R, N).
         level: ``l`` in (0, 1), e.g. 0.9.
 
     Returns:
-        The empirical coverage as a float (``l`` when calibrated); NaN for N = 0.
+        The empirical coverage as a float, (R,) for (R, N) inputs (``l`` when calibrated);
+        NaN for N = 0.
     """
-    mu, v, y = vectors("interval_coverage", mean=mean, var=var, y=y)
+    mu, v, y = rows("interval_coverage", mean=mean, var=var, y=y)
     if not 0.0 < level < 1.0:
         raise ValueError(f"interval_coverage: `level` must lie in (0, 1), got {level}")
-    if mu.shape[0] == 0:
-        return float("nan")
+    if mu.shape[-1] == 0:
+        return scalar(np.full(mu.shape[:-1], np.nan))
     half = ndtri(0.5 * (1.0 + level)) * np.sqrt(np.maximum(v, 0.0))
-    return float(np.mean(np.abs(y - mu) <= half))
+    return scalar(np.mean(np.abs(y - mu) <= half, axis=-1))
 
 
 def interval_score(mean: np.ndarray, var: np.ndarray, y: np.ndarray, level: float) -> np.ndarray:
@@ -105,9 +111,9 @@ def interval_score(mean: np.ndarray, var: np.ndarray, y: np.ndarray, level: floa
         level: ``c`` in (0, 1).
 
     Returns:
-        Per-point scores, shape (N,).
+        Per-point scores, the inputs' shape ((N,) or (R, N)).
     """
-    mu, v, y = vectors("interval_score", mean=mean, var=var, y=y)
+    mu, v, y = rows("interval_score", mean=mean, var=var, y=y)
     if not 0.0 < level < 1.0:
         raise ValueError(f"interval_score: `level` must lie in (0, 1), got {level}")
     half = ndtri(0.5 * (1.0 + level)) * np.sqrt(np.maximum(v, 0.0))
@@ -139,22 +145,25 @@ def miscalibration_area(u: np.ndarray) -> float:
     ``int_a^b |p - c| dp = G(b) - G(a)`` with ``G(x) = (x - c) |x - c| / 2``.
 
     Args:
-        u: PIT values, shape (N,), in [0, 1].
+        u: PIT values, shape (N,) or (R, N), in [0, 1].
 
     Returns:
-        A float in [0, 1/2]: 0 for a perfectly uniform PIT; NaN if N = 0 or a value is NaN.
+        A float in [0, 1/2] ((R,) for (R, N)): 0 for a perfectly uniform PIT; NaN if N = 0
+        or a value (of the row) is NaN.
     """
-    (u,) = vectors("miscalibration_area", u=u)
-    n = u.shape[0]
-    if n == 0 or np.any(np.isnan(u)):
-        return float("nan")
-    knots = np.r_[0.0, np.sort(np.clip(u, 0.0, 1.0)), 1.0]
+    (u,) = rows("miscalibration_area", u=u)
+    n = u.shape[-1]
+    if n == 0:
+        return scalar(np.full(u.shape[:-1], np.nan))
+    edge = np.ones((*u.shape[:-1], 1))
+    knots = np.concatenate([0.0 * edge, np.sort(np.clip(u, 0.0, 1.0), axis=-1), edge], axis=-1)
     c = np.arange(n + 1) / n
 
     def g(x: np.ndarray) -> np.ndarray:
         return 0.5 * (x - c) * np.abs(x - c)
 
-    return float(np.sum(g(knots[1:]) - g(knots[:-1])))
+    area = np.sum(g(knots[..., 1:]) - g(knots[..., :-1]), axis=-1)
+    return scalar(np.where(np.any(np.isnan(u), axis=-1), np.nan, area))
 
 
 def pit_histogram(u: np.ndarray, n_bins: int = 10) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from udora.scoring._checks import all_finite, vectors
+from udora.scoring._checks import all_finite, finite_rows, rows, scalar, vectors
 from udora.scoring._order import sort_with_order
 
 
@@ -71,26 +71,49 @@ def aurc(estimate: np.ndarray, target: np.ndarray) -> float:
     return float(np.mean(_curve(e, t)[1]))
 
 
-def normalised_aurc(estimate: np.ndarray, target: np.ndarray) -> float:
+def normalised_aurc(estimate: np.ndarray, target: np.ndarray) -> float | np.ndarray:
     """``nAURC = (AURC_random - AURC) / (AURC_random - AURC_oracle)``.
 
     ``AURC_random = mean(t)``; ``AURC_oracle`` is the AURC with ``t`` as its own ordering key.
 
     Args:
-        estimate: ``e``, shape (N,).
-        target: ``t``, shape (N,).
+        estimate: ``e``, shape (N,), or (R, N) for R curves at once.
+        target: ``t``, the same shape.
 
     Returns:
-        A float, at most 1 (1 = oracle order, 0 = random order on average); NaN if ``t``
-        is constant (every order is then the oracle's), N = 0, or an input is non-finite.
+        A float ((R,) for (R, N)), at most 1 (1 = oracle order, 0 = random order on
+        average); NaN if ``t`` is constant (every order is then the oracle's), N = 0, or
+        an input is non-finite (per row).
 
     Reference: Geifman et al., "Bias-reduced uncertainty estimation for deep neural
     classifiers" (ICLR 2019) for AURC; the normalisation is udora's (docs/design.md, "Scoring").
     """
-    e, t = vectors("normalised_aurc", estimate=estimate, target=target)
-    if e.shape[0] == 0 or not all_finite(e, t) or np.ptp(t) == 0:
-        return float("nan")
-    a = float(np.mean(_curve(e, t)[1]))
-    a_oracle = float(np.mean(_curve(t, t)[1]))
-    a_random = float(np.mean(t))
-    return (a_random - a) / (a_random - a_oracle)
+    e, t = rows("normalised_aurc", estimate=estimate, target=target)
+    if e.ndim == 1:
+        if e.shape[0] == 0 or not all_finite(e, t) or np.ptp(t) == 0:
+            return float("nan")
+        a = float(np.mean(_curve(e, t)[1]))
+        a_oracle = float(np.mean(_curve(t, t)[1]))
+        a_random = float(np.mean(t))
+        return (a_random - a) / (a_random - a_oracle)
+    out = np.full(e.shape[0], np.nan)
+    if e.shape[1] == 0:
+        return out
+    fine = finite_rows(e, t) & (np.ptp(t, axis=1) > 0)
+    e, t = e[fine], t[fine]
+    a, a_oracle = np.mean(_curves(e, t), axis=1), np.mean(_curves(t, t), axis=1)
+    a_random = np.mean(t, axis=1)
+    out[fine] = (a_random - a) / (a_random - a_oracle)
+    return scalar(out)
+
+
+def _curves(e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """:func:`_curve`'s retained means of each row, (R, N) from e, t (R, N): rows with ties
+    one at a time, the others in one vectorised pass."""
+    n = e.shape[1]
+    order, e_sorted = sort_with_order(e)
+    tied = np.any(e_sorted[:, 1:] == e_sorted[:, :-1], axis=1)
+    retained = np.cumsum(np.take_along_axis(t, order, axis=1), axis=1) / np.arange(1, n + 1)
+    for i in np.flatnonzero(tied):
+        retained[i] = _curve(e[i], t[i])[1]
+    return retained

@@ -15,7 +15,7 @@ import numpy as np
 
 from udora.oracle.targets import Targets, posterior_targets
 from udora.scoring import proper
-from udora.scoring._checks import members, vectors
+from udora.scoring._checks import members, rows, scalar, vectors
 from udora.scoring.agreement import agreement, mse
 from udora.scoring.calibration import calibration_curve, calibration_log_ratios
 from udora.scoring.ensemble import (
@@ -181,36 +181,40 @@ def observable_arrays(
         y: realised outcomes, (N,). mean, aleatoric, epistemic: ``mu``, ``a``, ``e``, (N,).
         total: ``v``, (N,); defaults to ``a + e``.
         member_means: (K, N) or None; without it the ensemble metrics are NaN.
+        Or every array with a leading R axis ((R, N); members (K, R, N)): R predictions
+        (e.g. of R subsets of points) scored in one vectorised pass.
 
     Returns:
-        A flat ``{name: float}``, the same values as :func:`score_arrays` gives them.
+        A flat ``{name: float}``, the same values as :func:`score_arrays` gives them; for
+        (R, N) inputs ``{name: (R,) array}``, row r the metrics of row r alone.
     """
     if total is None:
         total = np.asarray(aleatoric, np.float64) + np.asarray(epistemic, np.float64)
-    yy, mu, e, v = vectors("observable_arrays", y=y, mean=mean, epistemic=epistemic, total=total)
-    (au,) = vectors("observable_arrays", aleatoric=aleatoric)
+    yy, mu, e, v, au = rows("observable_arrays", y=y, mean=mean, epistemic=epistemic,
+                            total=total, aleatoric=aleatoric)  # fmt: skip
     x = None if member_means is None else members("observable_arrays", "member_means",
-                                                  member_means, yy.shape[0])  # fmt: skip
-    out: dict[str, float] = {}
-    out["nll"] = float(np.mean(proper.gaussian_nll(mu, v, yy)))
-    out["crps"] = float(np.mean(proper.gaussian_crps(mu, v, yy)))
+                                                  member_means, yy.shape)  # fmt: skip
+    out: dict[str, float | np.ndarray] = {}
+    with np.errstate(invalid="ignore"):  # N = 0: NaN means, as documented
+        out["nll"] = scalar(np.mean(proper.gaussian_nll(mu, v, yy), axis=-1))
+        out["crps"] = scalar(np.mean(proper.gaussian_crps(mu, v, yy), axis=-1))
     for level in proper.COVERAGE_LEVELS:
         out[f"coverage_{round(100 * level)}"] = proper.interval_coverage(mu, v, yy, level)
     out["miscal_area"] = proper.miscalibration_area(proper.pit(mu, v, yy))
     for level in INTERVAL_SCORE_LEVELS:
-        out[f"interval_score_{round(100 * level)}"] = float(
-            np.mean(proper.interval_score(mu, v, yy, level))
+        out[f"interval_score_{round(100 * level)}"] = scalar(
+            np.mean(proper.interval_score(mu, v, yy, level), axis=-1)
         )
     realised = (mu - yy) ** 2  # what a held-out set shows instead of the risk
     out["nAURC_eu_realised"] = normalised_aurc(e, realised)
     out["nAURC_total_realised"] = normalised_aurc(v, realised)
-    out.update(dict.fromkeys(_OBSERVABLE_ENSEMBLE, float("nan")))
+    out.update({name: scalar(np.full(yy.shape[:-1], np.nan)) for name in _OBSERVABLE_ENSEMBLE})
     if x is not None:
-        out["crps_fair"] = float(np.mean(fair_crps_ensemble(x, yy)))
+        out["crps_fair"] = scalar(np.mean(fair_crps_ensemble(x, yy), axis=-1))
         out["spread_skill"] = spread_skill_ratio(x, yy, au)
         out["err_spread_spearman"] = error_spread_spearman(x, yy)
         out["top_decile_err_ratio"] = top_decile_error_ratio(x, yy)
-    c = float(np.var(yy))
+    c = np.var(yy, axis=-1)
     out["util_selective"] = selective_utility(realised, v, cost_scale=c)
     out["util_topk"] = topk_utility(mu, v, yy, outcome_sd=np.sqrt(c))
     return out

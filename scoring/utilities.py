@@ -27,7 +27,7 @@ from numpy.polynomial.legendre import leggauss
 from scipy.special import betainc
 from scipy.stats import beta as beta_dist
 
-from udora.scoring._checks import all_finite, vectors
+from udora.scoring._checks import finite_rows, rows, scalar
 from udora.scoring._order import sort_with_order
 
 SELECTIVE_PRIOR: tuple[float, float] = (2.0, 10.0)
@@ -50,26 +50,29 @@ def selective_utility(
     ``E[lambda 1{lambda < v_i}] = c a/(a+b) I_{x_i}(a+1, b)``.
 
     Args:
-        loss: ``l``, shape (N,): the realised ``(mu - y)^2``, or for the oracle form the
-            squared-error risk target.
-        total: ``v``, shape (N,), the predictive total variance.
-        cost_scale: ``c > 0``, the variance of the evaluation outcomes.
+        loss: ``l``, shape (N,), or (R, N) for R scores at once: the realised
+            ``(mu - y)^2``, or for the oracle form the squared-error risk target.
+        total: ``v``, the same shape, the predictive total variance.
+        cost_scale: ``c > 0``, the variance of the evaluation outcomes ((R,) for (R, N)).
         prior: ``(a, b)`` of the Beta prior on ``t``.
 
     Returns:
-        ``M`` as a float in squared target units (lower is better); NaN if ``c`` is not
-        positive and finite or an input is non-finite.
+        ``M`` as a float ((R,) for (R, N)) in squared target units (lower is better); NaN
+        if ``c`` is not positive and finite or an input is non-finite (per row).
 
     Reference: Schneider et al., §3.3.1 and Appendix I.4.
     """
-    l, v = vectors("selective_utility", loss=loss, total=total)
+    l, v = rows("selective_utility", loss=loss, total=total)
     a, b = prior
-    if not (np.isfinite(cost_scale) and cost_scale > 0) or l.size == 0 or not all_finite(l, v):
-        return float("nan")
-    x = np.clip(v / cost_scale, 0.0, 1.0)
+    c = np.broadcast_to(np.asarray(cost_scale, np.float64), l.shape[:-1])
+    fine = np.isfinite(c) & (c > 0) & finite_rows(l, v) & (l.shape[-1] > 0)
+    c = np.where(fine, c, 1.0)[..., None]
+    x = np.clip(v / c, 0.0, 1.0)
     p_predict = 1.0 - betainc(a, b, x)
-    abstain_cost = cost_scale * a / (a + b) * betainc(a + 1.0, b, x)
-    return float(np.mean(l * p_predict + abstain_cost))
+    abstain_cost = c * a / (a + b) * betainc(a + 1.0, b, x)
+    with np.errstate(invalid="ignore"):  # N = 0: the mean of nothing, NaN as said
+        score = np.mean(l * p_predict + abstain_cost, axis=-1)
+    return scalar(np.where(fine, score, np.nan))
 
 
 @lru_cache(maxsize=16)
@@ -129,28 +132,38 @@ def topk_utility(
     the selection changes, so the quadrature is accurate to about ``1/n_nodes`` of the jumps.
 
     Args:
-        mean: ``mu``, shape (N,).
-        total: ``v``, shape (N,).
-        value: shape (N,): realised ``y``, or the posterior mean ``m_S`` for the oracle form.
-        outcome_sd: ``sd(y) > 0`` of the evaluation outcomes.
+        mean: ``mu``, shape (N,), or (R, N) for R selections at once.
+        total: ``v``, the same shape.
+        value: the same shape: realised ``y``, or the posterior mean ``m_S`` for the oracle
+            form.
+        outcome_sd: ``sd(y) > 0`` of the evaluation outcomes ((R,) for (R, N) inputs).
         fraction_prior: ``(a, b)`` of the Beta prior on ``k/n``.
         aversion_prior: ``(a, b)`` of the Beta prior on ``t``.
         n_nodes: number of Gauss-Legendre nodes.
 
     Returns:
-        ``M`` as a float in target units (lower is better); NaN if ``sd(y)`` is not positive
-        and finite, N = 0, or an input is non-finite.
+        ``M`` as a float ((R,) for (R, N)) in target units (lower is better); NaN if
+        ``sd(y)`` is not positive and finite, N = 0, or an input is non-finite (per row).
 
     Reference: Schneider et al., §3.3.2 and Appendix I.4.
     """
-    mu, v, val = vectors("topk_utility", mean=mean, total=total, value=value)
-    n = mu.shape[0]
-    if not (np.isfinite(outcome_sd) and outcome_sd > 0) or n == 0 or not all_finite(mu, v, val):
-        return float("nan")
+    mu, v, val = rows("topk_utility", mean=mean, total=total, value=value)
+    n = mu.shape[-1]
+    sd = np.broadcast_to(np.asarray(outcome_sd, np.float64), mu.shape[:-1])
+    fine = np.isfinite(sd) & (sd > 0) & finite_rows(mu, v, val) & (n > 0)
+    if n == 0 or not np.any(fine):
+        return scalar(np.full(mu.shape[:-1], np.nan))
     t, q = _aversion_nodes(n_nodes, tuple(aversion_prior))
     # The key is -(mu - gamma v) (largest first); the gain value - gamma v is
     # (value - mu) - key, so the sorted gains need the order only for value - mu.
-    order, keys = sort_with_order((t / outcome_sd)[:, None] * v[None, :] - mu[None, :])
+    gamma = t / np.where(fine, sd, 1.0)[..., None]  # (..., n_nodes)
+    key = gamma[..., :, None] * v[..., None, :] - mu[..., None, :]  # (..., n_nodes, n)
+    order, keys = sort_with_order(key.reshape(-1, n))
+    gains = (val - mu)[..., None, :] if mu.ndim == 2 else (val - mu)
+    order, keys = order.reshape(key.shape), keys.reshape(key.shape)
+    sorted_gains = (np.take_along_axis(np.broadcast_to(gains, key.shape), order, axis=-1)
+                    if mu.ndim == 2 else gains[order])  # fmt: skip
     # sum_k w_k U_k = sum_r gain_(r) W_r with W_r = sum_{k >= r} w_k / k
     W = _rank_weights(n, tuple(fraction_prior))
-    return float(-(q @ ((val - mu)[order] @ W - keys @ W)))
+    score = -((sorted_gains @ W - keys @ W) @ q)
+    return scalar(np.where(fine, score, np.nan))

@@ -1,8 +1,8 @@
 """Meta-evaluation on the stored predictions: each (preset, seed) cell's task rebuilt once
 (:func:`load_cells`) to compute what result.json lacks. That is the block energy and
-variogram scores (:func:`block_metrics`), the observable metrics on random subsets of the
-pool (:func:`subsample_taus`) and the interval AUC on the oracle's exceedance task
-(:func:`iauc_regions`). The rankings themselves are :mod:`udora.experiments.meta.taus`'s.
+variogram scores (:func:`block_metrics`) and the observable metrics on random subsets of
+the pool (:func:`subsample_taus`); the interval AUC on the oracle's exceedance task is
+:mod:`udora.experiments.meta.iauc`'s, the rankings :mod:`udora.experiments.meta.taus`'s.
 """
 
 from __future__ import annotations
@@ -16,15 +16,13 @@ import pandas as pd
 
 from udora.experiments.meta.pool import CellPool
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, goodness
-from udora.experiments.results.aggregate import kendall_tau
+from udora.experiments.results.aggregate import kendall_tau, kendall_tau_rows
 from udora.experiments.run.records import finished_run, load_predictions
 
 # Multivariate scores over blocks of nearby pool points (udora.scoring.multivariate): not
 # in result.json (they need the covariates); :func:`block_metrics` computes them.
 BLOCK_SIZE = 5
 MAX_BLOCKS = 1000
-# Nominal levels of the interval-AUC curves (the 0.5/0.8/0.9/0.95 of the first tables among them).
-IAUC_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
 
 @dataclass(frozen=True)
@@ -227,27 +225,31 @@ def _cell_subsample_taus(k: int, cell: Cell, sizes: tuple[int, ...], repeats: in
     for size in sizes:
         rng = np.random.default_rng([seed, k, size])
         B = cell.blocks.shape[0]
-        subsets = (
-            [(np.arange(N), np.arange(B))]
-            if size >= N
-            else [(rng.choice(N, size=size, replace=False),
-                   rng.choice(B, size=max(1, min(B, size // BLOCK_SIZE)), replace=False))
-                  for _ in range(repeats)]
-        )  # fmt: skip
-        scored = pd.DataFrame([
-            _score_subset(cell.task, p, idx)
-            | {name: float(np.mean(v[blk])) for name, v in blocks[i].items()}
-            for idx, blk in subsets for i, p in enumerate(cell.predictions)
-        ])  # fmt: skip
+        if size >= N:
+            points, picked = np.arange(N)[None], np.arange(B)[None]
+        else:
+            drawn = [(rng.choice(N, size=size, replace=False),
+                      rng.choice(B, size=max(1, min(B, size // BLOCK_SIZE)), replace=False))
+                     for _ in range(repeats)]  # fmt: skip
+            points, picked = (np.stack(part) for part in zip(*drawn, strict=True))
+        # one vectorised scoring per run over all subsets; rows (subset, run) as before
+        per_run = [_score_subsets(cell.task, p, points) | {name: np.mean(v[picked], axis=1)
+                   for name, v in blocks[i].items()}
+                   for i, p in enumerate(cell.predictions)]  # fmt: skip
+        scored = pd.DataFrame({name: np.stack([r[name] for r in per_run], axis=1).ravel()
+                               for name in per_run[0]})  # fmt: skip
         seen = goodness(scored, OBSERVABLE)  # one frame for every subset: pandas once
         taus: dict[str, list[float]] = {}
         n = len(cell.predictions)
         for obs in seen:
-            values = seen[obs].to_numpy().reshape(len(subsets), n)
-            for row in values:
+            values = seen[obs].to_numpy().reshape(len(points), n)
+            whole = np.all(np.isfinite(values), axis=1)  # these rows in one pass, in order
+            fast = iter(kendall_tau_rows(values[whole], truth))
+            for row, all_fine in zip(values, whole, strict=True):
                 fine = np.isfinite(row)
                 if fine.sum() >= min_methods:
-                    taus.setdefault(obs, []).append(kendall_tau(row[fine], truth[fine]))
+                    tau = next(fast) if all_fine else kendall_tau(row[fine], truth[fine])
+                    taus.setdefault(obs, []).append(tau)
         for obs, values in taus.items():
             rows.append({"preset": cell.preset, "seed": cell.seed, "observable": obs,
                          "size": size, "points": min(size, N),
@@ -255,39 +257,10 @@ def _cell_subsample_taus(k: int, cell: Cell, sizes: tuple[int, ...], repeats: in
     return rows
 
 
-def iauc_regions(
-    cells: list[Cell],
-    levels: tuple[float, ...] = IAUC_LEVELS,
-    quantile: float = 0.9,
-) -> pd.DataFrame:
-    """Interval AUC of each config's EU intervals on the oracle's exceedance task, per
-    cell (:func:`load_cells`) and level, with the exact posterior's own intervals as the
-    ``oracle`` row (:func:`udora.scoring.interval_auc.exceedance_regions`).
-
-    Returns:
-        One row per (preset, seed, config, level): ``above``, ``overlap``, ``below``.
-    """
-    from udora.scoring.interval_auc import exceedance_regions
-
-    rows = []
-    for cell in cells:
-        task = cell.task
-        for i, (config, pred) in enumerate(zip(cell.runs["config"], cell.predictions,
-                                               strict=True)):  # fmt: skip
-            out = exceedance_regions(task.f, pred["mean"], pred["epistemic"], task.post_mean,
-                                     task.post_var, quantile=quantile, levels=levels)  # fmt: skip
-            sources = [(config, out["method"])] + ([("oracle", out["oracle"])] if i == 0 else [])
-            for name, by_level in sources:
-                for level, regions in by_level.items():
-                    rows.append({"preset": cell.preset, "seed": cell.seed, "config": name,
-                                 "level": level, **regions})  # fmt: skip
-    return pd.DataFrame(rows, columns=["preset", "seed", "config", "level", "above",
-                                       "overlap", "below"])  # fmt: skip
-
-
-def _score_subset(task, prediction: dict, idx: np.ndarray) -> dict:
-    """The observable metrics of one prediction on the pool points ``idx`` (M,)
-    (:func:`udora.scoring.observable_arrays`: the oracle's are not needed on subsets)."""
+def _score_subsets(task, prediction: dict, idx: np.ndarray) -> dict[str, np.ndarray]:
+    """The observable metrics of one prediction on each row of pool points ``idx`` (R, M),
+    (R,) each (:func:`udora.scoring.observable_arrays` on (R, M) arrays: the oracle's are
+    not needed on subsets)."""
     from udora.scoring import observable_arrays
 
     members = prediction.get("member_means")

@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.meta.cells import (
-    iauc_regions,
     load_cells,
     subsample_taus,
     with_block_metrics,
 )
+from udora.experiments.meta.iauc import iauc_regions
 from udora.experiments.meta.pool import CellPool
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, cell_taus, pooled_taus
 from udora.experiments.results.figures import OKABE_ITO, save_figure
@@ -178,7 +178,7 @@ def write_meta(
     also the taus of observable metrics computed on that many pool points against the
     EU ranking (:func:`udora.experiments.meta.cells.subsample_taus`): ``meta_by_size.csv`` and
     the figure ``meta_by_size``; and the interval AUC of every config
-    (:func:`udora.experiments.meta.cells.iauc_regions`): ``meta_iauc.csv`` and its figures.
+    (:func:`udora.experiments.meta.iauc.iauc_regions`): ``meta_iauc.csv`` and its figures.
     ``jobs`` processes share the block scores and the rescoring of subsets.
 
     Raises:

@@ -85,6 +85,24 @@ def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
         return float(kendalltau(a, b, variant="b").statistic)
 
 
+def kendall_tau_rows(x: np.ndarray, y: np.ndarray) -> list[float]:
+    """:func:`kendall_tau` of each row of ``x`` (R, n) with ``y`` (n,), all finite, n up to
+    :data:`PAIRWISE_MAX`, by the same pair counts in one vectorised pass; R floats."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if x.shape[0] == 0:
+        return []
+    n = y.shape[0]
+    if n > PAIRWISE_MAX or n < 2:
+        return [kendall_tau(row, y) for row in x]
+    upper = np.triu_indices(n, k=1)
+    sx = np.sign(x[:, :, None] - x[:, None, :])[:, upper[0], upper[1]]  # (R, pairs)
+    sy = np.sign(y[:, None] - y[None, :])[upper]
+    denominator = np.sqrt(np.count_nonzero(sx, axis=1) * np.count_nonzero(sy))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a constant row: NaN
+        tau = np.where(denominator > 0, (sx @ sy) / denominator, np.nan)
+    return [float(t) for t in tau]
+
+
 def ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """Least-squares slope of ``y`` on ``x`` (with intercept) and its standard error.
 

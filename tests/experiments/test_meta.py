@@ -141,12 +141,8 @@ def test_meta_command_on_a_bench_folder(tmp_path):
         in (out / "report" / "meta" / "meta.md").read_text()
     )
     # rescoring the stored predictions on the whole pool reproduces the stored rankings
-    from udora.experiments.meta.cells import (
-        IAUC_LEVELS,
-        iauc_regions,
-        load_cells,
-        subsample_taus,
-    )
+    from udora.experiments.meta.cells import load_cells, subsample_taus
+    from udora.experiments.meta.iauc import IAUC_LEVELS, iauc_regions
     from udora.experiments.results.store import load_runs
 
     table, _ = load_runs(out)

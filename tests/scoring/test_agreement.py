@@ -63,7 +63,7 @@ def test_mse_and_scale_ratio_hand_worked():
 
 
 def test_bad_shapes_name_the_argument():
-    with pytest.raises(ValueError, match=r"`target` must have shape \(N,\) with N=3"):
+    with pytest.raises(ValueError, match=r"`target` must have shape \(3,\), got shape \(4,\)"):
         spearman(np.zeros(3), np.zeros(4))
     with pytest.raises(ValueError, match=r"`estimate` must have shape \(N,\)"):
         pearson(np.zeros((3, 1)), np.zeros(3))

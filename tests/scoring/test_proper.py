@@ -96,7 +96,7 @@ def test_bad_level_and_shapes_raise():
     z = np.zeros(3)
     with pytest.raises(ValueError, match="`level`"):
         proper.interval_coverage(z, z + 1, z, 1.0)
-    with pytest.raises(ValueError, match=r"`y` must have shape \(N,\) with N=3"):
+    with pytest.raises(ValueError, match=r"`y` must have shape \(3,\), got shape \(2,\)"):
         proper.gaussian_crps(z, z, np.zeros(2))
 
 

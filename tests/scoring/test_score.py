@@ -223,3 +223,31 @@ def test_observable_metrics_need_only_the_outcomes():
     assert seen["nll"] == pytest.approx(
         -np.mean(stats.norm.logpdf(task.y, pred.mean, np.sqrt(pred.total)))
     )
+
+
+@pytest.mark.parametrize("with_members", [False, True])
+def test_observable_metrics_of_rows_are_each_rows_own(with_members):
+    """(R, N) inputs, as meta scores R subsets at once, give row r exactly what row r
+    alone gives: with ties (a constant AU, repeated points), a NaN row and a constant-y row."""
+    rng = np.random.default_rng(8)
+    R, N, K = 6, 40, 5
+    y = rng.normal(size=(R, N))
+    member_means = y[None] + 0.5 * rng.normal(size=(K, R, N))
+    mean = member_means.mean(axis=0)
+    aleatoric = np.full((R, N), 0.3)
+    epistemic = member_means.var(axis=0, ddof=1)
+    mean[1, :10], epistemic[1, :10], y[1, :10] = mean[1, 0], epistemic[1, 0], y[1, 0]  # ties
+    epistemic[2, 3] = np.nan  # a non-finite row: NaN where the row's metric is undefined
+    y[3] = 1.5  # constant outcomes: undefined utilities
+    x = member_means if with_members else None
+    both = observable_arrays(y=y, mean=mean, aleatoric=aleatoric, epistemic=epistemic,
+                             member_means=x)  # fmt: skip
+    for r in range(R):
+        one = observable_arrays(y=y[r], mean=mean[r], aleatoric=aleatoric[r],
+                                epistemic=epistemic[r],
+                                member_means=None if x is None else x[:, r])  # fmt: skip
+        for name, value in one.items():
+            assert isinstance(value, float)
+            np.testing.assert_allclose(both[name][r], value, rtol=1e-12, atol=1e-14,
+                                       err_msg=f"{name}, row {r}")  # fmt: skip
+    assert np.isnan(both["nll"][2]) and np.isnan(both["util_topk"][3])

@@ -1,0 +1,45 @@
+"""The interval AUC of each config's EU intervals on the oracle's exceedance task, per
+cell of :func:`udora.experiments.meta.cells.load_cells`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from udora.experiments.meta.cells import Cell
+
+# Nominal levels of the interval-AUC curves (the 0.5/0.8/0.9/0.95 of the first tables among them).
+IAUC_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
+
+
+def iauc_regions(
+    cells: list[Cell],
+    levels: tuple[float, ...] = IAUC_LEVELS,
+    quantile: float = 0.9,
+) -> pd.DataFrame:
+    """Interval AUC of each config's EU intervals on the oracle's exceedance task, per
+    cell (:func:`~udora.experiments.meta.cells.load_cells`) and level, with the exact
+    posterior's own intervals as the ``oracle`` row
+    (:func:`udora.scoring.interval_auc.exceedance_regions`).
+
+    Returns:
+        One row per (preset, seed, config, level): ``above``, ``overlap``, ``below``.
+    """
+    from udora.scoring.interval_auc import exceedance_regions
+
+    rows = []
+    for cell in cells:
+        task = cell.task
+        for i, (config, pred) in enumerate(zip(cell.runs["config"], cell.predictions,
+                                               strict=True)):  # fmt: skip
+            out = exceedance_regions(task.f, pred["mean"], pred["epistemic"], task.post_mean,
+                                     task.post_var, quantile=quantile, levels=levels)  # fmt: skip
+            sources = [(config, out["method"])] + ([("oracle", out["oracle"])] if i == 0 else [])
+            for name, by_level in sources:
+                for level, regions in by_level.items():
+                    rows.append({"preset": cell.preset, "seed": cell.seed, "config": name,
+                                 "level": level, **regions})  # fmt: skip
+    return pd.DataFrame(rows, columns=["preset", "seed", "config", "level", "above",
+                                       "overlap", "below"])  # fmt: skip
