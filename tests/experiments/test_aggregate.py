@@ -87,3 +87,18 @@ def test_ols_slope_matches_linregress():
     assert se == pytest.approx(ref.stderr, rel=1e-10)
     assert ols_slope(x[:2], y[:2])[0] == pytest.approx((y[1] - y[0]) / (x[1] - x[0]))
     assert np.isnan(ols_slope(x[:2], y[:2])[1]) and np.isnan(ols_slope(np.ones(5), y[:5])[0])
+
+
+def test_kendall_tau_of_rows_is_scipys_tau_b_of_each_row():
+    from scipy.stats import kendalltau
+
+    from udora.experiments.results.aggregate import kendall_tau_rows
+
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 5, size=9).astype(float)  # ties in the reference ranking
+    x = rng.integers(0, 4, size=(30, 9)).astype(float)  # ties in every row
+    x[0] = 2.0  # a constant row: undefined
+    got = kendall_tau_rows(x, y)
+    assert np.isnan(got[0])
+    want = [kendalltau(row, y, variant="b").statistic for row in x[1:]]
+    np.testing.assert_allclose(got[1:], want, rtol=1e-12)
