@@ -47,12 +47,12 @@ def nearest_blocks(X: np.ndarray, n_blocks: int, size: int, rng: np.random.Gener
     Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
     anchors = rng.choice(N, size=n_blocks, replace=False)
     _, idx = cKDTree(Z).query(Z[anchors], k=size)
-    # A duplicate of the anchor may come first; put the anchor itself in column 0.
-    out = np.empty((n_blocks, size), dtype=np.int64)
-    for b, (a, row) in enumerate(zip(anchors, idx, strict=True)):
-        rest = row[row != a][: size - 1]
-        out[b] = np.concatenate([[a], rest])
-    return out
+    # A duplicate of the anchor may come first; put the anchor itself in column 0, then
+    # the row's other points in order (the first size - 1 when the anchor is not among them).
+    keep = idx != anchors[:, None]
+    keep[keep.all(axis=1), -1] = False
+    rest = idx[keep].reshape(n_blocks, size - 1)
+    return np.concatenate([anchors[:, None], rest], axis=1).astype(np.int64)
 
 
 def block_ensemble(

@@ -67,8 +67,6 @@ def load_cells(
         ValueError: a rebuilt task's data table (under ``data_dir``, default the loader's)
             is not the one the runs recorded (its sha256): its targets would not be theirs.
     """
-    from udora.oracle.preset import Preset
-    from udora.oracle.task import build_task
     from udora.scoring.multivariate import nearest_blocks
 
     cells = []
@@ -82,6 +80,9 @@ def load_cells(
         record = records[0]
         task = _stored_task(runs["run_dir"].iloc[0], record)
         if task is None:  # a results folder from before tasks were stored: build it
+            from udora.oracle.preset import Preset
+            from udora.oracle.task import build_task  # imports JAX: only when needed
+
             if progress is not None:
                 progress(f"rebuilding the task of {preset}, seed {run_seed}")
             task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),

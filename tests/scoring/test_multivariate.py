@@ -26,6 +26,17 @@ def test_blocks_are_anchor_and_its_nearest_neighbours():
         assert set(row[1:]) == set(np.argsort(d)[:3])
 
 
+def test_blocks_of_duplicated_points_keep_the_anchor_once():
+    """Five copies of each point: the nearest 3 may or may not include the anchor itself;
+    either way the block is the anchor, then two other copies of it."""
+    rng = np.random.default_rng(3)
+    X = np.repeat(rng.normal(size=(40, 2)), 5, axis=0)
+    blocks = nearest_blocks(X, n_blocks=60, size=3, rng=np.random.default_rng(2))
+    for row in blocks:
+        assert len(set(row)) == 3 and row[0] not in row[1:]
+        np.testing.assert_array_equal(X[row[1:]], X[[row[0], row[0]]])
+
+
 def test_block_ensemble_is_members_plus_their_noise():
     rng = np.random.default_rng(2)
     m = rng.normal(size=(3, 10))
