@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from udora.experiments.meta.pool import CellPool
+
 if TYPE_CHECKING:
     from udora.experiments.meta.cells import Cell
 
@@ -18,28 +20,37 @@ def iauc_regions(
     cells: list[Cell],
     levels: tuple[float, ...] = IAUC_LEVELS,
     quantile: float = 0.9,
+    pool: CellPool | None = None,
 ) -> pd.DataFrame:
     """Interval AUC of each config's EU intervals on the oracle's exceedance task, per
     cell (:func:`~udora.experiments.meta.cells.load_cells`) and level, with the exact
     posterior's own intervals as the ``oracle`` row
-    (:func:`udora.scoring.interval_auc.exceedance_regions`).
+    (:func:`udora.scoring.interval_auc.exceedance_regions`); the cells shared by
+    ``pool``'s processes (serially without one).
 
     Returns:
         One row per (preset, seed, config, level): ``above``, ``overlap``, ``below``.
     """
+    parts = (pool or CellPool()).map(_cell_regions, cells, levels, quantile)
+    return pd.DataFrame([row for part in parts for row in part],
+                        columns=["preset", "seed", "config", "level", "above", "overlap",
+                                 "below"])  # fmt: skip
+
+
+def _cell_regions(k: int, cell: Cell, levels: tuple[float, ...], quantile: float) -> list[dict]:
+    """The rows of :func:`iauc_regions` for one cell."""
     from udora.scoring.interval_auc import exceedance_regions
 
+    del k
     rows = []
-    for cell in cells:
-        task = cell.task
-        for i, (config, pred) in enumerate(zip(cell.runs["config"], cell.predictions,
-                                               strict=True)):  # fmt: skip
-            out = exceedance_regions(task.f, pred["mean"], pred["epistemic"], task.post_mean,
-                                     task.post_var, quantile=quantile, levels=levels)  # fmt: skip
-            sources = [(config, out["method"])] + ([("oracle", out["oracle"])] if i == 0 else [])
-            for name, by_level in sources:
-                for level, regions in by_level.items():
-                    rows.append({"preset": cell.preset, "seed": cell.seed, "config": name,
-                                 "level": level, **regions})  # fmt: skip
-    return pd.DataFrame(rows, columns=["preset", "seed", "config", "level", "above",
-                                       "overlap", "below"])  # fmt: skip
+    task = cell.task
+    for i, (config, pred) in enumerate(zip(cell.runs["config"], cell.predictions,
+                                           strict=True)):  # fmt: skip
+        out = exceedance_regions(task.f, pred["mean"], pred["epistemic"], task.post_mean,
+                                 task.post_var, quantile=quantile, levels=levels)  # fmt: skip
+        sources = [(config, out["method"])] + ([("oracle", out["oracle"])] if i == 0 else [])
+        for name, by_level in sources:
+            for level, regions in by_level.items():
+                rows.append({"preset": cell.preset, "seed": cell.seed, "config": name,
+                             "level": level, **regions})  # fmt: skip
+    return rows

@@ -222,7 +222,7 @@ def write_meta(
         regions = by_size = None
         if rescore:
             step("interval AUC")
-            regions = iauc_regions(loaded)
+            regions = iauc_regions(loaded, pool=pool)
             regions.to_csv(out / "meta_iauc.csv", index=False)
             written.append(out / "meta_iauc.csv")
             if not regions.empty:
