@@ -55,13 +55,15 @@ def load_cells(
     min_methods: int = 4,
     data_dir: str | None = None,
     progress: Callable[[str], None] | None = None,
+    on_cell: Callable[[int, Cell], None] | None = None,
 ) -> list[Cell]:
     """Every (preset, seed) of ``table``'s ok runs with at least ``min_methods`` configs,
     its task built once (:class:`Cell`); the input of :func:`subsample_taus` and
     :func:`iauc_regions`.
 
     A cell reads its task's stored oracle arrays; only a results folder from before they
-    were stored rebuilds the task from the data under ``data_dir``.
+    were stored rebuilds the task from the data under ``data_dir``. ``on_cell(k, cell)``
+    is called as the k-th cell is ready.
 
     Raises:
         ValueError: a rebuilt task's data table (under ``data_dir``, default the loader's)
@@ -104,6 +106,8 @@ def load_cells(
         blocks = nearest_blocks(task.X, min(N // BLOCK_SIZE, MAX_BLOCKS), BLOCK_SIZE,
                                 np.random.default_rng(int(run_seed)))  # fmt: skip
         cells.append(Cell(str(preset), int(run_seed), runs, task, preds, blocks))
+        if on_cell is not None:  # e.g. start its rescoring while the next cell loads
+            on_cell(len(cells) - 1, cells[-1])
     return cells
 
 
@@ -145,7 +149,7 @@ def _block_values(cell: Cell, i: int) -> dict[str, np.ndarray]:
     return cell.scored_blocks[run_dir]
 
 
-def _cell_block_values(k: int, cell: Cell) -> dict[str, dict[str, np.ndarray]]:
+def cell_block_values(k: int, cell: Cell) -> dict[str, dict[str, np.ndarray]]:
     """Every run's :func:`_block_values` of one cell, by run folder."""
     del k
     return {str(d): _block_values(cell, i) for i, d in enumerate(cell.runs["run_dir"])}
@@ -160,7 +164,7 @@ def block_metrics(cells: list[Cell], pool: CellPool | None = None) -> pd.DataFra
     Returns:
         One row per run: ``run_dir``, ``energy_score_block``, ``variogram_score_block``.
     """
-    for cell, values in zip(cells, (pool or CellPool()).map(_cell_block_values, cells),
+    for cell, values in zip(cells, (pool or CellPool()).map(cell_block_values, cells),
                             strict=True):  # fmt: skip
         cell.scored_blocks.update(values)
     rows = [{"run_dir": run_dir, **{k: float(np.mean(v))
@@ -207,10 +211,23 @@ def subsample_taus(
         and ``points`` (the subset size used).
     """
     with CellPool(jobs) as own:
-        parts = (pool or own).map(_cell_subsample_taus, cells, sizes, repeats, seed, oracle,
-                                  min_methods)  # fmt: skip
-    rows = [row for part in parts for row in part]
-    return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
+        return submit_subsample_taus(cells, pool or own, sizes, repeats, seed, oracle,
+                                     min_methods)()  # fmt: skip
+
+
+def submit_subsample_taus(
+    cells: list[Cell], pool: CellPool, *args: Any
+) -> Callable[[], pd.DataFrame]:
+    """Start :func:`subsample_taus` (``args``: its ``sizes`` to ``min_methods``) in
+    ``pool``; the function returned waits for it and gives its frame."""
+    futures = [pool.submit(_cell_subsample_taus, k, cell, *args) for k, cell in enumerate(cells)]
+
+    def collect() -> pd.DataFrame:
+        rows = [row for future in futures for row in future.result()]
+        return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points",
+                                           "tau"])  # fmt: skip
+
+    return collect
 
 
 def _cell_subsample_taus(k: int, cell: Cell, sizes: tuple[int, ...], repeats: int, seed: int,

@@ -31,13 +31,17 @@ def iauc_regions(
     Returns:
         One row per (preset, seed, config, level): ``above``, ``overlap``, ``below``.
     """
-    parts = (pool or CellPool()).map(_cell_regions, cells, levels, quantile)
-    return pd.DataFrame([row for part in parts for row in part],
-                        columns=["preset", "seed", "config", "level", "above", "overlap",
-                                 "below"])  # fmt: skip
+    parts = (pool or CellPool()).map(cell_regions, cells, levels, quantile)
+    return iauc_frame([row for part in parts for row in part])
 
 
-def _cell_regions(k: int, cell: Cell, levels: tuple[float, ...], quantile: float) -> list[dict]:
+def iauc_frame(rows: list[dict]) -> pd.DataFrame:
+    """The frame of :func:`iauc_regions` from its rows (of :func:`cell_regions`)."""
+    return pd.DataFrame(rows, columns=["preset", "seed", "config", "level", "above",
+                                       "overlap", "below"])  # fmt: skip
+
+
+def cell_regions(k: int, cell: Cell, levels: tuple[float, ...], quantile: float) -> list[dict]:
     """The rows of :func:`iauc_regions` for one cell."""
     from udora.scoring.interval_auc import exceedance_regions
 

@@ -20,11 +20,12 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.meta.cells import (
+    cell_block_values,
     load_cells,
-    subsample_taus,
+    submit_subsample_taus,
     with_block_metrics,
 )
-from udora.experiments.meta.iauc import iauc_regions
+from udora.experiments.meta.iauc import IAUC_LEVELS, cell_regions, iauc_frame
 from udora.experiments.meta.pool import CellPool
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, cell_taus, pooled_taus
 from udora.experiments.results.figures import OKABE_ITO, save_figure
@@ -195,10 +196,21 @@ def write_meta(
     with CellPool(jobs) as pool:  # one set of processes for the blocks and the subsets
         table, left_out = practitioner_configs(table)
         step = progress or (lambda _: None)
-        loaded = load_cells(table, min_methods, data_dir, progress) if rescore else []
+        early: list = []  # each cell's block values and interval AUC, computed as it loads
+        start = lambda k, cell: early.append(pool.submit(_cell_early, k, cell))  # noqa: E731
+        loaded = load_cells(table, min_methods, data_dir, progress, start) if rescore else []
         step("ranking the configs")
+        regions_rows = []
+        for cell, future in zip(loaded, early, strict=True):
+            values, rows = future.result()
+            cell.scored_blocks.update(values)
+            regions_rows += rows
         if rescore:
-            table = with_block_metrics(table, loaded, pool)
+            table = with_block_metrics(table, loaded)  # the values above: nothing computed
+        subsets = None
+        if sizes and rescore:  # rescoring subsets runs while this process ranks and draws
+            subsets = submit_subsample_taus(loaded, pool, sizes, repeats, 0, "spearman_eu",
+                                            min_methods)  # fmt: skip
         cells = cell_taus(table, min_methods=min_methods)
         if cells.empty:
             raise ValueError(
@@ -222,7 +234,7 @@ def write_meta(
         regions = by_size = None
         if rescore:
             step("interval AUC")
-            regions = iauc_regions(loaded, pool=pool)
+            regions = iauc_frame(regions_rows)
             regions.to_csv(out / "meta_iauc.csv", index=False)
             written.append(out / "meta_iauc.csv")
             if not regions.empty:
@@ -230,14 +242,18 @@ def write_meta(
                 written += iauc_curves_figure(regions, out / "meta_iauc_curves")
         if sizes and rescore:
             step(f"rescoring subsets of {', '.join(map(str, sizes))} points")
-            by_size = subsample_taus(loaded, sizes=sizes, repeats=repeats, min_methods=min_methods,
-                                     pool=pool)  # fmt: skip
+            by_size = subsets()
             by_size.to_csv(out / "meta_by_size.csv", index=False)
             written.append(out / "meta_by_size.csv")
             if not by_size.empty:
                 written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
         return {"cells": cells, "pooled": pooled, "by_size": by_size, "iauc": regions,
                 "written": written, "left_out": left_out}  # fmt: skip
+
+
+def _cell_early(k: int, cell: Any) -> tuple[dict, list[dict]]:
+    """One cell's block values by run folder and its interval-AUC rows, in a worker."""
+    return cell_block_values(k, cell), cell_regions(k, cell, IAUC_LEVELS, 0.9)
 
 
 def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
