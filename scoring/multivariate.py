@@ -164,9 +164,13 @@ def energy_score_fair(obs: np.ndarray, x: np.ndarray) -> np.ndarray:
     xc, oc = x - centre, obs[:, None, :] - centre
     skill = np.mean(np.sqrt(np.sum((xc - oc) ** 2, axis=2)), axis=1)
     sq = np.einsum("bms,bms->bm", xc, xc)
-    d2 = sq[:, :, None] + sq[:, None, :] - 2.0 * np.matmul(xc, np.transpose(xc, (0, 2, 1)))
+    d2 = np.matmul(xc, np.transpose(xc, (0, 2, 1)))  # in place from here: (B, M, M)
+    d2 *= -2.0
+    d2 += sq[:, :, None]
+    d2 += sq[:, None, :]
     d2[:, np.arange(M), np.arange(M)] = 0.0
-    spread = np.sum(np.sqrt(np.maximum(d2, 0.0)), axis=(1, 2))
+    np.maximum(d2, 0.0, out=d2)
+    spread = np.sum(np.sqrt(d2, out=d2), axis=(1, 2))
     return skill - spread / (2.0 * M * (M - 1))
 
 
