@@ -155,6 +155,14 @@ def cell_block_values(k: int, cell: Cell) -> dict[str, dict[str, np.ndarray]]:
     return {str(d): _block_values(cell, i) for i, d in enumerate(cell.runs["run_dir"])}
 
 
+def cell_early(k: int, cell: Cell) -> tuple[dict[str, dict[str, np.ndarray]], list[dict]]:
+    """One cell's :func:`cell_block_values` and interval-AUC rows, as a worker computes
+    them while the next cells load (:func:`udora.experiments.meta.outputs.write_meta`)."""
+    from udora.experiments.meta.iauc import IAUC_LEVELS, cell_regions
+
+    return cell_block_values(k, cell), cell_regions(k, cell, IAUC_LEVELS, 0.9)
+
+
 def block_metrics(cells: list[Cell], pool: CellPool | None = None) -> pd.DataFrame:
     """The energy and variogram scores over each cell's blocks for every run with members
     (:func:`udora.scoring.multivariate.block_scores`; NaN for runs without), the cells

@@ -3,21 +3,18 @@ cell of :func:`udora.experiments.meta.cells.load_cells`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import pandas as pd
 
 from udora.experiments.meta.pool import CellPool
-
-if TYPE_CHECKING:
-    from udora.experiments.meta.cells import Cell
 
 # Nominal levels of the interval-AUC curves (the 0.5/0.8/0.9/0.95 of the first tables among them).
 IAUC_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
 
 def iauc_regions(
-    cells: list[Cell],
+    cells: list[Any],
     levels: tuple[float, ...] = IAUC_LEVELS,
     quantile: float = 0.9,
     pool: CellPool | None = None,
@@ -41,7 +38,7 @@ def iauc_frame(rows: list[dict]) -> pd.DataFrame:
                                        "overlap", "below"])  # fmt: skip
 
 
-def cell_regions(k: int, cell: Cell, levels: tuple[float, ...], quantile: float) -> list[dict]:
+def cell_regions(k: int, cell: Any, levels: tuple[float, ...], quantile: float) -> list[dict]:
     """The rows of :func:`iauc_regions` for one cell."""
     from udora.scoring.interval_auc import exceedance_regions
 

@@ -20,12 +20,12 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.meta.cells import (
-    cell_block_values,
+    cell_early,
     load_cells,
     submit_subsample_taus,
     with_block_metrics,
 )
-from udora.experiments.meta.iauc import IAUC_LEVELS, cell_regions, iauc_frame
+from udora.experiments.meta.iauc import iauc_frame
 from udora.experiments.meta.pool import CellPool
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, cell_taus, pooled_taus
 from udora.experiments.results.figures import OKABE_ITO, save_figure
@@ -197,7 +197,7 @@ def write_meta(
         table, left_out = practitioner_configs(table)
         step = progress or (lambda _: None)
         early: list = []  # each cell's block values and interval AUC, computed as it loads
-        start = lambda k, cell: early.append(pool.submit(_cell_early, k, cell))  # noqa: E731
+        start = lambda k, cell: early.append(pool.submit(cell_early, k, cell))  # noqa: E731
         loaded = load_cells(table, min_methods, data_dir, progress, start) if rescore else []
         step("ranking the configs")
         regions_rows = []
@@ -249,11 +249,6 @@ def write_meta(
                 written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
         return {"cells": cells, "pooled": pooled, "by_size": by_size, "iauc": regions,
                 "written": written, "left_out": left_out}  # fmt: skip
-
-
-def _cell_early(k: int, cell: Any) -> tuple[dict, list[dict]]:
-    """One cell's block values by run folder and its interval-AUC rows, in a worker."""
-    return cell_block_values(k, cell), cell_regions(k, cell, IAUC_LEVELS, 0.9)
 
 
 def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
