@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from udora.scoring._checks import all_finite, finite_rows, rows, vectors
+from udora.scoring._checks import all_finite, rows, vectors
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:
@@ -50,7 +50,7 @@ def spearman(estimate: np.ndarray, target: np.ndarray) -> float:
     ``rho = r(rank(e), rank(t))``; unchanged by any strictly increasing transform of either.
 
     Args:
-        estimate: ``e``, shape (N,), or (R, N) for R correlations.
+        estimate: ``e``, shape (N,), or (R, N) for R correlations (row by row).
         target: ``t``, the same shape.
 
     Returns:
@@ -64,14 +64,7 @@ def spearman(estimate: np.ndarray, target: np.ndarray) -> float:
         if not all_finite(e, t):
             return float("nan")
         return _pearson(rankdata(e), rankdata(t))
-    re, rt = rankdata(e, axis=1), rankdata(t, axis=1)
-    fine = (
-        finite_rows(e, t) & (e.shape[1] >= 2) & (np.ptp(re, axis=1) > 0) & (np.ptp(rt, axis=1) > 0)
-    )
-    ec, tc = re - re.mean(axis=1, keepdims=True), rt - rt.mean(axis=1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.sum(ec * tc, axis=1) / np.sqrt(np.sum(ec * ec, axis=1) * np.sum(tc * tc, axis=1))
-    return np.where(fine, np.clip(r, -1.0, 1.0), np.nan)
+    return np.array([spearman(a, b) for a, b in zip(e, t, strict=True)])
 
 
 def mse(estimate: np.ndarray, target: np.ndarray) -> float:

@@ -156,7 +156,7 @@ def miscalibration_area(u: np.ndarray) -> float:
     if n == 0:
         return scalar(np.full(u.shape[:-1], np.nan))
     edge = np.ones((*u.shape[:-1], 1))
-    knots = np.concatenate([0.0 * edge, np.sort(np.clip(u, 0.0, 1.0), axis=-1), edge], axis=-1)
+    knots = np.concatenate([edge - 1.0, np.sort(np.clip(u, 0.0, 1.0), axis=-1), edge], axis=-1)
     c = np.arange(n + 1) / n
 
     def g(x: np.ndarray) -> np.ndarray:

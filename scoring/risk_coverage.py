@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from udora.scoring._checks import all_finite, finite_rows, rows, scalar, vectors
+from udora.scoring._checks import all_finite, finite_rows, rows, vectors
 from udora.scoring._order import sort_with_order
 
 
@@ -89,27 +89,22 @@ def normalised_aurc(estimate: np.ndarray, target: np.ndarray) -> float | np.ndar
     classifiers" (ICLR 2019) for AURC; the normalisation is udora's (docs/design.md, "Scoring").
     """
     e, t = rows("normalised_aurc", estimate=estimate, target=target)
-    if e.ndim == 1:
-        if e.shape[0] == 0 or not all_finite(e, t) or np.ptp(t) == 0:
-            return float("nan")
-        a = float(np.mean(_curve(e, t)[1]))
-        a_oracle = float(np.mean(_curve(t, t)[1]))
-        a_random = float(np.mean(t))
-        return (a_random - a) / (a_random - a_oracle)
+    one = e.ndim == 1
+    e, t = np.atleast_2d(e), np.atleast_2d(t)
     out = np.full(e.shape[0], np.nan)
-    if e.shape[1] == 0:
-        return out
-    fine = finite_rows(e, t) & (np.ptp(t, axis=1) > 0)
-    e, t = e[fine], t[fine]
-    a, a_oracle = np.mean(_curves(e, t), axis=1), np.mean(_curves(t, t), axis=1)
-    a_random = np.mean(t, axis=1)
-    out[fine] = (a_random - a) / (a_random - a_oracle)
-    return scalar(out)
+    if e.shape[1] > 0:
+        fine = finite_rows(e, t) & (np.ptp(t, axis=1) > 0)
+        e, t = e[fine], t[fine]
+        a, a_oracle = np.mean(_curves(e, t), axis=1), np.mean(_curves(t, t), axis=1)
+        a_random = np.mean(t, axis=1)
+        out[fine] = (a_random - a) / (a_random - a_oracle)
+    return float(out[0]) if one else out
 
 
 def _curves(e: np.ndarray, t: np.ndarray) -> np.ndarray:
     """:func:`_curve`'s retained means of each row, (R, N) from e, t (R, N): rows with ties
-    one at a time, the others in one vectorised pass."""
+    one at a time, the others in one vectorised pass (the same numbers: one sort, one
+    cumulative sum)."""
     n = e.shape[1]
     order, e_sorted = sort_with_order(e)
     tied = np.any(e_sorted[:, 1:] == e_sorted[:, :-1], axis=1)

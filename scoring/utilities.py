@@ -156,14 +156,12 @@ def topk_utility(
     t, q = _aversion_nodes(n_nodes, tuple(aversion_prior))
     # The key is -(mu - gamma v) (largest first); the gain value - gamma v is
     # (value - mu) - key, so the sorted gains need the order only for value - mu.
-    gamma = t / np.where(fine, sd, 1.0)[..., None]  # (..., n_nodes)
-    key = gamma[..., :, None] * v[..., None, :] - mu[..., None, :]  # (..., n_nodes, n)
-    order, keys = sort_with_order(key.reshape(-1, n))
-    gains = (val - mu)[..., None, :] if mu.ndim == 2 else (val - mu)
-    order, keys = order.reshape(key.shape), keys.reshape(key.shape)
-    sorted_gains = (np.take_along_axis(np.broadcast_to(gains, key.shape), order, axis=-1)
-                    if mu.ndim == 2 else gains[order])  # fmt: skip
+    mu, v, val = (np.atleast_2d(a) for a in (mu, v, val))  # rows (R, n)
+    gamma = t / np.where(fine, sd, 1.0).reshape(-1, 1)  # (R, n_nodes)
+    key = gamma[:, :, None] * v[:, None, :] - mu[:, None, :]  # (R, n_nodes, n)
+    order, keys = (a.reshape(key.shape) for a in sort_with_order(key.reshape(-1, n)))
+    gains = np.take_along_axis(np.broadcast_to((val - mu)[:, None, :], key.shape), order, -1)
     # sum_k w_k U_k = sum_r gain_(r) W_r with W_r = sum_{k >= r} w_k / k
     W = _rank_weights(n, tuple(fraction_prior))
-    score = -((sorted_gains @ W - keys @ W) @ q)
-    return scalar(np.where(fine, score, np.nan))
+    score = np.where(fine, -((gains @ W - keys @ W) @ q), np.nan)
+    return scalar(score[0] if fine.ndim == 0 else score)

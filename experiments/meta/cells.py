@@ -163,29 +163,25 @@ def cell_early(k: int, cell: Cell) -> tuple[dict[str, dict[str, np.ndarray]], li
     return cell_block_values(k, cell), cell_regions(k, cell, IAUC_LEVELS, 0.9)
 
 
-def block_metrics(cells: list[Cell], pool: CellPool | None = None) -> pd.DataFrame:
+def block_metrics(cells: list[Cell]) -> pd.DataFrame:
     """The energy and variogram scores over each cell's blocks for every run with members
-    (:func:`udora.scoring.multivariate.block_scores`; NaN for runs without), the cells
-    shared by ``pool``'s processes (serially without one). Each cell keeps its runs' block
-    values for :func:`subsample_taus`.
+    (:func:`udora.scoring.multivariate.block_scores`; NaN for runs without); values a
+    worker already computed (:func:`cell_early`) are reused.
 
     Returns:
         One row per run: ``run_dir``, ``energy_score_block``, ``variogram_score_block``.
     """
-    for cell, values in zip(cells, (pool or CellPool()).map(cell_block_values, cells),
-                            strict=True):  # fmt: skip
-        cell.scored_blocks.update(values)
-    rows = [{"run_dir": run_dir, **{k: float(np.mean(v))
-                                    for k, v in cell.scored_blocks[str(run_dir)].items()}}
-            for cell in cells for run_dir in cell.runs["run_dir"]]  # fmt: skip
+    rows = []
+    for cell in cells:
+        for i, run_dir in enumerate(cell.runs["run_dir"]):
+            means = {k: float(np.mean(v)) for k, v in _block_values(cell, i).items()}
+            rows.append({"run_dir": run_dir, **means})
     return pd.DataFrame(rows, columns=["run_dir", "energy_score_block", "variogram_score_block"])
 
 
-def with_block_metrics(
-    table: pd.DataFrame, cells: list[Cell], pool: CellPool | None = None
-) -> pd.DataFrame:
+def with_block_metrics(table: pd.DataFrame, cells: list[Cell]) -> pd.DataFrame:
     """``table`` with the columns of :func:`block_metrics` (NaN for runs not in a cell)."""
-    extra = block_metrics(cells, pool)
+    extra = block_metrics(cells)
     merged = table.drop(columns=[c for c in extra.columns[1:] if c in table.columns])
     return merged.merge(extra, on="run_dir", how="left", validate="many_to_one").set_axis(
         table.index
@@ -200,7 +196,6 @@ def subsample_taus(
     oracle: str = "spearman_eu",
     min_methods: int = 4,
     jobs: int = 1,
-    pool: CellPool | None = None,
 ) -> pd.DataFrame:
     """How many evaluation points an observable metric needs to rank like the oracle.
 
@@ -211,16 +206,15 @@ def subsample_taus(
     ``oracle`` metric's ranking on the whole pool, as stored. The block scores average
     ``size // 5`` of the cell's blocks instead (all of them past N), each block scored
     once with the noise draws of the whole-pool score (:func:`block_metrics`). Subsets are
-    drawn from the Generator of ``[seed, cell index, size]``. The cells are shared among
-    ``pool``'s processes, or without one among ``jobs`` spawned ones; the rows are the same.
+    drawn from the Generator of ``[seed, cell index, size]``. With ``jobs`` > 1 the cells are
+    shared among that many spawned processes; the rows are the same.
 
     Returns:
         One row per (preset, seed, observable, size) with the mean ``tau`` over repeats
         and ``points`` (the subset size used).
     """
-    with CellPool(jobs) as own:
-        return submit_subsample_taus(cells, pool or own, sizes, repeats, seed, oracle,
-                                     min_methods)()  # fmt: skip
+    with CellPool(jobs) as pool:
+        return submit_subsample_taus(cells, pool, sizes, repeats, seed, oracle, min_methods)()
 
 
 def submit_subsample_taus(

@@ -7,8 +7,6 @@ from typing import Any
 
 import pandas as pd
 
-from udora.experiments.meta.pool import CellPool
-
 # Nominal levels of the interval-AUC curves (the 0.5/0.8/0.9/0.95 of the first tables among them).
 IAUC_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 
@@ -17,19 +15,17 @@ def iauc_regions(
     cells: list[Any],
     levels: tuple[float, ...] = IAUC_LEVELS,
     quantile: float = 0.9,
-    pool: CellPool | None = None,
 ) -> pd.DataFrame:
     """Interval AUC of each config's EU intervals on the oracle's exceedance task, per
     cell (:func:`~udora.experiments.meta.cells.load_cells`) and level, with the exact
     posterior's own intervals as the ``oracle`` row
-    (:func:`udora.scoring.interval_auc.exceedance_regions`); the cells shared by
-    ``pool``'s processes (serially without one).
+    (:func:`udora.scoring.interval_auc.exceedance_regions`).
 
     Returns:
         One row per (preset, seed, config, level): ``above``, ``overlap``, ``below``.
     """
-    parts = (pool or CellPool()).map(cell_regions, cells, levels, quantile)
-    return iauc_frame([row for part in parts for row in part])
+    return iauc_frame([row for k, cell in enumerate(cells)
+                       for row in cell_regions(k, cell, levels, quantile)])  # fmt: skip
 
 
 def iauc_frame(rows: list[dict]) -> pd.DataFrame:

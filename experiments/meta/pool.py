@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 
 class CellPool:
-    """Maps a function over the cells of a meta-evaluation, in ``jobs`` spawned processes
-    (serially for ``jobs`` 1 or a single cell), or runs it on one cell (:meth:`submit`)
-    while this process goes on. The processes start at the first parallel call and serve
-    every later one until the ``with`` block ends; they ignore Ctrl-C, which cancels what
-    is pending here (one line, no worker tracebacks)."""
+    """Runs a function on one cell of a meta-evaluation in one of ``jobs`` spawned
+    processes while this process goes on (:meth:`submit`; at once, here, for ``jobs``
+    1). The processes start at the first call and serve every later one until the
+    ``with`` block ends; they ignore Ctrl-C, which cancels what is pending here (one
+    line, no worker tracebacks)."""
 
     def __init__(self, jobs: int = 1):
         self.jobs = jobs
         self._executor: Any = None
-
-    def map(self, fn: Callable[..., Any], cells: Sequence[Any], *args: Any) -> list[Any]:
-        """``[fn(k, cell, *args) for k, cell in enumerate(cells)]``; ``fn`` must be a
-        module-level function (it is pickled by name)."""
-        if self.jobs <= 1 or len(cells) < 2:
-            return [fn(k, cell, *args) for k, cell in enumerate(cells)]
-        n = len(cells)
-        try:
-            return list(self._start().map(fn, range(n), cells, *([a] * n for a in args)))
-        except KeyboardInterrupt:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
-            raise
 
     def submit(self, fn: Callable[..., Any], k: int, cell: Any, *args: Any) -> Any:
         """``fn(k, cell, *args)`` as a future: running in a process while this one goes

@@ -64,19 +64,59 @@ def store(root: str | Path, task_hash: str, task: Any) -> Path:
     ``task`` is an :class:`~udora.oracle.task.OracleTask` (or anything with its array
     fields, ``preset``, ``seed`` and ``meta``).
     """
-    npz, record = paths(root, task_hash)
+    meta = {k: v for k, v in task.meta.items() if _is_json(v)}
+    entry = {"task_hash": task_hash, "seed": int(task.seed),
+             "preset_config": task.preset.model_dump(mode="json"), "meta": meta}  # fmt: skip
+    return _write(root, task_hash, {name: np.asarray(getattr(task, name)) for name in ARRAYS},
+                  entry)  # fmt: skip
+
+
+def _write(root: str | Path, name: str, arrays: dict[str, np.ndarray], entry: dict) -> Path:
+    """``<name>.npz`` of ``arrays`` then ``<name>.json`` of ``entry`` and the archive's
+    sha256, each atomically, unless both are there; the ``.npz``."""
+    npz, record = paths(root, name)
     if record.is_file() and npz.is_file():
         return npz
     npz.parent.mkdir(parents=True, exist_ok=True)
-    blob = _npz_bytes({name: np.asarray(getattr(task, name)) for name in ARRAYS})
+    blob = _npz_bytes(arrays)
     atomic_write(npz, lambda fh: fh.write(blob))  # the record last: it means whole arrays
-    meta = {k: v for k, v in task.meta.items() if _is_json(v)}
-    entry = {"task_hash": task_hash, "seed": int(task.seed),
-             "preset_config": task.preset.model_dump(mode="json"), "meta": meta,
-             "sha256": hashlib.sha256(blob).hexdigest()}  # fmt: skip
-    text = json.dumps(entry, indent=1, sort_keys=True).encode()
+    text = json.dumps({**entry, "sha256": hashlib.sha256(blob).hexdigest()}, indent=1,
+                      sort_keys=True).encode()  # fmt: skip
     atomic_write(record, lambda fh: fh.write(text))
     return npz
+
+
+def _read(
+    root: str | Path, name: str, fields: tuple[str, ...], again: str
+) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """``(entry, {field: array})`` of ``<name>`` under ``root``, or None when its record
+    is not there. ``again`` says what deleting the files does, in the errors.
+
+    Raises:
+        ValueError: naming the file, when the record cannot be read, the archive does not
+            match its checksum (truncated or changed) or misses a field.
+    """
+    npz, record = paths(root, name)
+    if not record.is_file():
+        return None
+    try:
+        entry = json.loads(record.read_text(encoding="utf-8"))
+        expected = entry["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{record}: not a record of stored arrays ({type(err).__name__}: "
+                         f"{err}); delete it and {npz.name} to {again}") from err  # fmt: skip
+    try:
+        blob = npz.read_bytes()
+    except OSError as err:
+        raise ValueError(f"{npz}: cannot be read ({err}); delete {record} to {again}") from err
+    if hashlib.sha256(blob).hexdigest() != expected:
+        raise ValueError(f"{npz}: does not match the checksum in {record} (truncated or "
+                         f"changed?); delete both to {again}")  # fmt: skip
+    with np.load(io.BytesIO(blob)) as data:
+        missing = [f for f in fields if f not in data.files]
+        if missing:
+            raise ValueError(f"{npz}: has no {', '.join(missing)}")
+        return entry, {f: data[f] for f in fields}
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
@@ -108,26 +148,10 @@ def load(root: str | Path, task_hash: str) -> StoredTask | None:
         ValueError: naming the file, when the record cannot be read, the arrays do not
             match its checksum (truncated or changed) or miss a field.
     """
-    npz, record = paths(root, task_hash)
-    if not record.is_file():
+    found = _read(root, task_hash, ARRAYS, "rebuild the task")
+    if found is None:
         return None
-    try:
-        entry = json.loads(record.read_text(encoding="utf-8"))
-        expected = entry["sha256"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{record}: not a task record ({type(err).__name__}: {err})") from err
-    try:
-        blob = npz.read_bytes()
-    except OSError as err:
-        raise ValueError(f"{npz}: cannot be read ({err}); delete {record} to rebuild") from err
-    if hashlib.sha256(blob).hexdigest() != expected:
-        raise ValueError(f"{npz}: does not match the checksum in {record} (truncated or "
-                         f"changed?); delete both to rebuild the task")  # fmt: skip
-    with np.load(io.BytesIO(blob)) as data:
-        missing = [name for name in ARRAYS if name not in data.files]
-        if missing:
-            raise ValueError(f"{npz}: has no {', '.join(missing)}")
-        arrays = {name: data[name] for name in ARRAYS}
+    entry, arrays = found
     return StoredTask(entry["preset_config"], int(entry["seed"]), meta=entry.get("meta", {}),
                       **arrays)  # fmt: skip
 
@@ -149,16 +173,9 @@ def store_posterior(
     root: str | Path, key: str, post_mean: np.ndarray, post_var: np.ndarray
 ) -> Path:
     """Write a fit part's posterior (N,) each under ``root`` unless a whole copy is there."""
-    npz, record = paths(root, key)
-    if record.is_file() and npz.is_file():
-        return npz
-    npz.parent.mkdir(parents=True, exist_ok=True)
-    blob = _npz_bytes({"post_mean": np.asarray(post_mean, np.float64),
-                       "post_var": np.asarray(post_var, np.float64)})  # fmt: skip
-    atomic_write(npz, lambda fh: fh.write(blob))  # the record last, as for tasks
-    text = json.dumps({"key": key, "sha256": hashlib.sha256(blob).hexdigest()}).encode()
-    atomic_write(record, lambda fh: fh.write(text))
-    return npz
+    arrays = {"post_mean": np.asarray(post_mean, np.float64),
+              "post_var": np.asarray(post_var, np.float64)}  # fmt: skip
+    return _write(root, key, arrays, {"key": key})
 
 
 def load_posterior(root: str | Path, key: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -167,17 +184,5 @@ def load_posterior(root: str | Path, key: str) -> tuple[np.ndarray, np.ndarray] 
     Raises:
         ValueError: naming the file, when it does not match its record's checksum.
     """
-    npz, record = paths(root, key)
-    if not record.is_file():
-        return None
-    try:
-        expected = json.loads(record.read_text(encoding="utf-8"))["sha256"]
-        blob = npz.read_bytes()
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{record}: not a readable posterior record ({err}); delete it and "
-                         f"{npz.name} to compute it again") from err  # fmt: skip
-    if hashlib.sha256(blob).hexdigest() != expected:
-        raise ValueError(f"{npz}: does not match the checksum in {record} (truncated or "
-                         f"changed?); delete both to compute it again")  # fmt: skip
-    with np.load(io.BytesIO(blob)) as data:
-        return data["post_mean"], data["post_var"]
+    found = _read(root, key, ("post_mean", "post_var"), "compute it again")
+    return None if found is None else (found[1]["post_mean"], found[1]["post_var"])
