@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from udora.experiments.rankings.section import tied_with_best
 from udora.experiments.report.charts import strip_chart
 from udora.experiments.report.sections import titles
 from udora.experiments.results.figures_summary import REFERENCE, families, ordered
@@ -112,8 +113,11 @@ def leaderboard_data(table: pd.DataFrame) -> dict:
     """What the leaderboard script needs: the columns; per config its family, page, run
     counts per preset ([runs, failed]) and per-preset seed means of every
     column's metric (ok runs); the presets with their suites. Configs in the order of
-    :func:`udora.experiments.results.figures_summary.ordered`."""
+    :func:`udora.experiments.results.figures_summary.ordered`. A config's ``rank`` is its
+    EU Spearman mean rank over every preset (:func:`udora.experiments.rankings.section.
+    tied_with_best`; None when it is not ranked), which the filters do not change."""
     fam = families(table)
+    ranks = tied_with_best(table)
     means = {key: per_dataset(table, key) for key, *_ in COLUMNS if key in table}
     rows = []
     for config in ordered(table, "spearman_eu"):
@@ -130,7 +134,7 @@ def leaderboard_data(table: pd.DataFrame) -> dict:
         rows.append({"config": config, "method": str(runs["method"].iloc[0]),
                      "family": fam[config], "reference": fam[config] == REFERENCE,
                      "page": config_page(config), "counts": counts,
-                     "values": values})  # fmt: skip
+                     "values": values, "rank": ranks.get(config)})  # fmt: skip
     suites = table.drop_duplicates("preset").set_index("preset")["suite"]
     presets = [{"name": p, "suite": str(suites.get(p, "")), "page": preset_page(p)}
                for p in sorted(table["preset"].unique())]  # fmt: skip

@@ -37,14 +37,15 @@ def extra_capability(tmp_path, monkeypatch):
 
 
 def test_the_shipped_sections_come_in_their_order():
-    assert [s.name for s in sections.registered()] == ["tuning", "ablation", "meta", "diagnostics"]
+    names = ["rankings", "tuning", "ablation", "meta", "diagnostics"]
+    assert [s.name for s in sections.registered()] == names
 
 
 def test_a_new_capability_writes_its_section_and_page(extra_capability, tiny_preset, tmp_path):
     path, data = tiny_preset
     for seed in (0, 1):
         assert run_one(path, "blr", seed, {}, tmp_path / "runs", data_dir=data).status == "ok"
-    assert list(sections.titles())[:3] == ["tuning", "ablation", "extra"]  # by order
+    assert list(sections.titles())[:4] == ["rankings", "tuning", "ablation", "extra"]  # by order
     report = write_report(tmp_path / "runs").read_text()
     assert "## Extra capability\n\n2 ok runs of ['blr']" in report
     assert "| blr | 0 |" in report and "| blr | 1 |" in report

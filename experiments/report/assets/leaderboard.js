@@ -96,6 +96,15 @@
       link.href = r.row.page;
       link.textContent = r.row.config;
       name.appendChild(link);
+      if (r.row.rank && r.row.rank.tied_best) {
+        // over every preset, whatever the filters keep (rankings.html)
+        const mark = document.createElement("span");
+        mark.className = "tied-best";
+        mark.textContent = " ≈ best";
+        mark.title = "not significantly different from the best by EU Spearman rank over all " +
+          r.row.rank.presets + " presets (Friedman test, Nemenyi's critical difference)";
+        name.appendChild(mark);
+      }
       tr.appendChild(name);
       tr.appendChild(cell(r.row.family, "family"));
       for (const col of data.columns) {
@@ -123,7 +132,8 @@
     note.textContent =
       rows.length + " configs; means over " + presets.length + " preset" +
       (presets.length === 1 ? "" : "s") + " (" + presets.join(", ") + ") of per-preset seed means." +
-      (presets.length > 1 ? " NLL and CRPS are in each preset's target units: choose one preset to see them." : "");
+      (presets.length > 1 ? " NLL and CRPS are in each preset's target units: choose one preset to see them." : "") +
+      (data.rows.some((row) => row.rank) ? " ≈ best: not significantly different from the best by EU Spearman rank over all presets, whatever the filters (Rankings page)." : "");
   }
 
   for (const th of table.querySelectorAll("th[data-key]")) {

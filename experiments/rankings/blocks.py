@@ -1,0 +1,93 @@
+"""The complete blocks a ranking needs: preset x config seed means of one metric, the
+configs that leave it and why (docs/rankings.md, "Blocks").
+
+A config enters a metric's ranking when it is not a GP reference, its metric is finite
+on some ok run, and it has an ok result on every preset where any ranked config has
+one. Who is left out, and why, is returned beside the matrix so the report can say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from udora.experiments.results.figures_summary import REFERENCE, families
+from udora.experiments.results.summaries import configs as ordered_configs
+
+# (metric, which way is better): the ranked metrics, the primary one first.
+RANKED = (
+    ("spearman_eu", "higher"),
+    ("spearman_au", "higher"),
+    ("spearman_mean_f", "higher"),
+    ("spearman_total", "higher"),
+    ("nll", "lower"),
+    ("crps", "lower"),
+)
+PRIMARY = RANKED[0][0]
+LABELS = {
+    "spearman_eu": "EU Spearman",
+    "spearman_au": "AU Spearman",
+    "spearman_mean_f": "Spearman of the mean vs f",
+    "spearman_total": "total Spearman",
+    "nll": "NLL",
+    "crps": "CRPS",
+}
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """One metric's complete blocks.
+
+    ``means``: (presets, configs) seed means of ok runs, every cell finite. ``seeds``: per
+    preset a (seeds, configs) array of the per-seed values (NaN where a run failed or is
+    missing), rows in ``seed_ids[preset]`` order, for the bootstrap. ``left_out``:
+    {config: reason} for every config of the table that is not ranked.
+    """
+
+    metric: str
+    better: str
+    means: pd.DataFrame
+    seeds: dict[str, np.ndarray] = field(repr=False)
+    seed_ids: dict[str, list[int]] = field(repr=False)
+    left_out: dict[str, str]
+
+
+def blocks(table: pd.DataFrame, metric: str, better: str) -> Blocks:
+    """The complete blocks of ``metric`` in ``table`` (one row per run, as
+    :func:`udora.experiments.results.store.load_runs` reads it); ``better`` is "higher" or
+    "lower"."""
+    if better not in ("higher", "lower"):
+        raise ValueError(f"better: expected 'higher' or 'lower', got {better!r}")
+    fam = families(table)
+    left: dict[str, str] = {}
+    for config in ordered_configs(table):
+        if fam[config] == REFERENCE:
+            left[config] = "a GP reference"
+    ok = table[(table["status"] == "ok") & ~table["config"].isin(left)]
+    values = ok[metric] if metric in ok else pd.Series(np.nan, index=ok.index)
+    ok = ok.assign(_v=pd.to_numeric(values, errors="coerce").astype(float))
+    ok = ok[np.isfinite(ok["_v"])]
+    for config in ordered_configs(table):
+        if config not in left and config not in set(ok["config"]):
+            left[config] = f"no finite {metric} on any ok run"
+    presets = sorted(ok["preset"].unique())
+    for config, part in ok.groupby("config"):
+        missing = sorted(set(presets) - set(part["preset"]))
+        if missing:
+            left[config] = f"no ok {metric} on {', '.join(missing)}"
+    ok = ok[~ok["config"].isin(left)]
+    kept = [c for c in ordered_configs(table) if c not in left]
+    presets = sorted(ok["preset"].unique())
+    means = ok.pivot_table(index="preset", columns="config", values="_v", aggfunc="mean")
+    means = means.reindex(index=presets, columns=kept)
+    means.columns.name = "config"
+    seeds, seed_ids = {}, {}
+    for preset in presets:
+        part = ok[ok["preset"] == preset]
+        grid = part.pivot_table(index="seed", columns="config", values="_v", aggfunc="mean")
+        grid = grid.reindex(columns=kept)
+        seed_ids[preset] = [int(s) for s in grid.index]
+        seeds[preset] = grid.to_numpy(dtype=float)
+    return Blocks(metric, better, means, seeds, seed_ids, left)
