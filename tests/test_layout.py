@@ -26,7 +26,8 @@ LAYERS = [
     ("udora.experiments", "udora.experiments.run"),
     ("udora.experiments.grid", "udora.experiments.results"),
     ("udora.experiments.tuning", "udora.experiments.studies", "udora.experiments.diagnostics",
-     "udora.experiments.meta", "udora.experiments.preset_tools", "udora.experiments.open"),
+     "udora.experiments.meta", "udora.experiments.preset_tools", "udora.experiments.open",
+     "udora.experiments.rankings"),
     ("udora.experiments.report",),
     ("udora.experiments.cli",),
 ]  # fmt: skip
