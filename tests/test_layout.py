@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Lower layers first; a module may import its own layer (acyclically) and those below.
 LAYERS = [
-    ("udora.oracle", "udora.presets"),
+    ("udora.oracle", "udora.presets", "udora.release"),
     ("udora.scoring",),
     ("udora.methods",),
     ("udora.experiments", "udora.experiments.run"),

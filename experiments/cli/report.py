@@ -23,12 +23,22 @@ def report_cmd(
     data_dir: Annotated[
         Path | None, typer.Option(help="Folder of <preset>.csv.gz (meta-evaluation section).")
     ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="Compare with a frozen table: 'release' (the shipped reference "
+            "release), a results folder, or a .parquet/.csv results table."
+        ),
+    ] = None,
 ) -> None:
     """Tables (parquet, csv), figures (PNG, PDF) and report.md from a results folder.
 
     A folder of `udora ablate` also gets the study's section: slopes, Kendall's W, shifts
     and their figures (docs/ablations.md). A folder with 4 or more methods on a preset and
-    seed also gets the meta-evaluation section (docs/metrics.md, `udora meta`).
+    seed also gets the meta-evaluation section (docs/metrics.md, `udora meta`). With
+    --baseline, your configs are compared with the baseline's on the tasks you share
+    (matched by task hash), which leaves its published ranks as they are
+    (docs/rankings.md).
     """
     import warnings
 
@@ -46,7 +56,8 @@ def report_cmd(
         warnings.simplefilter("always", UnreadableRunWarning)
         stop = "interrupted: the report folder may be incomplete; run udora report again"
         with user_errors(console, stop), steps(console, "udora report") as progress:
-            path = write_report(results, out, str(data_dir) if data_dir else None, progress)
+            path = write_report(results, out, str(data_dir) if data_dir else None, progress,
+                                baseline=baseline)  # fmt: skip
     for w in caught:  # e.g. "skipped <path>: is not valid JSON ..."
         console.print(f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
     site = path.parent / "index.html"

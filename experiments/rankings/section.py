@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from udora.experiments.rankings.baseline import baseline_lines
 from udora.experiments.rankings.blocks import LABELS, PRIMARY, RANKED, blocks
 from udora.experiments.rankings.stats import MIN_BLOCKS, Ranking, holm, rank, win_rates
 from udora.experiments.results.sections import ReportContext, ReportSection
@@ -60,6 +61,11 @@ def _p(p: float) -> str:
 def write(ctx: ReportContext) -> list[str]:
     if not {"preset", "config", "status"} <= set(ctx.table.columns):
         return []
+    beside = [] if ctx.baseline is None else baseline_lines(ctx.table, ctx.baseline, ctx.markdown)
+    return _ranking_lines(ctx) + beside
+
+
+def _ranking_lines(ctx: ReportContext) -> list[str]:
     found, blocks_of = rankings(ctx.table)
     if not found:
         return []

@@ -40,6 +40,7 @@ def write_report(
     out_dir: str | Path | None = None,
     data_dir: str | None = None,
     progress: Callable[[str], None] | None = None,
+    baseline: str | Path | None = None,
 ) -> Path:
     """Write results.parquet/.csv, figures (PNG+PDF) and report.md; returns report.md.
 
@@ -47,6 +48,9 @@ def write_report(
     tuning, ablation, meta-evaluation, diagnostics) adds its lines when the folder has its
     records; ``data_dir`` is where a section rebuilds tasks (default the data loader's).
     ``progress(step)`` is called as each long step starts (the command line shows it).
+    ``baseline`` (``"release"``, a results folder or table;
+    :func:`udora.experiments.rankings.baseline.load_baseline`) adds the comparison of these
+    runs with it to the rankings section; it is read before anything is written.
 
     Runs of udora 0.1.0 under ``results_dir`` are excluded with a warning (and a note in
     report.md) that says how many; an unreadable result.json is skipped with a warning
@@ -54,6 +58,12 @@ def write_report(
     be read.
     """
     step = progress or (lambda _: None)
+    frozen = None
+    if baseline is not None:
+        from udora.experiments.rankings.baseline import load_baseline
+
+        step("reading the baseline")
+        frozen = load_baseline(baseline)
     step("reading and checking the runs")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnreadableRunWarning)
@@ -126,7 +136,7 @@ def write_report(
             pivot = per_dataset(table, metric)
             title = f"## {metric} per preset x config (mean over seeds)"
             lines += [title, "", markdown_table(pivot), ""]
-    context = ReportContext(Path(results_dir), out, table, curves, data_dir)
+    context = ReportContext(Path(results_dir), out, table, curves, data_dir, frozen)
     sections = {}
     for section in registered():
         step(f"the {section.title.lower()} section")

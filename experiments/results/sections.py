@@ -41,14 +41,16 @@ class ReportContext:
     """What a section may read: the results folder, its runs (``table``: one row per run,
     as :func:`udora.experiments.results.store.load_runs` reads it, and ``curves``), the
     report folder ``out`` (a section writes its figures under it, images linked relative
-    to it) and ``data_dir`` (where datasets are looked up to rebuild a task; None: the
-    data loader's default)."""
+    to it), ``data_dir`` (where datasets are looked up to rebuild a task; None: the
+    data loader's default) and ``baseline`` (a frozen table of runs to compare against,
+    ``udora report --baseline``; None: no comparison)."""
 
     results_dir: Path
     out: Path
     table: pd.DataFrame
     curves: dict
     data_dir: str | None = None
+    baseline: pd.DataFrame | None = None
 
     @staticmethod
     def markdown(frame: pd.DataFrame, digits: int = 3, index: bool = True) -> str:

@@ -154,7 +154,9 @@ def _split_reused_labels(frame: pd.DataFrame) -> pd.DataFrame:
 def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]:
     """(table, curves): one row per run with spec, config label, overrides, timings, metrics.
 
-    The table has :data:`BASE_COLUMNS`, one column per override key (``width``,
+    The table has :data:`BASE_COLUMNS`, ``external``, ``prediction_form``, ``task_hash``
+    (the task's identity: preset fields, data checksum, seed), ``data_sha256`` and
+    ``udora_version``, one column per override key (``width``,
     ``preset.n_train``; empty where a run does not set it; ``override.<key>`` when a key
     would clash with another column), ``time_*`` and one column per metric. ``curves``
     maps (preset, method, config, seed) to the run's curve summaries.
@@ -193,6 +195,9 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "run_dir": str(path.parent),
             "external": bool(rec.get("external")),
             "prediction_form": (rec.get("external") or {}).get("form", "split"),
+            "task_hash": rec.get("task_hash"),
+            "data_sha256": (rec.get("data_source") or {}).get("sha256"),
+            "udora_version": (rec.get("versions") or {}).get("udora"),
             **tuning,
         }
         for key, value in overrides.items():

@@ -1,0 +1,193 @@
+"""Your runs beside a frozen baseline table (docs/rankings.md, "Beside the release").
+
+The baseline (the shipped release, or any results table) is never re-ranked: each of
+your configs is compared with each baseline config, paired over the presets both have,
+by Wilcoxon's signed-rank test (``scipy.stats.wilcoxon``) with Holm's correction over the
+baseline configs (statsmodels), so adding a method moves no published number.
+
+Rows are matched by task hash (the preset's task fields, the data checksum and the
+seed): a baseline row counts only on a task your run saw. A run of yours on a preset and
+seed the baseline has under another task hash is refused, with the reason (another data
+checksum, or other task fields).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from udora.experiments.rankings.blocks import LABELS, RANKED
+from udora.experiments.results.figures_summary import REFERENCE, families
+
+SHIPPED = "release"  # ``--baseline release``: the table shipped in ``udora.release``
+NEEDED = ("preset", "method", "config", "seed", "status", "task_hash")
+
+
+@dataclass(frozen=True)
+class Matched:
+    """``mine`` and ``theirs``: the ok rows of each side on shared task hashes;
+    ``refused``: one line per (preset, seed) of yours that the baseline has under
+    another task; ``unmatched``: (preset, seed) of yours the baseline has no run of."""
+
+    mine: pd.DataFrame
+    theirs: pd.DataFrame
+    refused: list[str]
+    unmatched: list[tuple[str, int]]
+
+
+def load_baseline(source: str | Path) -> pd.DataFrame:
+    """The baseline table: ``"release"`` (the shipped one), a ``.parquet``/``.csv`` file,
+    or a results folder (its runs, read as ``udora report`` reads them). Raises
+    FileNotFoundError naming what is missing, ValueError naming a missing column."""
+    if str(source) == SHIPPED:
+        path = Path(str(resources.files("udora.release") / "results.parquet"))
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: this installation ships no release table")
+    else:
+        path = Path(source)
+    if path.is_dir():
+        from udora.experiments.results.store import load_runs
+
+        table = load_runs(path)[0]
+    elif path.suffix == ".parquet":
+        table = pd.read_parquet(path)
+    elif path.suffix == ".csv":
+        table = pd.read_csv(path)
+    else:
+        raise FileNotFoundError(f"{path}: expected 'release', a results folder, or a "
+                                ".parquet or .csv results table")  # fmt: skip
+    missing = [c for c in NEEDED if c not in table]
+    if missing:
+        raise ValueError(f"{path}: the baseline table has no column {', '.join(missing)}")
+    return table
+
+
+def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
+    """Your ok rows and the baseline's ok rows on the tasks you both ran (by task hash)."""
+    mine_ok = mine[mine["status"] == "ok"]
+    theirs_ok = theirs[theirs["status"] == "ok"]
+    their_tasks = theirs_ok.drop_duplicates(["preset", "seed"]).set_index(["preset", "seed"])
+    refused, unmatched, keep = [], [], set()
+    for (preset, seed), part in mine_ok.groupby(["preset", "seed"]):
+        hashes = set(part["task_hash"].dropna())
+        if (preset, seed) not in their_tasks.index:
+            unmatched.append((preset, int(seed)))
+            continue
+        want = their_tasks.loc[(preset, seed)]
+        if hashes == {want["task_hash"]}:
+            keep.add(want["task_hash"])
+            continue
+        ours = part.iloc[0]
+        if "data_sha256" in part and ours.get("data_sha256") != want.get("data_sha256"):
+            why = (f"the data differ (checksum {str(ours.get('data_sha256'))[:12]} here, "
+                   f"{str(want.get('data_sha256'))[:12]} in the baseline)")  # fmt: skip
+        else:
+            why = "the preset's task fields differ (an override or an edited preset)"
+        refused.append(f"{preset} seed {seed}: task {sorted(hashes)} is not the baseline's "
+                       f"{want['task_hash']}: {why}")  # fmt: skip
+    return Matched(mine_ok[mine_ok["task_hash"].isin(keep)],
+                   theirs_ok[theirs_ok["task_hash"].isin(keep)], refused, unmatched)  # fmt: skip
+
+
+def compare(m: Matched, alpha: float = 0.05) -> pd.DataFrame:
+    """One row per (your config, metric, baseline config): the presets paired, the median
+    of your preset mean minus theirs, wins/ties/losses (by the metric's better side), the
+    Wilcoxon p (two-sided; NaN below 2 presets or when every difference is 0), the Holm
+    p over the baseline configs that are not GP references (those are shown, untested),
+    and the verdict at ``alpha``. ``median_gain`` is signed so that > 0 favours yours."""
+    from scipy.stats import wilcoxon
+    from statsmodels.stats.multitest import multipletests
+
+    rows = []
+    fam = families(m.theirs) if len(m.theirs) else {}
+    for metric, better in RANKED:
+        if metric not in m.mine or metric not in m.theirs:
+            continue
+        ours = m.mine.groupby(["config", "preset"])[metric].mean().unstack("config")
+        base = m.theirs.groupby(["config", "preset"])[metric].mean().unstack("config")
+        for mine_cfg in ours.columns:
+            block = []
+            for their_cfg in base.columns:
+                pair = pd.concat([ours[mine_cfg], base[their_cfg]], axis=1).dropna()
+                d = (pair.iloc[:, 0] - pair.iloc[:, 1]).to_numpy()
+                d = d if better == "higher" else -d  # > 0: yours is better
+                p = (float(wilcoxon(d).pvalue)
+                     if len(d) >= 2 and np.any(d != 0) else np.nan)  # fmt: skip
+                gain = float(np.median(d)) if len(d) else np.nan
+                block.append({"config": mine_cfg, "metric": LABELS[metric],
+                              "baseline": their_cfg, "reference": fam.get(their_cfg) == REFERENCE,
+                              "presets": len(d), "median_gain": gain,
+                              "wins": int((d > 0).sum()), "ties": int((d == 0).sum()),
+                              "losses": int((d < 0).sum()), "p": p})  # fmt: skip
+            ps = np.array([r["p"] for r in block])
+            family = np.isfinite(ps) & ~np.array([r["reference"] for r in block], dtype=bool)
+            holm = np.full(len(ps), np.nan)
+            if family.any():
+                holm[family] = multipletests(ps[family], alpha=alpha, method="holm")[1]
+            for r, ph in zip(block, holm, strict=True):
+                r["p_holm"] = float(ph)
+                r["verdict"] = ("GP reference, not tested" if r["reference"] else
+                                "better" if ph < alpha and r["median_gain"] > 0 else
+                                "worse" if ph < alpha and r["median_gain"] < 0 else
+                                "no detectable difference")  # fmt: skip
+            rows += block
+    return pd.DataFrame(rows)
+
+
+def would_rank(m: Matched, metric: str, better: str) -> pd.DataFrame:
+    """Per your config: the mean over presets of the rank it would take among the
+    baseline's configs that are not GP references (1 + those better + half the ties), and
+    the number of presets; the baseline's own ranks are not touched."""
+    fam = families(m.theirs) if len(m.theirs) else {}
+    theirs = m.theirs[[fam.get(c) != REFERENCE for c in m.theirs["config"]]]
+    if metric not in m.mine or metric not in theirs:
+        return pd.DataFrame(columns=["would_rank", "of", "presets"])
+    base = theirs.groupby(["preset", "config"])[metric].mean().unstack("config").dropna(axis=1)
+    ours = m.mine.groupby(["preset", "config"])[metric].mean().unstack("config")
+    out = {}
+    for cfg in ours.columns:
+        pair = base.join(ours[cfg].rename("_mine"), how="inner").dropna()
+        if pair.empty:
+            continue
+        x, others = pair.pop("_mine").to_numpy()[:, None], pair.to_numpy()
+        beat = others > x if better == "higher" else others < x
+        ranks = 1 + beat.sum(axis=1) + 0.5 * (others == x).sum(axis=1)
+        out[cfg] = {"would_rank": float(ranks.mean()), "of": others.shape[1] + 1,
+                    "presets": len(pair)}  # fmt: skip
+    return pd.DataFrame.from_dict(out, orient="index").rename_axis("config")
+
+
+def baseline_lines(mine: pd.DataFrame, theirs: pd.DataFrame, markdown) -> list[str]:
+    """The report's part "Beside the baseline": what matched, what was refused and why,
+    the rank each of your configs would take, and the paired tests."""
+    m = match(mine, theirs)
+    lines = ["## Beside the baseline", ""]
+    n_tasks = m.mine["task_hash"].nunique()
+    lines += [f"{n_tasks} of your tasks (preset and seed) are in the baseline and match "
+              "its task hash; the baseline's rows on them are compared with yours. Its own "
+              "ranks are not recomputed. Pairs are over presets (seed means over the shared "
+              "seeds); `median_gain` is yours minus theirs, signed so that > 0 favours "
+              "yours; Wilcoxon's signed-rank test, two-sided, Holm over the baseline configs "
+              "other than the GP references at alpha = 0.05 (with N presets no p is below "
+              "2/2^N). See docs/rankings.md.", ""]  # fmt: skip
+    if m.refused:
+        lines += ["Refused (not the baseline's task):", "", *[f"- {r}" for r in m.refused], ""]
+    if m.unmatched:
+        lines += ["Not in the baseline: " + ", ".join(f"{p} seed {s}" for p, s in m.unmatched)
+                  + ".", ""]  # fmt: skip
+    if m.mine.empty:
+        return [*lines, "Nothing to compare: no task of yours is in the baseline.", ""]
+    for metric, better in RANKED:
+        table = would_rank(m, metric, better)
+        if not table.empty:
+            title = f"Rank your configs would take among the baseline's, by {LABELS[metric]}"
+            lines += [f"{title} (mean over presets):", "", markdown(table, 2), ""]
+    result = compare(m)
+    if not result.empty:
+        shown = result.drop(columns="reference").set_index(["config", "metric", "baseline"])
+        lines += [markdown(shown, 3), ""]
+    return lines

@@ -1,0 +1,117 @@
+"""Your runs beside a frozen baseline (udora.experiments.rankings.baseline): matching by
+task hash, refusals with their reason, Wilcoxon and Holm against scipy and the step-down
+formula, the rank a config would take counted by hand; then `udora report --baseline`
+end to end on real runs of a tiny preset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from udora.experiments.cli.main import app
+from udora.experiments.rankings.baseline import (
+    compare,
+    load_baseline,
+    match,
+    would_rank,
+)
+from udora.experiments.run.execute import run_one
+
+
+def frame(methods, shift, presets=8, seeds=(0, 1), seed=0, tag=""):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for p in range(presets):
+        for s in seeds:
+            for m, d in zip(methods, shift, strict=True):
+                eu = d + 0.1 * p + rng.normal(0, 0.05)
+                rows.append({"preset": f"p{p}", "method": m, "config": m, "seed": s,
+                             "status": "ok", "task_hash": f"h{p}-{s}{tag}",
+                             "data_sha256": f"d{p}{tag}", "spearman_eu": eu,
+                             "nll": -eu})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+BASE = frame(("nn_ensemble", "laplace", "blr", "gp_oracle"), (0.3, 0.2, 0.0, 0.6))
+
+
+def test_rows_match_by_task_hash_and_others_are_refused_with_the_reason():
+    mine = frame(("catboost_ps",), (0.25,), seed=1)
+    other = mine["preset"] == "p2"
+    mine.loc[other, "task_hash"] += "x"
+    mine.loc[other, "data_sha256"] += "x"
+    extra = mine[mine["preset"] == "p0"].assign(preset="p99", task_hash="new")
+    m = match(pd.concat([mine, extra]), BASE)
+    assert set(m.mine["preset"]) == set(m.theirs["preset"]) == {f"p{i}" for i in range(8)} - {"p2"}
+    assert len(m.refused) == 2 and all("p2 seed" in r and "the data differ" in r
+                                       for r in m.refused)  # fmt: skip
+    assert m.unmatched == [("p99", 0), ("p99", 1)]
+
+
+def test_the_paired_test_is_scipys_wilcoxon_with_holm_over_the_baselines():
+    mine = frame(("catboost_ps",), (0.25,), seed=1)
+    out = compare(match(mine, BASE))
+    eu = out[out["metric"] == "EU Spearman"].set_index("baseline")
+    ours = mine.groupby("preset")["spearman_eu"].mean()
+    p = {}
+    for b in BASE["config"].unique():
+        theirs = BASE[BASE["config"] == b].groupby("preset")["spearman_eu"].mean()
+        d = ours - theirs
+        p[b] = stats.wilcoxon(d).pvalue
+        assert eu.at[b, "p"] == pytest.approx(p[b], rel=1e-12)
+        assert eu.at[b, "wins"] == (d > 0).sum() and eu.at[b, "presets"] == 8
+        assert eu.at[b, "median_gain"] == pytest.approx(np.median(d), rel=1e-12)
+    names = sorted(set(p) - {"gp_oracle"}, key=p.get)  # the reference is outside the family
+    raw = np.array([p[n] for n in names])
+    holm = np.maximum.accumulate(np.minimum(1, raw * (len(raw) - np.arange(len(raw)))))
+    for n, h in zip(names, holm, strict=True):
+        assert eu.at[n, "p_holm"] == pytest.approx(h, rel=1e-12)
+    assert eu.at["blr", "verdict"] == "better" and np.isnan(eu.at["gp_oracle", "p_holm"])
+    assert eu.at["gp_oracle", "verdict"] == "GP reference, not tested"
+    nll = out[out["metric"] == "NLL"].set_index("baseline")  # lower is better: same gains
+    np.testing.assert_allclose(nll["median_gain"], eu["median_gain"], rtol=1e-12)
+
+
+def test_the_rank_it_would_take_leaves_the_references_out():
+    mine = frame(("catboost_ps",), (0.25,), seed=1)
+    r = would_rank(match(mine, BASE), "spearman_eu", "higher")
+    base = BASE[BASE["config"] != "gp_oracle"].groupby(["preset", "config"])["spearman_eu"]
+    base = base.mean().unstack()
+    ours = mine.groupby("preset")["spearman_eu"].mean()
+    expected = (1 + (base.to_numpy() > ours.to_numpy()[:, None]).sum(axis=1)).mean()
+    assert r.at["catboost_ps", "would_rank"] == pytest.approx(expected)
+    assert r.at["catboost_ps", "of"] == 4
+
+
+def test_a_bad_baseline_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="expected 'release', a results folder"):
+        load_baseline(tmp_path / "table.txt")
+    (p := tmp_path / "t.csv").write_text("preset,method\nx,y\n")
+    with pytest.raises(ValueError, match=r"t\.csv: the baseline table has no column config"):
+        load_baseline(p)
+
+
+def test_report_beside_a_baseline_folder_end_to_end(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    for method in ("blr", "gp_linear"):
+        for seed in (0, 1):
+            assert run_one(path, method, seed, {}, tmp_path / "base", data_dir=data).status == "ok"
+    base = load_baseline(tmp_path / "base")
+    base.to_parquet(tmp_path / "base.parquet")
+    for seed in (0, 1, 2):
+        assert run_one(path, "catboost_ps", seed, {"n_members": 2, "n_estimators": 20},
+                       tmp_path / "mine", data_dir=data).status == "ok"  # fmt: skip
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "mine"),
+                                      "--baseline", str(tmp_path / "base.parquet")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "mine" / "report" / "report.md").read_text()
+    assert "## Beside the baseline\n\n2 of your tasks" in text
+    assert "Not in the baseline: tiny seed 2." in text
+    assert "| catboost_ps[n_estimators=20,n_members=2] | EU Spearman | blr | False |" not in text
+    assert "| catboost_ps[n_estimators=20,n_members=2] | EU Spearman | blr | 1 |" in text
+    missing = CliRunner().invoke(app, ["report", str(tmp_path / "mine"), "--baseline",
+                                       str(tmp_path / "nowhere.parquet")])  # fmt: skip
+    assert missing.exit_code != 0 and "nowhere.parquet" in missing.output
