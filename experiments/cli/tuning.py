@@ -236,7 +236,7 @@ def tune_cmd(
 
     pairs = [(preset, method) for preset in names for method in chosen]
     try:
-        from udora.experiments.run.spec import parse_set
+        from udora.experiments.run.overrides import parse_set
 
         spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
         summaries = tune_many(

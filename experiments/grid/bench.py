@@ -33,8 +33,9 @@ from udora.experiments.run import interrupts
 from udora.experiments.run.checks import check_out_dir, missing_data
 from udora.experiments.run.execute import record_skipped
 from udora.experiments.run.legacy import legacy_note, legacy_results
+from udora.experiments.run.overrides import scoped_overrides
 from udora.experiments.run.records import read_run
-from udora.experiments.run.spec import ResolvedRun, RunSpec, resolve, scope_hint, scoped_overrides
+from udora.experiments.run.spec import ResolvedRun, RunSpec, resolve, scope_hint
 from udora.experiments.run.words import plural
 from udora.methods.base import ConfigError
 from udora.oracle.preset import list_presets

@@ -9,6 +9,7 @@ import pandas as pd
 
 from udora.experiments.rankings.baseline import baseline_lines
 from udora.experiments.rankings.blocks import LABELS, PRIMARY, RANKED, blocks
+from udora.experiments.rankings.noise import noise_lines
 from udora.experiments.rankings.stats import MIN_BLOCKS, Ranking, holm, rank, win_rates
 from udora.experiments.results.sections import ReportContext, ReportSection
 
@@ -62,7 +63,7 @@ def write(ctx: ReportContext) -> list[str]:
     if not {"preset", "config", "status"} <= set(ctx.table.columns):
         return []
     beside = [] if ctx.baseline is None else baseline_lines(ctx.table, ctx.baseline, ctx.markdown)
-    return _ranking_lines(ctx) + beside
+    return _ranking_lines(ctx) + noise_lines(ctx.table, ctx.markdown) + beside
 
 
 def _ranking_lines(ctx: ReportContext) -> list[str]:

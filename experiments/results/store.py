@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.run.legacy import RESULT_GLOB, legacy_note
+from udora.experiments.run.overrides import METHOD_SEED
 from udora.experiments.run.records import RESULT, RUN_GLOB, read_run
 
 KEYS = ("preset", "method", "config")  # what a summary row is keyed by; seeds are averaged
@@ -156,7 +157,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
 
     The table has :data:`BASE_COLUMNS`, ``external``, ``prediction_form``, ``task_hash``
     (the task's identity: preset fields, data checksum, seed), ``data_sha256`` and
-    ``udora_version``, one column per override key (``width``,
+    ``udora_version``, ``config_base`` (the label without a ``method_seed`` override,
+    which the noise floor groups by), one column per override key (``width``,
     ``preset.n_train``; empty where a run does not set it; ``override.<key>`` when a key
     would clash with another column), ``time_*`` and one column per metric. ``curves``
     maps (preset, method, config, seed) to the run's curve summaries.
@@ -183,6 +185,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
         rec = found.record
         overrides = dict(rec.get("overrides") or {})
         label, tuning = _label(rec, overrides)
+        own = {k: v for k, v in overrides.items() if k != METHOD_SEED}
+        base = _label(rec, own)[0] if len(own) < len(overrides) else label
         row = {
             "preset": rec["preset"],
             "suite": str((rec.get("preset_config") or {}).get("suite") or ""),
@@ -195,6 +199,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "run_dir": str(path.parent),
             "external": bool(rec.get("external")),
             "prediction_form": (rec.get("external") or {}).get("form", "split"),
+            "config_base": base,
             "task_hash": rec.get("task_hash"),
             "data_sha256": (rec.get("data_source") or {}).get("sha256"),
             "udora_version": (rec.get("versions") or {}).get("udora"),

@@ -29,15 +29,9 @@ import numpy as np
 
 from udora.experiments.run import interrupts, oracle_arrays
 from udora.experiments.run.legacy import SCHEMA, is_current, is_legacy
+from udora.experiments.run.overrides import PRESET_PREFIX, parse_set, split_overrides
 from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
-from udora.experiments.run.spec import (
-    PRESET_PREFIX,
-    ResolvedRun,
-    RunSpec,
-    parse_set,
-    resolve,
-    split_overrides,
-)
+from udora.experiments.run.spec import ResolvedRun, RunSpec, resolve
 from udora.oracle.preset import Preset
 
 if TYPE_CHECKING:
@@ -180,7 +174,7 @@ def run_resolved(
     try:
         knowledge = task.knowledge(with_prior=type(model).uses_task_prior)
         t0 = time.perf_counter()  # the method gets copies: the cached task stays as built
-        model.fit(np.array(task.X_train), np.array(task.y_train), seed=run.seed,
+        model.fit(np.array(task.X_train), np.array(task.y_train), seed=run.fit_seed,
                   knowledge=knowledge)  # fmt: skip
         timings["fit"] = time.perf_counter() - t0
         t0 = time.perf_counter()

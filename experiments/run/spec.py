@@ -22,61 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from udora import methods
-from udora.experiments.run.checks import UsageError
+from udora.experiments.run.overrides import method_seed, split_overrides
 from udora.oracle.preset import Preset, load_preset
 
 _SOURCES: dict[tuple[str, str | None], dict[str, str]] = {}  # (source key, dir) -> record
 
-PRESET_PREFIX = "preset."
 HASH_DIGITS = 10
 TASK_FIELDS = ("source", "features", "target", "pool_size", "pool_seed", "n_train", "kernel",
                "mean", "noise", "shift")  # fmt: skip
-
-
-def parse_set(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    """``["width=64", "preset.n_train=300"]`` -> dict; values parsed as YAML scalars/lists."""
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set: expected key=value, got {pair!r}")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
-
-
-def split_overrides(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(method overrides, preset overrides): keys ``preset.X`` go to the preset."""
-    method = {k: v for k, v in overrides.items() if not k.startswith(PRESET_PREFIX)}
-    preset = {
-        k[len(PRESET_PREFIX) :]: v for k, v in overrides.items() if k.startswith(PRESET_PREFIX)
-    }
-    return method, preset
-
-
-def scoped_overrides(
-    overrides: dict[str, Any], method: str, method_names: list[str]
-) -> dict[str, Any]:
-    """The overrides of ``method`` in a grid of ``method_names``.
-
-    ``width=64`` applies to every method; ``nn_ensemble.width=64`` to ``nn_ensemble`` only
-    (a registered method's name before the dot); ``preset.n_train`` stays a preset field.
-    A scoped key whose method is not in the grid raises UsageError naming it.
-    """
-    known = set(methods.list_methods())
-    out = {}
-    for key, value in overrides.items():
-        head, dot, field = key.partition(".")
-        if not dot or head not in known:
-            out[key] = value
-        elif head not in method_names:
-            raise UsageError(f"--set {key}: {head} is not among the grid's methods "
-                             f"({', '.join(method_names)})")  # fmt: skip
-        elif head == method:
-            out[field] = value
-    return out
 
 
 def scope_hint(method: str, mine: dict[str, Any], method_names: list[str]) -> str:
@@ -125,6 +79,12 @@ class ResolvedRun:
     config_hash: str
     rel_dir: Path  # <preset>/<method>/<hash>/seed-<s>, relative to the results root
     data_source: dict[str, str] | None = None  # the table's DataSource record, or None
+    method_seed: int | None = None  # the ``method_seed`` override; None: the task seed
+
+    @property
+    def fit_seed(self) -> int:
+        """The seed handed to the method's ``fit``: ``method_seed`` or the task seed."""
+        return self.seed if self.method_seed is None else self.method_seed
 
     def check_data_source(self, data_dir: str | Path | None = None) -> dict[str, str]:
         """The table's source record under ``data_dir``; it must be the one hashed.
@@ -257,6 +217,9 @@ def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
     model = methods.get_method(spec.method, **method_over)
     source = data_source_record(preset, data_dir)
     identity = run_identity(preset, type(model), model.config, source)
+    own_seed = method_seed(spec.overrides)
+    if own_seed is not None:  # only then: every run without it keeps its hash
+        identity["method"]["seed"] = own_seed
     digest = identity_hash(identity)
     return ResolvedRun(
         preset_arg=str(spec.preset),
@@ -270,6 +233,7 @@ def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
         config_hash=digest,
         rel_dir=Path(preset.name) / spec.method / digest / f"seed-{int(spec.seed)}",
         data_source=source,
+        method_seed=own_seed,
     )
 
 

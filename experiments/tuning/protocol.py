@@ -223,7 +223,8 @@ def trial(
     The result keeps the task (``result.task``) for :func:`trial_oracle_metrics`.
     """
     from udora.experiments.run.execute import cached_task
-    from udora.experiments.run.spec import RunSpec, resolve, split_overrides
+    from udora.experiments.run.overrides import split_overrides
+    from udora.experiments.run.spec import RunSpec, resolve
 
     check_objective(objective)
     check_val_fraction(val_fraction)

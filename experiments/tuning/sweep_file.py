@@ -227,7 +227,7 @@ def parse_trial_args(args: list[str]) -> dict[str, Any]:
     (from the ``tuning_val_fraction`` key) and ``config_overrides`` (every other key).
     A leading ``--`` on a key is dropped.
     """
-    from udora.experiments.run.spec import parse_set
+    from udora.experiments.run.overrides import parse_set
 
     values = parse_set([a[2:] if a.startswith("--") else a for a in args])
     missing = [k for k in ("preset", "method") if k not in values]

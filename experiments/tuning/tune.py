@@ -162,7 +162,7 @@ def tune_many(
     None for a pass-through). Returns the sweep summaries (interrupted ones after Ctrl-C).
     ``executor`` (default: the local one with ``jobs``) says where trials execute.
     """
-    from udora.experiments.run.spec import scoped_overrides
+    from udora.experiments.run.overrides import scoped_overrides
 
     names = sorted({m for _, m in pairs})
     kw = {"trials": trials, "objective": objective, "seed": seed, "search": search}
