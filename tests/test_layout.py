@@ -27,7 +27,7 @@ LAYERS = [
     ("udora.experiments.grid", "udora.experiments.results"),
     ("udora.experiments.tuning", "udora.experiments.studies", "udora.experiments.diagnostics",
      "udora.experiments.meta", "udora.experiments.preset_tools", "udora.experiments.open",
-     "udora.experiments.rankings"),
+     "udora.experiments.rankings", "udora.experiments.publish"),
     ("udora.experiments.report",),
     ("udora.experiments.cli",),
 ]  # fmt: skip

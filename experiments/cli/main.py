@@ -14,7 +14,7 @@ from udora.experiments.cli.errors import os_error_line
 from udora.experiments.cli.grid import bench_cmd, run_cmd
 from udora.experiments.cli.meta import meta_cmd
 from udora.experiments.cli.open import export_cmd, score_cmd
-from udora.experiments.cli.report import report_cmd
+from udora.experiments.cli.report import release_app, report_cmd
 from udora.experiments.cli.study import ablate_cmd
 from udora.experiments.cli.tuning import sweep_app, tune_cmd
 
@@ -28,6 +28,7 @@ app = typer.Typer(
 app.add_typer(presets_app, name="presets")
 app.add_typer(oracle_app, name="oracle")
 app.add_typer(sweep_app, name="sweep")
+app.add_typer(release_app, name="release")
 app.command("tune")(tune_cmd)
 app.command("ablate")(ablate_cmd)
 app.command("diagnose")(diagnose_cmd)

@@ -1,8 +1,10 @@
-"""``udora report``: the report of a results folder (docs/running.md, "The report").
+"""``udora report``: the report of a results folder (docs/running.md, "The report"), and
+``udora release``: a versioned release of results and its page (docs/release.md).
 Registered on the root app by :mod:`udora.experiments.cli.main`."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Annotated
 
@@ -63,3 +65,52 @@ def report_cmd(
     site = path.parent / "index.html"
     console.print(f"wrote {path} and the browsable report {site} (open it in a browser; "
                   "it works offline)", highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+
+
+release_app = typer.Typer(help="Build and publish a versioned release of results.",
+                          no_args_is_help=True)  # fmt: skip
+
+
+def _head() -> str:
+    """The commit of the code running now, or "unknown" outside a git checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        found = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
+                               capture_output=True, text=True, check=True)  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return found.stdout.strip()
+
+
+@release_app.command("build")
+def build_cmd(
+    results: Annotated[list[Path], typer.Argument(help="Results folders (e.g. dev, heldout).")],
+    out: Annotated[Path, typer.Option(help="The release folder to write.")],
+    commit: Annotated[
+        str | None, typer.Option(help="The commit the runs ran with (default: this code's).")
+    ] = None,
+) -> None:
+    """Write OUT/results.parquet, OUT/curves.json.gz and OUT/manifest.json (with their
+    SHA-256) from the runs of RESULTS."""
+    from udora.experiments.publish.artefact import build_release
+
+    with user_errors(console, "interrupted: the release folder may be incomplete"):
+        path = build_release(results, out, commit or _head())
+    console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
+
+
+@release_app.command("page")
+def page_cmd(
+    release: Annotated[str, typer.Argument(help="A release folder, or 'release' (shipped).")],
+    docs: Annotated[Path, typer.Option(help="The docs folder to write leaderboard.md into.")],
+) -> None:
+    """Generate DOCS/leaderboard.md and its diagrams from a release folder."""
+    from udora.experiments.publish.artefact import release_folder
+    from udora.experiments.publish.page import write_page
+
+    with user_errors(console, "interrupted"):
+        folder = release_folder(release)
+        if folder is None:
+            raise FileNotFoundError(f"{release}: not a release folder (no manifest.json)")
+        path = write_page(folder, docs, f"udora release page {release} --docs {docs}")
+    console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)

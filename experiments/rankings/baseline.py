@@ -1,6 +1,7 @@
 """Your runs beside a frozen baseline table (docs/rankings.md, "Beside the release").
 
-The baseline (the shipped release, or any results table) is never re-ranked: each of
+The baseline (the shipped release, or any results table: :func:`udora.experiments.
+publish.artefact.load_baseline`) is never re-ranked: each of
 your configs is compared with each baseline config, paired over the presets both have,
 by Wilcoxon's signed-rank test (``scipy.stats.wilcoxon``) with Holm's correction over the
 baseline configs (statsmodels), so adding a method moves no published number.
@@ -14,17 +15,12 @@ checksum, or other task fields).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from udora.experiments.rankings.blocks import LABELS, RANKED
 from udora.experiments.results.figures_summary import REFERENCE, families
-
-SHIPPED = "release"  # ``--baseline release``: the table shipped in ``udora.release``
-NEEDED = ("preset", "method", "config", "seed", "status", "task_hash")
 
 
 @dataclass(frozen=True)
@@ -39,49 +35,26 @@ class Matched:
     unmatched: list[tuple[str, int]]
 
 
-def load_baseline(source: str | Path) -> pd.DataFrame:
-    """The baseline table: ``"release"`` (the shipped one), a ``.parquet``/``.csv`` file,
-    or a results folder (its runs, read as ``udora report`` reads them). Raises
-    FileNotFoundError naming what is missing, ValueError naming a missing column."""
-    if str(source) == SHIPPED:
-        path = Path(str(resources.files("udora.release") / "results.parquet"))
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: this installation ships no release table")
-    else:
-        path = Path(source)
-    if path.is_dir():
-        from udora.experiments.results.store import load_runs
-
-        table = load_runs(path)[0]
-    elif path.suffix == ".parquet":
-        table = pd.read_parquet(path)
-    elif path.suffix == ".csv":
-        table = pd.read_csv(path)
-    else:
-        raise FileNotFoundError(f"{path}: expected 'release', a results folder, or a "
-                                ".parquet or .csv results table")  # fmt: skip
-    missing = [c for c in NEEDED if c not in table]
-    if missing:
-        raise ValueError(f"{path}: the baseline table has no column {', '.join(missing)}")
-    return table
-
-
 def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
     """Your ok rows and the baseline's ok rows on the tasks you both ran (by task hash)."""
     mine_ok = mine[mine["status"] == "ok"]
     theirs_ok = theirs[theirs["status"] == "ok"]
-    their_tasks = theirs_ok.drop_duplicates(["preset", "seed"]).set_index(["preset", "seed"])
+    their_tasks = theirs_ok.drop_duplicates("task_hash")
+    their_tasks = {k: g for k, g in their_tasks.groupby(["preset", "seed"])}
     refused, unmatched, keep = [], [], set()
     for (preset, seed), part in mine_ok.groupby(["preset", "seed"]):
         hashes = set(part["task_hash"].dropna())
-        if (preset, seed) not in their_tasks.index:
+        if (preset, seed) not in their_tasks:
             unmatched.append((preset, int(seed)))
             continue
-        want = their_tasks.loc[(preset, seed)]
-        if hashes == {want["task_hash"]}:
-            keep.add(want["task_hash"])
+        options = their_tasks[(preset, seed)]  # a preset on the data folder and its copy
+        if hashes <= set(options["task_hash"]):
+            keep |= hashes
             continue
         ours = part.iloc[0]
+        if "data_kind" in options and (options["data_kind"] == ours.get("data_kind")).any():
+            options = options[options["data_kind"] == ours.get("data_kind")]
+        want = options.iloc[0]
         if "data_sha256" in part and ours.get("data_sha256") != want.get("data_sha256"):
             why = (f"the data differ (checksum {str(ours.get('data_sha256'))[:12]} here, "
                    f"{str(want.get('data_sha256'))[:12]} in the baseline)")  # fmt: skip

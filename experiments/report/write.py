@@ -13,6 +13,12 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from udora.experiments.publish.artefact import (
+    SHIPPED,
+    primary_rows,
+    read_release,
+    release_folder,
+)
 from udora.experiments.report.pages import write_site
 from udora.experiments.report.sections import registered
 from udora.experiments.results import figures, figures_summary
@@ -52,6 +58,10 @@ def write_report(
     :func:`udora.experiments.rankings.baseline.load_baseline`) adds the comparison of these
     runs with it to the rankings section; it is read before anything is written.
 
+    ``results_dir`` may also be a release folder or ``"release"`` (the shipped release;
+    default report folder ``./release-report``): its table and curves are read, checked
+    against the manifest, and every section works from the table.
+
     Runs of udora 0.1.0 under ``results_dir`` are excluded with a warning (and a note in
     report.md) that says how many; an unreadable result.json is skipped with a warning
     naming its path (and listed in report.md). Raises FileNotFoundError when no run can
@@ -60,19 +70,29 @@ def write_report(
     step = progress or (lambda _: None)
     frozen = None
     if baseline is not None:
-        from udora.experiments.rankings.baseline import load_baseline
+        from udora.experiments.publish.artefact import load_baseline
 
         step("reading the baseline")
         frozen = load_baseline(baseline)
     step("reading and checking the runs")
+    release = release_folder(results_dir)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnreadableRunWarning)
-        table, curves = load_runs(results_dir)
+        if release is not None:  # a release: its table, checked against its manifest
+            table, curves, _ = read_release(release)
+            table = primary_rows(table).assign(run_dir="")  # sections read the table
+        else:
+            table, curves = load_runs(results_dir)
     skipped = [str(w.message) for w in caught if issubclass(w.category, UnreadableRunWarning)]
     for w in caught:  # pass every warning on to the caller, as if not caught
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    n_legacy = len(legacy_results(results_dir))
-    out = Path(out_dir) if out_dir is not None else Path(results_dir) / "report"
+    n_legacy = 0 if release is not None else len(legacy_results(results_dir))
+    if out_dir is not None:
+        out = Path(out_dir)
+    else:  # never into the installed package
+        out = (
+            Path("release-report") if str(results_dir) == SHIPPED else Path(results_dir) / "report"
+        )
     out.mkdir(parents=True, exist_ok=True)
     table.to_parquet(out / "results.parquet", index=False)
     table.to_csv(out / "results.csv", index=False)

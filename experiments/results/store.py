@@ -156,7 +156,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     """(table, curves): one row per run with spec, config label, overrides, timings, metrics.
 
     The table has :data:`BASE_COLUMNS`, ``external``, ``prediction_form``, ``task_hash``
-    (the task's identity: preset fields, data checksum, seed), ``data_sha256`` and
+    (the task's identity: preset fields, data checksum, seed), ``data_sha256``,
+    ``data_kind`` (file, package or openml) and
     ``udora_version``, ``config_base`` (the label without a ``method_seed`` override,
     which the noise floor groups by), one column per override key (``width``,
     ``preset.n_train``; empty where a run does not set it; ``override.<key>`` when a key
@@ -202,6 +203,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "config_base": base,
             "task_hash": rec.get("task_hash"),
             "data_sha256": (rec.get("data_source") or {}).get("sha256"),
+            "data_kind": (rec.get("data_source") or {}).get("kind"),
             "udora_version": (rec.get("versions") or {}).get("udora"),
             **tuning,
         }

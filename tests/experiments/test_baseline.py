@@ -12,12 +12,8 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from udora.experiments.cli.main import app
-from udora.experiments.rankings.baseline import (
-    compare,
-    load_baseline,
-    match,
-    would_rank,
-)
+from udora.experiments.publish.artefact import load_baseline
+from udora.experiments.rankings.baseline import compare, match, would_rank
 from udora.experiments.run.execute import run_one
 
 
@@ -115,3 +111,18 @@ def test_report_beside_a_baseline_folder_end_to_end(tiny_preset, tmp_path):
     missing = CliRunner().invoke(app, ["report", str(tmp_path / "mine"), "--baseline",
                                        str(tmp_path / "nowhere.parquet")])  # fmt: skip
     assert missing.exit_code != 0 and "nowhere.parquet" in missing.output
+
+
+def test_a_preset_with_a_package_copy_matches_either_task():
+    from udora.experiments.publish.artefact import primary_rows
+
+    copy = frame(("nn_ensemble", "blr"), (0.3, 0.0), tag="pkg").assign(data_kind="package")
+    both = pd.concat([BASE.assign(data_kind="file"), copy], ignore_index=True)
+    mine = frame(("catboost_ps",), (0.25,), seed=1, tag="pkg").assign(data_kind="package")
+    m = match(mine, both)
+    assert not m.refused and set(m.theirs["task_hash"]) == set(mine["task_hash"])
+    assert set(m.theirs["config"]) == {"nn_ensemble", "blr"}  # the copy's rows only
+    assert len(primary_rows(both)) == len(BASE)
+    odd = mine.assign(task_hash=mine["task_hash"] + "?", data_sha256="zz")
+    refused = match(odd, both).refused
+    assert len(refused) == 16 and "d0pkg in the baseline" in refused[0]  # same kind first

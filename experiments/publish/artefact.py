@@ -1,0 +1,165 @@
+"""The release artefact on disk: build it from results folders, read it back checked.
+
+A release folder holds
+
+- ``results.parquet``: one row per run, as :func:`udora.experiments.results.store.
+  load_runs` reads it (every metric, the config label and hash, the override and tuned
+  columns, ``task_hash``, ``data_sha256``, ``udora_version``) plus ``commit`` (the code the
+  runs ran with) and ``run`` (the run's folder relative to its results root, instead of a
+  machine path), sorted by preset, method, config and seed;
+- ``curves.json.gz``: each run's curve summaries (calibration, risk-coverage, PIT), keyed
+  like the rows, for the report's figures;
+- ``manifest.json``: what was built from what (folder names, never paths), counts, the
+  failed runs with their errors, and the SHA-256 of both files.
+
+:func:`read_release` refuses a folder whose files do not match the manifest's checksums,
+so a release table nobody rebuilt cannot be read as one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from udora.experiments.results.store import load_runs
+
+MANIFEST, TABLE, CURVES = "manifest.json", "results.parquet", "curves.json.gz"
+SHIPPED = "release"  # the name that means the release shipped in ``udora.release``
+NEEDED = ("preset", "method", "config", "seed", "status", "task_hash")  # of a baseline
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def build_release(results: list[str | Path], out: str | Path, commit: str) -> Path:
+    """Write the release folder ``out`` from the results folders ``results``; returns the
+    manifest's path. ``commit`` names the code the runs ran with (it enters every row).
+
+    Raises ValueError when a run appears in two folders (same preset, config and seed) or
+    a run has no task hash (written before task hashes were recorded)."""
+    tables, curves = [], {}
+    for folder in results:
+        table, found = load_runs(folder)
+        root = Path(folder).resolve()
+        table["run"] = [str(Path(d).resolve().relative_to(root)) for d in table["run_dir"]]
+        tables.append(table.drop(columns="run_dir"))
+        curves.update(found)
+    table = pd.concat(tables, ignore_index=True)
+    twice = table[table.duplicated(["preset", "config", "seed", "task_hash"], keep=False)]
+    if not twice.empty:
+        r = twice.iloc[0]
+        raise ValueError(f"{r.preset} {r.config} seed {r.seed}: in more than one results "
+                         "folder; build a release from folders of distinct runs")  # fmt: skip
+    if table["task_hash"].isna().any():
+        r = table[table["task_hash"].isna()].iloc[0]
+        raise ValueError(f"{r.run}: no task hash in its result.json; rerun it with this udora")
+    table["commit"] = commit
+    table = table.sort_values(["preset", "method", "config", "seed"], kind="stable")
+    table = table.reset_index(drop=True)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_parquet(out / f".{TABLE}.tmp", index=False)
+    os.replace(out / f".{TABLE}.tmp", out / TABLE)
+    keyed = [{"key": [r.preset, r.method, r.config, int(r.seed)],
+              "curves": curves.get((r.preset, r.method, r.config, r.seed), {})}
+             for r in table.itertuples(index=False)]  # fmt: skip
+    blob = json.dumps(keyed, separators=(",", ":"), allow_nan=True).encode()
+    _atomic(out / CURVES, gzip.compress(blob, mtime=0))
+    failed = table[table["status"] != "ok"]
+    manifest = {
+        "commit": commit,
+        "udora_version": sorted(table["udora_version"].dropna().unique().tolist()),
+        "built_from": [Path(f).name for f in results],
+        "runs": len(table),
+        "ok": int((table["status"] == "ok").sum()),
+        "failed": [
+            {"preset": r.preset, "config": r.config, "seed": int(r.seed), "error": str(r.error)}
+            for r in failed.itertuples(index=False)
+        ],
+        "presets": {s: sorted(g["preset"].unique().tolist()) for s, g in table.groupby("suite")},
+        "configs": sorted(table["config"].unique().tolist()),
+        "seeds": sorted(int(s) for s in table["seed"].unique()),
+        "files": {TABLE: _sha256(out / TABLE), CURVES: _sha256(out / CURVES)},
+    }
+    _atomic(out / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+    return out / MANIFEST
+
+
+def primary_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows a release's statistics use: all but those computed on a package copy of a
+    preset's data (shipped for offline comparison only, docs/release.md), so no preset is
+    averaged over two tasks."""
+    if "data_kind" not in table:
+        return table
+    return table[table["data_kind"] != "package"]
+
+
+def release_folder(source: str | Path) -> Path | None:
+    """The release folder ``source`` names: the shipped one for ``"release"``, a folder
+    with a manifest.json, else None."""
+    if str(source) == SHIPPED:
+        return Path(str(resources.files("udora.release")))
+    path = Path(source)
+    return path if (path / MANIFEST).is_file() else None
+
+
+def read_release(folder: str | Path) -> tuple[pd.DataFrame, dict, dict]:
+    """(table, curves, manifest) of a release folder, after checking both files against
+    the manifest's SHA-256. Raises FileNotFoundError naming a missing file and ValueError
+    naming a file whose checksum does not match."""
+    folder = Path(folder)
+    if not (folder / MANIFEST).is_file():
+        raise FileNotFoundError(f"{folder / MANIFEST}: no release manifest (build one with "
+                                "udora release build)")  # fmt: skip
+    manifest = json.loads((folder / MANIFEST).read_text())
+    for name, digest in manifest["files"].items():
+        path = folder / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: listed in {MANIFEST} but missing")
+        if _sha256(path) != digest:
+            raise ValueError(f"{path}: its SHA-256 is not the one {MANIFEST} records; the "
+                             "file was changed after the release was built")  # fmt: skip
+    table = pd.read_parquet(folder / TABLE)
+    keyed = json.loads(gzip.decompress((folder / CURVES).read_bytes()))
+    curves = {(k["key"][0], k["key"][1], k["key"][2], k["key"][3]): k["curves"] for k in keyed}
+    return table, curves, manifest
+
+
+def load_baseline(source: str | Path) -> pd.DataFrame:
+    """The baseline table: ``"release"`` (the shipped one) or a release folder (read only
+    when its checksums match, :func:`udora.experiments.publish.artefact.read_release`), a
+    results folder (its runs, read as ``udora report`` reads them), or a ``.parquet``/
+    ``.csv`` results table. Raises FileNotFoundError naming what is missing, ValueError
+    naming a missing column or a file that does not match its release manifest."""
+    path = Path(source)
+    folder = release_folder(source)
+    if folder is not None:
+        table = read_release(folder)[0]
+    elif path.is_dir():
+        from udora.experiments.results.store import load_runs
+
+        table = load_runs(path)[0]
+    elif path.suffix == ".parquet":
+        table = pd.read_parquet(path)
+    elif path.suffix == ".csv":
+        table = pd.read_csv(path)
+    else:
+        raise FileNotFoundError(f"{path}: expected 'release', a results folder, or a "
+                                ".parquet or .csv results table")  # fmt: skip
+    missing = [c for c in NEEDED if c not in table]
+    if missing:
+        raise ValueError(f"{path}: the baseline table has no column {', '.join(missing)}")
+    return table

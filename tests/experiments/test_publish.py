@@ -1,0 +1,115 @@
+"""The release artefact (udora.experiments.publish): built from results folders, read back
+only when its checksums match, the report and the leaderboard page regenerated from it,
+and a fresh run of a shipped task agreeing with its row."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from udora.experiments.cli.main import app
+from udora.experiments.publish.artefact import build_release, load_baseline, read_release
+from udora.experiments.results.store import load_runs
+from udora.experiments.run.execute import run_one
+
+SMALL = {"n_members": 2, "n_estimators": 10}
+
+
+def _runs(tiny_preset, root, methods=("blr", "catboost_ps"), seeds=(0,)):
+    path, data = tiny_preset
+    for m in methods:
+        for s in seeds:
+            over = SMALL if m == "catboost_ps" else {}
+            assert run_one(path, m, s, over, root, data_dir=data).status == "ok"
+    return root
+
+
+def test_a_release_is_read_back_only_when_its_checksums_match(tiny_preset, tmp_path):
+    runs = _runs(tiny_preset, tmp_path / "dev")
+    manifest = json.loads(build_release([runs], tmp_path / "rel", "abc123").read_text())
+    table, curves, _ = read_release(tmp_path / "rel")
+    fresh, _ = load_runs(runs)
+    assert manifest["runs"] == len(table) == len(fresh) == 2 and manifest["ok"] == 2
+    assert manifest["built_from"] == ["dev"] and "run_dir" not in table
+    assert set(table["commit"]) == {"abc123"}
+    assert all(not r.startswith("/") and r.startswith("tiny/") for r in table["run"])
+    digest = hashlib.sha256((tmp_path / "rel" / "results.parquet").read_bytes()).hexdigest()
+    assert manifest["files"]["results.parquet"] == digest
+    merged = fresh.drop(columns="run_dir").merge(table, on=["config", "seed"], suffixes=("", "_r"))
+    np.testing.assert_array_equal(merged["spearman_eu"], merged["spearman_eu_r"])
+    key = next(iter(curves))
+    assert curves[key]["calib_eu_estimate"] and len(curves) == 2
+    t = table.copy()
+    t.loc[0, "spearman_eu"] = 0.99  # a changed number
+    t.to_parquet(tmp_path / "rel" / "results.parquet", index=False)
+    with pytest.raises(ValueError, match=r"results\.parquet: its SHA-256 is not the one"):
+        read_release(tmp_path / "rel")
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_baseline(tmp_path / "rel")
+
+
+def test_a_run_in_two_folders_is_refused(tiny_preset, tmp_path):
+    a = _runs(tiny_preset, tmp_path / "a", methods=("blr",))
+    b = _runs(tiny_preset, tmp_path / "b", methods=("blr",))
+    with pytest.raises(ValueError, match="tiny blr seed 0: in more than one results folder"):
+        build_release([a, b], tmp_path / "rel", "x")
+
+
+@pytest.mark.slow
+def test_report_page_and_baseline_from_a_release(tmp_path, monkeypatch):
+    """Five presets, two ranked configs and a reference: build, page, report, baseline;
+    then a fresh run of one shipped task, config and core count agrees with its row."""
+    rng = np.random.default_rng(0)
+    data = tmp_path / "data"
+    data.mkdir()
+    X = rng.normal(size=(100, 2))
+    pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1]).to_csv(
+        data / "t.csv.gz", index=False)  # fmt: skip
+    presets = []
+    for i in range(5):
+        p = {"name": f"t{i}", "suite": "dev" if i < 3 else "heldout",
+             "source": {"file": "t.csv.gz"}, "features": ["a", "b"], "pool_size": 100,
+             "n_train": 40, "kernel": [{"type": "rbf", "variance": 1.0,
+                                        "lengthscale": [0.5 + 0.3 * i, 1.0]}],
+             "noise": {"std_min": 0.1, "std_max": 0.3},
+             "shift": [0.4, 0.3, 0.2, 0.1, 0.0]}  # fmt: skip
+        (tmp_path / f"t{i}.yaml").write_text(yaml.safe_dump(p))
+        presets.append(tmp_path / f"t{i}.yaml")
+    for i, path in enumerate(presets):
+        root = tmp_path / ("dev" if i < 3 else "heldout")
+        for m in ("blr", "catboost_ps", "gp_linear"):
+            over = SMALL if m == "catboost_ps" else {}
+            assert run_one(path, m, 0, over, root, data_dir=data).status == "ok"
+    cli = CliRunner()
+    built = cli.invoke(app, ["release", "build", str(tmp_path / "dev"), str(tmp_path / "heldout"),
+                             "--out", str(tmp_path / "rel"), "--commit", "c0ffee"])  # fmt: skip
+    assert built.exit_code == 0, built.output
+    docs = tmp_path / "docs"
+    page = cli.invoke(app, ["release", "page", str(tmp_path / "rel"), "--docs", str(docs)])
+    assert page.exit_code == 0, page.output
+    text = (docs / "leaderboard.md").read_text()
+    assert "15 runs (15 ok, 0 failed) of 3 configs on 5 presets" in text
+    assert "commit `c0ffee`" in text and "## The dev suite" in text
+    assert "| EU Spearman | 5 | 2 | wilcoxon |" in text  # gp_linear is a reference
+    assert "a ranking needs 5 presets" in text  # each suite alone has 2 or 3
+    report = cli.invoke(app, ["report", str(tmp_path / "rel"), "--out", str(tmp_path / "site")])
+    assert report.exit_code == 0, report.output
+    md = (tmp_path / "site" / "report.md").read_text()
+    assert md.startswith("# udora report\n\n15 runs (15 ok, 0 failed) on 5 presets")
+    assert (tmp_path / "site" / "calibration_eu.png").stat().st_size > 1000
+    # a fresh run of a shipped task, config and cores: the same row
+    fresh = run_one(presets[1], "catboost_ps", 0, SMALL, tmp_path / "again", data_dir=data)
+    table, _, _ = read_release(tmp_path / "rel")
+    row = table[(table["preset"] == "t1") & (table["method"] == "catboost_ps")].iloc[0]
+    again, _ = load_runs(tmp_path / "again")
+    assert again["task_hash"].iloc[0] == row["task_hash"]
+    assert again["config_hash"].iloc[0] == row["config_hash"]
+    for metric in ("spearman_eu", "spearman_au", "nll", "crps"):
+        assert again[metric].iloc[0] == pytest.approx(row[metric], rel=1e-9, abs=1e-12)
+    assert fresh.status == "ok"
