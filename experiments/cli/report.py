@@ -99,6 +99,33 @@ def build_cmd(
     console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
 
 
+@release_app.command("claims")
+def claims_cmd(
+    release: Annotated[
+        str | None, typer.Argument(help="A release folder, or 'release' (shipped).")
+    ] = None,
+    docs: Annotated[Path, typer.Option(help="The docs folder to write into.")] = Path("docs"),
+    rules_only: Annotated[
+        bool, typer.Option(help="Write the claims and rules without scoring a release.")
+    ] = False,
+) -> None:
+    """Generate DOCS/paper_reproduction.md: the paper's claims, by their pass rules."""
+    from udora.experiments.publish.artefact import release_folder
+    from udora.experiments.publish.reproduction import write_reproduction
+
+    with user_errors(console, "interrupted"):
+        if rules_only:
+            command = f"udora release claims --rules-only --docs {docs}"
+            path = write_reproduction(None, docs, command)
+        else:
+            folder = release_folder(release or "")
+            if folder is None:
+                raise FileNotFoundError(f"{release}: not a release folder (no manifest.json)")
+            command = f"udora release claims {release} --docs {docs}"
+            path = write_reproduction(folder, docs, command)
+    console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
+
+
 @release_app.command("page")
 def page_cmd(
     release: Annotated[str, typer.Argument(help="A release folder, or 'release' (shipped).")],
