@@ -130,6 +130,7 @@ def write_page(release: str | Path, docs: str | Path, command: str) -> Path:
     lines += ["## Regenerate", "", "    " + command, "",
               "The HTML report of the release: `udora report release --out release-report`.",
               ""]  # fmt: skip
+    docs.mkdir(parents=True, exist_ok=True)
     path = docs / "leaderboard.md"
     path.write_text("\n".join(lines))
     return path

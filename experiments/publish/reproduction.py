@@ -134,6 +134,7 @@ def write_reproduction(release: str | Path | None, docs: str | Path, command: st
               "- The paper prints no per-method numbers for its main benchmark (figures "
               "only), so most rules test orderings, signs and thresholds.",
               "", "## Regenerate", "", "    " + command, ""]  # fmt: skip
+    Path(docs).mkdir(parents=True, exist_ok=True)
     path = Path(docs) / "paper_reproduction.md"
     path.write_text("\n".join(lines))
     return path

@@ -59,6 +59,7 @@ def test_fit_is_the_dense_likelihood_and_no_nearby_point_beats_it(fitted, shared
             assert matern32_mll(Z, t, **moved) <= best + 1e-12, (name, factor)
 
 
+@pytest.mark.slow  # an end-to-end run of ~10 s (the default set stays under 4 minutes)
 def test_cli_fit_writes_a_loadable_yaml_with_its_record(tmp_path, shared_data):
     path = tmp_path / "qsar_small.yaml"
     shutil.copy(load_preset.__globals__["preset_dir"]() / "qsar_fish.yaml", path)

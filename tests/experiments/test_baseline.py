@@ -90,6 +90,7 @@ def test_a_bad_baseline_is_named(tmp_path):
         load_baseline(p)
 
 
+@pytest.mark.slow
 def test_report_beside_a_baseline_folder_end_to_end(tiny_preset, tmp_path):
     path, data = tiny_preset
     for method in ("blr", "gp_linear"):

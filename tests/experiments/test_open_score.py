@@ -161,6 +161,7 @@ def test_bad_input_is_one_line_naming_the_file_and_field_and_writes_nothing(worl
     assert not list(out.rglob("result.json"))
 
 
+@pytest.mark.slow  # an end-to-end run of ~10 s (the default set stays under 4 minutes)
 def test_external_runs_join_the_report_and_the_leaderboard(world):
     root, data, _ = world
     results = root / "results"

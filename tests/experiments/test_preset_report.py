@@ -29,6 +29,7 @@ def test_within_counts_use_the_closed_factor_interval():
     assert within_counts(rows) == {"train": 2, "pool": 1, "away": 1}
 
 
+@pytest.mark.slow  # an end-to-end run of ~10 s (the default set stays under 4 minutes)
 def test_paper_variant_row_sits_next_to_the_free_fit(shared_data):
     """protein's kernel=paper row: both mll per point, sigma_f three ways, both train ratios."""
     from udora.experiments.preset_tools.compare import (

@@ -152,6 +152,7 @@ def _old_record(preset, method, config_hash, seed):
     }  # fmt: skip
 
 
+@pytest.mark.slow  # an end-to-end run of ~10 s (the default set stays under 4 minutes)
 def test_results_of_udora_010_are_kept_explained_and_not_reused(tiny_preset, tmp_path):
     path, data = tiny_preset
     (run,) = make_grid([str(path)], ["blr"], [0])
