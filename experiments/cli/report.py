@@ -118,7 +118,10 @@ def claims_cmd(
             command = f"udora release claims --rules-only --docs {docs}"
             path = write_reproduction(None, docs, command)
         else:
-            folder = release_folder(release or "")
+            if release is None:
+                raise ValueError("RELEASE: a release folder (or 'release') is required "
+                                 "unless --rules-only is given")  # fmt: skip
+            folder = release_folder(release)
             if folder is None:
                 raise FileNotFoundError(f"{release}: not a release folder (no manifest.json)")
             command = f"udora release claims {release} --docs {docs}"

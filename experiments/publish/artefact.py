@@ -48,21 +48,24 @@ def build_release(results: list[str | Path], out: str | Path, commit: str) -> Pa
     """Write the release folder ``out`` from the results folders ``results``; returns the
     manifest's path. ``commit`` names the code the runs ran with (it enters every row).
 
-    Raises ValueError when a run appears in two folders (same preset, config and seed) or
+    Raises ValueError when a run appears twice (same preset, config, seed and data kind) or
     a run has no task hash (written before task hashes were recorded)."""
     tables, curves = [], {}
     for folder in results:
         table, found = load_runs(folder)
         root = Path(folder).resolve()
         table["run"] = [str(Path(d).resolve().relative_to(root)) for d in table["run_dir"]]
+        for r, key in zip(table["run"], table[["preset", "method", "config", "seed"]]
+                          .itertuples(index=False, name=None), strict=True):  # fmt: skip
+            curves[r] = found.get(key, {})
         tables.append(table.drop(columns="run_dir"))
-        curves.update(found)
     table = pd.concat(tables, ignore_index=True)
-    twice = table[table.duplicated(["preset", "config", "seed", "task_hash"], keep=False)]
+    kind = table["data_kind"].fillna("") if "data_kind" in table else ""
+    twice = table[table.assign(_k=kind).duplicated(["preset", "config", "seed", "_k"], keep=False)]
     if not twice.empty:
         r = twice.iloc[0]
-        raise ValueError(f"{r.preset} {r.config} seed {r.seed}: in more than one results "
-                         "folder; build a release from folders of distinct runs")  # fmt: skip
+        raise ValueError(f"{r.preset} {r.config} seed {r.seed}: more than one run (in one "
+                         "folder or several); build a release from distinct runs")  # fmt: skip
     if table["task_hash"].isna().any():
         r = table[table["task_hash"].isna()].iloc[0]
         raise ValueError(f"{r.run}: no task hash in its result.json; rerun it with this udora")
@@ -73,9 +76,8 @@ def build_release(results: list[str | Path], out: str | Path, commit: str) -> Pa
     out.mkdir(parents=True, exist_ok=True)
     table.to_parquet(out / f".{TABLE}.tmp", index=False)
     os.replace(out / f".{TABLE}.tmp", out / TABLE)
-    keyed = [{"key": [r.preset, r.method, r.config, int(r.seed)],
-              "curves": curves.get((r.preset, r.method, r.config, r.seed), {})}
-             for r in table.itertuples(index=False)]  # fmt: skip
+    keyed = [{"key": [r.preset, r.method, r.config, int(r.seed)], "run": r.run,
+              "curves": curves.get(r.run, {})} for r in table.itertuples(index=False)]  # fmt: skip
     blob = json.dumps(keyed, separators=(",", ":"), allow_nan=True).encode()
     _atomic(out / CURVES, gzip.compress(blob, mtime=0))
     failed = table[table["status"] != "ok"]
@@ -118,14 +120,19 @@ def release_folder(source: str | Path) -> Path | None:
 
 def read_release(folder: str | Path) -> tuple[pd.DataFrame, dict, dict]:
     """(table, curves, manifest) of a release folder, after checking both files against
-    the manifest's SHA-256. Raises FileNotFoundError naming a missing file and ValueError
-    naming a file whose checksum does not match."""
+    the manifest's SHA-256. ``curves`` is keyed by (preset, method, config, seed) for the
+    primary rows (:func:`primary_rows`), whose keys are unique. Raises FileNotFoundError
+    naming a missing file and ValueError naming a file whose checksum does not match."""
     folder = Path(folder)
     if not (folder / MANIFEST).is_file():
         raise FileNotFoundError(f"{folder / MANIFEST}: no release manifest (build one with "
                                 "udora release build)")  # fmt: skip
     manifest = json.loads((folder / MANIFEST).read_text())
-    for name, digest in manifest["files"].items():
+    listed = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(listed, dict) or {TABLE, CURVES} - set(listed):
+        raise ValueError(f"{folder / MANIFEST}: expected 'files' with the SHA-256 of {TABLE} "
+                         f"and {CURVES}")  # fmt: skip
+    for name, digest in listed.items():
         path = folder / name
         if not path.is_file():
             raise FileNotFoundError(f"{path}: listed in {MANIFEST} but missing")
@@ -134,7 +141,9 @@ def read_release(folder: str | Path) -> tuple[pd.DataFrame, dict, dict]:
                              "file was changed after the release was built")  # fmt: skip
     table = pd.read_parquet(folder / TABLE)
     keyed = json.loads(gzip.decompress((folder / CURVES).read_bytes()))
-    curves = {(k["key"][0], k["key"][1], k["key"][2], k["key"][3]): k["curves"] for k in keyed}
+    primary = set(primary_rows(table)["run"]) if "run" in table else None
+    curves = {tuple(k["key"]): k["curves"] for k in keyed  # the report's rows: primary ones
+              if primary is None or k.get("run") in primary}  # fmt: skip
     return table, curves, manifest
 
 

@@ -77,7 +77,9 @@ CLAIMS = (
 
 def evaluate(table) -> list[tuple[c.Claim, Verdict]]:
     """Every claim's verdict on the release table (primary rows): INCOMPLETE, naming what
-    is missing, when a method it reads has no ok run on some preset of a suite."""
+    is missing, when a method it reads has no ok run on some preset of a suite; ERROR with
+    the exception when its rule cannot be computed (a NaN where a number is needed), so
+    one claim never hides the others."""
     data = ClaimData(primary_rows(table))
     out = []
     for claim in CLAIMS:
@@ -86,7 +88,10 @@ def evaluate(table) -> list[tuple[c.Claim, Verdict]]:
             out.append((claim, Verdict("INCOMPLETE", f"no ok runs on every preset: "
                                        f"{', '.join(gaps)}")))  # fmt: skip
             continue
-        out.append((claim, claim.check(data)))
+        try:
+            out.append((claim, claim.check(data)))
+        except (ValueError, IndexError, KeyError, TypeError) as err:
+            out.append((claim, Verdict("ERROR", f"{type(err).__name__}: {err}")))
     return out
 
 
@@ -101,7 +106,7 @@ def write_reproduction(release: str | Path | None, docs: str | Path, command: st
         table, _, manifest = read_release(release)
         found = evaluate(table)
         counts = {v: sum(r.verdict == v for _, r in found)
-                  for v in ("PASS", "PARTIAL", "FAIL", "INCOMPLETE")}  # fmt: skip
+                  for v in ("PASS", "PARTIAL", "FAIL", "INCOMPLETE", "ERROR")}  # fmt: skip
         head = (f"Release commit `{manifest['commit']}`, {manifest['ok']} ok runs. "
                 + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".")  # fmt: skip
     lines = [
@@ -115,7 +120,8 @@ def write_reproduction(release: str | Path | None, docs: str | Path, command: st
         "tuned one). P14 is the paper's 14 methods (NN8 its 8 neural ones); the GP "
         "references and deup_unbiased are never competitors. Verdicts: PASS (every part "
         "holds), PARTIAL (the rule's stated fallback holds), FAIL, INCOMPLETE (a method "
-        "the rule reads is missing on some preset).",
+        "the rule reads is missing on some preset), ERROR (the rule could not be computed; "
+        "the reason is given).",
         "",
         "| id | paper | claim | pass rule | ours | verdict |",
         "|---|---|---|---|---|---|",

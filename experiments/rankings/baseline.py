@@ -39,6 +39,10 @@ def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
     """Your ok rows and the baseline's ok rows on the tasks you both ran (by task hash)."""
     mine_ok = mine[mine["status"] == "ok"]
     theirs_ok = theirs[theirs["status"] == "ok"]
+    for side, rows in (("your runs", mine_ok), ("the baseline", theirs_ok)):
+        if "task_hash" not in rows or rows["task_hash"].isna().any():
+            raise ValueError(f"{side}: some ok runs have no task hash (written before task "
+                             "hashes were recorded); rerun them with this udora")  # fmt: skip
     their_tasks = theirs_ok.drop_duplicates("task_hash")
     their_tasks = {k: g for k, g in their_tasks.groupby(["preset", "seed"])}
     refused, unmatched, keep = [], [], set()
@@ -48,8 +52,9 @@ def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
             unmatched.append((preset, int(seed)))
             continue
         options = their_tasks[(preset, seed)]  # a preset on the data folder and its copy
-        if hashes <= set(options["task_hash"]):
-            keep |= hashes
+        keep |= hashes & set(options["task_hash"])
+        hashes -= set(options["task_hash"])  # what is left is refused
+        if not hashes:
             continue
         ours = part.iloc[0]
         if "data_kind" in options and (options["data_kind"] == ours.get("data_kind")).any():
@@ -66,6 +71,16 @@ def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
                    theirs_ok[theirs_ok["task_hash"].isin(keep)], refused, unmatched)  # fmt: skip
 
 
+def _paired(m: Matched, mine_cfg: str, their_cfg: str, metric: str) -> pd.DataFrame:
+    """Per preset, the two configs' seed means over the tasks (seeds) both have a finite
+    ``metric`` on: columns ``mine`` and ``theirs``."""
+    a = m.mine.loc[m.mine["config"] == mine_cfg, ["task_hash", "preset", metric]]
+    b = m.theirs.loc[m.theirs["config"] == their_cfg, ["task_hash", metric]]
+    both = a.merge(b, on="task_hash", suffixes=("_mine", "_theirs")).dropna()
+    means = both.groupby("preset")[[f"{metric}_mine", f"{metric}_theirs"]].mean()
+    return means.set_axis(["mine", "theirs"], axis=1)
+
+
 def compare(m: Matched, alpha: float = 0.05) -> pd.DataFrame:
     """One row per (your config, metric, baseline config): the presets paired, the median
     of your preset mean minus theirs, wins/ties/losses (by the metric's better side), the
@@ -80,13 +95,11 @@ def compare(m: Matched, alpha: float = 0.05) -> pd.DataFrame:
     for metric, better in RANKED:
         if metric not in m.mine or metric not in m.theirs:
             continue
-        ours = m.mine.groupby(["config", "preset"])[metric].mean().unstack("config")
-        base = m.theirs.groupby(["config", "preset"])[metric].mean().unstack("config")
-        for mine_cfg in ours.columns:
+        for mine_cfg in sorted(m.mine["config"].unique()):
             block = []
-            for their_cfg in base.columns:
-                pair = pd.concat([ours[mine_cfg], base[their_cfg]], axis=1).dropna()
-                d = (pair.iloc[:, 0] - pair.iloc[:, 1]).to_numpy()
+            for their_cfg in sorted(m.theirs["config"].unique()):
+                pair = _paired(m, mine_cfg, their_cfg, metric)
+                d = (pair["mine"] - pair["theirs"]).to_numpy()
                 d = d if better == "higher" else -d  # > 0: yours is better
                 p = (float(wilcoxon(d).pvalue)
                      if len(d) >= 2 and np.any(d != 0) else np.nan)  # fmt: skip
@@ -119,11 +132,13 @@ def would_rank(m: Matched, metric: str, better: str) -> pd.DataFrame:
     theirs = m.theirs[[fam.get(c) != REFERENCE for c in m.theirs["config"]]]
     if metric not in m.mine or metric not in theirs:
         return pd.DataFrame(columns=["would_rank", "of", "presets"])
-    base = theirs.groupby(["preset", "config"])[metric].mean().unstack("config").dropna(axis=1)
-    ours = m.mine.groupby(["preset", "config"])[metric].mean().unstack("config")
     out = {}
-    for cfg in ours.columns:
-        pair = base.join(ours[cfg].rename("_mine"), how="inner").dropna()
+    for cfg in sorted(m.mine["config"].unique()):
+        mine = m.mine[m.mine["config"] == cfg]
+        shared = theirs[theirs["task_hash"].isin(mine["task_hash"])]  # the same seeds
+        base = shared.groupby(["preset", "config"])[metric].mean().unstack("config")
+        ours = mine.groupby("preset")[metric].mean().rename("_mine")
+        pair = base.dropna(axis=1).join(ours, how="inner").dropna()
         if pair.empty:
             continue
         x, others = pair.pop("_mine").to_numpy()[:, None], pair.to_numpy()

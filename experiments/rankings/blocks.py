@@ -1,9 +1,10 @@
 """The complete blocks a ranking needs: preset x config seed means of one metric, the
 configs that leave it and why (docs/rankings.md, "Blocks").
 
-A config enters a metric's ranking when it is not a GP reference, its metric is finite
-on some ok run, and it has an ok result on every preset where any ranked config has
-one. Who is left out, and why, is returned beside the matrix so the report can say so.
+A config enters a metric's ranking when it is not a GP reference or a ``method_seed``
+variant, its metric is finite on some ok run, and it has an ok result on every preset
+ranked; the presets are chosen to keep the most complete cells (:func:`_presets`). Who
+is left out, and why, is returned beside the matrix so the report can say so.
 """
 
 from __future__ import annotations
@@ -52,6 +53,23 @@ class Blocks:
     seeds: dict[str, np.ndarray] = field(repr=False)
     seed_ids: dict[str, list[int]] = field(repr=False)
     left_out: dict[str, str]
+    presets_left_out: tuple[str, ...] = ()  # presets not every ranked config has
+
+
+def _presets(ok: pd.DataFrame) -> list[str]:
+    """The presets to rank on: among the nested sets "presets that at least t configs
+    have", the one that keeps the most (configs x presets) complete cells, more presets on
+    a tie; so one config on a preset the others lack does not push them all out."""
+    have = ok.groupby("config")["preset"].agg(set)
+    count = ok.groupby("preset")["config"].nunique()
+    best, best_key = sorted(count.index), (-1, -1)
+    for t in sorted(count.unique()):
+        presets = set(count.index[count >= t])
+        kept = sum(presets <= s for s in have)
+        key = (kept * len(presets), len(presets))
+        if key > best_key:
+            best, best_key = sorted(presets), key
+    return best
 
 
 def blocks(table: pd.DataFrame, metric: str, better: str) -> Blocks:
@@ -65,6 +83,9 @@ def blocks(table: pd.DataFrame, metric: str, better: str) -> Blocks:
     for config in ordered_configs(table):
         if fam[config] == REFERENCE:
             left[config] = "a GP reference"
+    if "config_base" in table:  # a --set method_seed variant is its config's noise floor
+        variants = table.loc[table["config"] != table["config_base"], "config"]
+        left.update(dict.fromkeys(variants.unique(), "a method_seed variant (noise floor)"))
     ok = table[(table["status"] == "ok") & ~table["config"].isin(left)]
     values = ok[metric] if metric in ok else pd.Series(np.nan, index=ok.index)
     ok = ok.assign(_v=pd.to_numeric(values, errors="coerce").astype(float))
@@ -72,12 +93,13 @@ def blocks(table: pd.DataFrame, metric: str, better: str) -> Blocks:
     for config in ordered_configs(table):
         if config not in left and config not in set(ok["config"]):
             left[config] = f"no finite {metric} on any ok run"
-    presets = sorted(ok["preset"].unique())
+    every = sorted(ok["preset"].unique())
+    presets = _presets(ok)
     for config, part in ok.groupby("config"):
         missing = sorted(set(presets) - set(part["preset"]))
         if missing:
             left[config] = f"no ok {metric} on {', '.join(missing)}"
-    ok = ok[~ok["config"].isin(left)]
+    ok = ok[~ok["config"].isin(left) & ok["preset"].isin(presets)]
     kept = [c for c in ordered_configs(table) if c not in left]
     presets = sorted(ok["preset"].unique())
     means = ok.pivot_table(index="preset", columns="config", values="_v", aggfunc="mean")
@@ -90,4 +112,5 @@ def blocks(table: pd.DataFrame, metric: str, better: str) -> Blocks:
         grid = grid.reindex(columns=kept)
         seed_ids[preset] = [int(s) for s in grid.index]
         seeds[preset] = grid.to_numpy(dtype=float)
-    return Blocks(metric, better, means, seeds, seed_ids, left)
+    dropped = tuple(p for p in every if p not in presets)
+    return Blocks(metric, better, means, seeds, seed_ids, left, dropped)

@@ -116,6 +116,9 @@ def _ranking_lines(ctx: ReportContext) -> list[str]:
             lines += [ctx.markdown(shown, digits=2), ""]
             if r.test == "friedman":  # autorank draws no diagram for Wilcoxon's test
                 lines += [f"![CD diagram]({_cd_figure(ctx, r)})", ""]
+        if b.presets_left_out:
+            lines += [f"Presets left out (not every ranked config has them): "
+                      f"{', '.join(b.presets_left_out)}.", ""]  # fmt: skip
         if b.left_out:
             lines += ["Not ranked: " + "; ".join(f"`{c}` ({why})" for c, why in b.left_out.items())
                       + ".", ""]  # fmt: skip

@@ -7,7 +7,9 @@
   recomputed (no library draws this hierarchy; it is a few lines of numpy).
 - The Friedman test and Nemenyi's critical difference from autorank (its
   ``force_mode="nonparametric"`` path: ``scipy.stats.friedmanchisquare`` and the
-  studentised-range quantile of statsmodels), which also draws the CD diagram.
+  studentised-range quantile of statsmodels), which also draws the CD diagram. With two
+  configs, scipy's two-sided Wilcoxon signed-rank test on the block means (autorank's
+  two-config test is one-sided, its side chosen from the data).
 - Holm's correction (statsmodels' ``multipletests``) over the secondary metrics' Friedman
   p-values; the primary metric (EU Spearman) is tested at ``alpha`` alone.
 - Pairwise win rates: the share of presets on which a config's seed mean beats
@@ -36,10 +38,11 @@ class Ranking:
     ``ranks``: (presets, configs), 1 the best. ``summary``: per config (rows best first)
     ``mean_rank``, ``ci_low``, ``ci_high`` (bootstrap, 95 %) and ``tied_best`` (its mean
     rank is within the critical difference of the best, or the omnibus test does not
-    reject). ``p_friedman`` is the raw p-value, ``p_adjusted`` the one the marks use (Holm
-    over the secondary metrics; equal to the raw one for the primary). ``cd`` is
-    Nemenyi's critical difference at ``alpha``. ``autorank`` is autorank's result (for
-    the diagram)."""
+    reject). ``p_friedman`` is the raw p-value of ``test`` ("friedman", autorank's; for
+    two configs "wilcoxon", scipy's two-sided signed-rank test on the block means, with no
+    CD), ``p_adjusted`` the one the marks use (Holm over the secondary metrics; equal to
+    the raw one for the primary). ``cd`` is Nemenyi's critical difference at ``alpha``.
+    ``autorank`` is autorank's result (for the diagram; None for two configs)."""
 
     blocks: Blocks
     ranks: pd.DataFrame
@@ -48,11 +51,8 @@ class Ranking:
     p_adjusted: float
     cd: float
     alpha: float
-    autorank: object
-
-    @property
-    def test(self) -> str:
-        return str(self.autorank.omnibus)
+    autorank: object  # autorank's result (None for two configs)
+    test: str = "friedman"
 
     @property
     def significant(self) -> bool:
@@ -130,25 +130,30 @@ def rank(b: Blocks, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> R
     mean_rank = ranks.mean(axis=0)
     boot = bootstrap_mean_ranks(b, n_boot, seed)
     low, high = np.percentile(boot, [2.5, 97.5], axis=0)
-    result = friedman_nemenyi(b, alpha)
-    p, cd = float(result.pvalue), float(result.cd) if result.cd is not None else np.nan
     summary = pd.DataFrame({"mean_rank": mean_rank, "ci_low": low, "ci_high": high},
                            index=b.means.columns)  # fmt: skip
     summary = summary.sort_values("mean_rank", kind="stable")
-    ranking = Ranking(b, ranks, summary, p, p, cd, alpha, result)
-    return _marked(ranking)
+    if n_configs == 2:  # autorank's two-config test is one-sided, its side from the data
+        from scipy.stats import wilcoxon
+
+        diff = b.means.iloc[:, 0] - b.means.iloc[:, 1]
+        p = float(wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
+        return _marked(Ranking(b, ranks, summary, p, p, np.nan, alpha, None, "wilcoxon"))
+    result = friedman_nemenyi(b, alpha)
+    p = float(result.pvalue)
+    p = p if np.isfinite(p) else 1.0  # every block tied: no difference to find
+    return _marked(Ranking(b, ranks, summary, p, p, float(result.cd), alpha, result))
 
 
 def _marked(r: Ranking) -> Ranking:
     best = r.summary["mean_rank"].min()
     gap = r.summary["mean_rank"] - best
-    # two configs: autorank's test is Wilcoxon's signed rank, with no CD; a rejection
-    # leaves the best alone
+    # two configs: Wilcoxon's signed rank, with no CD; a rejection leaves the best alone
     cd = r.cd if np.isfinite(r.cd) else 0.0
     tied = (gap <= cd) if r.significant else True
     summary = r.summary.assign(tied_best=tied)
     return Ranking(r.blocks, r.ranks, summary, r.p_friedman, r.p_adjusted, r.cd, r.alpha,
-                   r.autorank)  # fmt: skip
+                   r.autorank, r.test)  # fmt: skip
 
 
 def holm(rankings: dict[str, Ranking], primary: str) -> dict[str, Ranking]:
@@ -156,7 +161,7 @@ def holm(rankings: dict[str, Ranking], primary: str) -> dict[str, Ranking]:
     tied-with-the-best marks redone at the adjusted p."""
     from statsmodels.stats.multitest import multipletests
 
-    secondary = [m for m in rankings if m != primary]
+    secondary = [m for m in rankings if m != primary and np.isfinite(rankings[m].p_friedman)]
     if not secondary:
         return dict(rankings)
     raw = [rankings[m].p_friedman for m in secondary]
@@ -165,5 +170,6 @@ def holm(rankings: dict[str, Ranking], primary: str) -> dict[str, Ranking]:
     for m, p in zip(secondary, adjusted, strict=True):
         r = rankings[m]
         out[m] = _marked(Ranking(r.blocks, r.ranks, r.summary.drop(columns="tied_best"),
-                                 r.p_friedman, float(p), r.cd, r.alpha, r.autorank))  # fmt: skip
+                                 r.p_friedman, float(p), r.cd, r.alpha, r.autorank,
+                                 r.test))  # fmt: skip
     return out

@@ -55,7 +55,7 @@ def write_report(
     records; ``data_dir`` is where a section rebuilds tasks (default the data loader's).
     ``progress(step)`` is called as each long step starts (the command line shows it).
     ``baseline`` (``"release"``, a results folder or table;
-    :func:`udora.experiments.rankings.baseline.load_baseline`) adds the comparison of these
+    :func:`udora.experiments.publish.artefact.load_baseline`) adds the comparison of these
     runs with it to the rankings section; it is read before anything is written.
 
     ``results_dir`` may also be a release folder or ``"release"`` (the shipped release;

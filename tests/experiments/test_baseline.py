@@ -127,3 +127,24 @@ def test_a_preset_with_a_package_copy_matches_either_task():
     odd = mine.assign(task_hash=mine["task_hash"] + "?", data_sha256="zz")
     refused = match(odd, both).refused
     assert len(refused) == 16 and "d0pkg in the baseline" in refused[0]  # same kind first
+
+
+def test_runs_without_a_task_hash_are_refused_not_skipped():
+    mine = frame(("catboost_ps",), (0.25,), seed=1)
+    mine.loc[0, "task_hash"] = None
+    with pytest.raises(ValueError, match="your runs: some ok runs have no task hash"):
+        match(mine, BASE)
+    with pytest.raises(ValueError, match="the baseline: some ok runs have no task hash"):
+        match(frame(("blr",), (0.0,)), BASE.assign(task_hash=None))
+
+
+def test_pairs_use_the_seeds_both_sides_ran():
+    mine = frame(("catboost_ps",), (0.25,), seed=1)
+    mine = mine[~((mine["preset"] == "p0") & (mine["seed"] == 1))]  # one seed missing
+    out = compare(match(mine, BASE)).set_index(["metric", "baseline"])
+    theirs = BASE[(BASE["config"] == "blr") & ~((BASE["preset"] == "p0") & (BASE["seed"] == 1))]
+    d = (
+        mine.groupby("preset")["spearman_eu"].mean()
+        - theirs.groupby("preset")["spearman_eu"].mean()
+    )
+    assert out.at[("EU Spearman", "blr"), "median_gain"] == pytest.approx(np.median(d), rel=1e-12)

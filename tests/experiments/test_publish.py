@@ -57,7 +57,7 @@ def test_a_release_is_read_back_only_when_its_checksums_match(tiny_preset, tmp_p
 def test_a_run_in_two_folders_is_refused(tiny_preset, tmp_path):
     a = _runs(tiny_preset, tmp_path / "a", methods=("blr",))
     b = _runs(tiny_preset, tmp_path / "b", methods=("blr",))
-    with pytest.raises(ValueError, match="tiny blr seed 0: in more than one results folder"):
+    with pytest.raises(ValueError, match="tiny blr seed 0: more than one run"):
         build_release([a, b], tmp_path / "rel", "x")
 
 

@@ -39,11 +39,15 @@ def table(n_presets=8, seeds=(0, 1, 2), seed=0, shift=(0.3, 0.2, 0.0, 0.1, 0.5))
 def test_blocks_leave_out_the_reference_the_constant_au_and_the_incomplete():
     t = table()
     t = t[~((t["config"] == "laplace") & (t["preset"] == "p3"))]  # laplace misses a preset
-    b = blocks(t, "spearman_au", "higher")
-    assert list(b.means.columns) == ["catboost_ps", "nn_ensemble"]
+    b = blocks(t, "spearman_au", "higher")  # 7 presets x 3 configs beat 8 x 2
+    assert list(b.means.columns) == ["catboost_ps", "laplace", "nn_ensemble"]
+    assert b.presets_left_out == ("p3",) and "p3" not in b.means.index
     assert b.left_out == {"gp_oracle": "a GP reference",
-                          "blr": "no finite spearman_au on any ok run",
-                          "laplace": "no ok spearman_au on p3"}  # fmt: skip
+                          "blr": "no finite spearman_au on any ok run"}  # fmt: skip
+    few = t[~((t["config"] == "laplace") & t["preset"].isin(["p3", "p4", "p5", "p6"]))]
+    assert blocks(few, "spearman_au", "higher").left_out["laplace"] == (
+        "no ok spearman_au on p3, p4, p5, p6"
+    )  # 8 x 2 beat 4 x 3
     seed_means = t[t["config"] == "nn_ensemble"].groupby("preset")["spearman_au"].mean()
     np.testing.assert_allclose(b.means["nn_ensemble"], seed_means.loc[b.means.index], rtol=1e-12)
 
@@ -70,6 +74,7 @@ def test_friedman_p_and_nemenyi_cd_match_scipy():
     by_hand = (-m).rank(axis=1).mean()  # 1 = the highest EU Spearman
     np.testing.assert_allclose(r.summary["mean_rank"], by_hand[r.summary.index], rtol=1e-12)
     assert r.summary.index[0] == "nn_ensemble"  # the largest shift
+    assert r.significant and not r.summary["tied_best"].all()  # the CD path is exercised
     best = r.summary["mean_rank"].iloc[0]
     np.testing.assert_array_equal(r.summary["tied_best"], r.summary["mean_rank"] - best <= r.cd)
 
@@ -175,3 +180,28 @@ def test_the_leaderboard_carries_the_mark_of_every_ranked_config():
     marks = tied_with_best(t)
     assert rows["gp_oracle"] is None  # the reference is not ranked
     assert {c: v for c, v in rows.items() if v is not None} == marks
+
+
+def test_two_configs_use_scipys_two_sided_wilcoxon():
+    t = table()
+    t = t[t["config"].isin(["nn_ensemble", "blr"])]
+    r = rank(blocks(t, "spearman_eu", "higher"))
+    m = t.groupby(["preset", "config"])["spearman_eu"].mean().unstack()
+    expected = stats.wilcoxon(m["blr"] - m["nn_ensemble"]).pvalue  # two-sided by default
+    assert r.test == "wilcoxon" and r.p_friedman == pytest.approx(expected, rel=1e-12)
+    assert r.summary["tied_best"].tolist() == [True, False]  # 8 of 8 presets: p = 2/256
+
+
+def test_one_preset_that_one_config_has_does_not_push_the_others_out():
+    t = table()
+    extra = t[(t["config"] == "nn_ensemble") & (t["preset"] == "p0")].assign(preset="p99")
+    b = blocks(pd.concat([t, extra]), "spearman_eu", "higher")
+    assert "p99" not in b.means.index and b.means.shape == (8, 4)
+
+
+def test_method_seed_variants_are_not_ranked():
+    t = table().assign(config_base=lambda f: f["config"])
+    variant = t[t["config"] == "blr"].assign(config="blr[method_seed=3]", config_base="blr")
+    b = blocks(pd.concat([t, variant]), "spearman_eu", "higher")
+    assert b.left_out["blr[method_seed=3]"] == "a method_seed variant (noise floor)"
+    assert "blr[method_seed=3]" not in b.means.columns and "blr" in b.means.columns

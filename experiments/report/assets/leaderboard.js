@@ -102,7 +102,7 @@
         mark.className = "tied-best";
         mark.textContent = " ≈ best";
         mark.title = "not significantly different from the best by EU Spearman rank over all " +
-          r.row.rank.presets + " presets (Friedman test, Nemenyi's critical difference)";
+          r.row.rank.presets + " presets (Friedman and Nemenyi, or Wilcoxon for two configs)";
         name.appendChild(mark);
       }
       tr.appendChild(name);
