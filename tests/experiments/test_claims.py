@@ -138,5 +138,3 @@ def test_release_claims_writes_the_page(tmp_path):
                                      str(tmp_path / "r")])  # fmt: skip
     assert rules.exit_code == 0, rules.output
     assert (tmp_path / "r" / "paper_reproduction.md").read_text().count("**not scored**") == 15
-    assert np.isfinite(ClaimData(synthetic()).M("heldout", "spearman_eu")).all()
-    pd.testing.assert_frame_equal(pd.read_parquet(folder / "results.parquet"), synthetic())
