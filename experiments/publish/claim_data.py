@@ -11,6 +11,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from udora.experiments.rankings.stats import within_ranks
 from udora.experiments.results.aggregate import kendall_w
 
 NN8 = ("edl", "nn_bagging", "nn_ensemble", "nn_dropout", "laplace", "fsp_laplace", "swag",
@@ -88,7 +89,7 @@ class ClaimData:
 
 def mean_ranks(v: pd.DataFrame, higher: bool = True) -> pd.Series:
     """R(m): the mean over presets of each method's rank within a preset (1 the best)."""
-    return v.rank(axis=1, ascending=not higher).mean(axis=0)
+    return within_ranks(v, "higher" if higher else "lower").mean(axis=0)
 
 
 def w_and_friedman(v: pd.DataFrame) -> tuple[float, float]:

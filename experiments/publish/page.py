@@ -13,7 +13,7 @@ import pandas as pd
 
 from udora.experiments.publish.artefact import primary_rows, read_release
 from udora.experiments.rankings.blocks import PRIMARY
-from udora.experiments.rankings.section import rankings, write
+from udora.experiments.rankings.section import tied_with_best, write
 from udora.experiments.results.figures_summary import families, ordered
 from udora.experiments.results.sections import ReportContext, markdown_table
 from udora.experiments.results.summaries import HEADLINE, per_dataset
@@ -41,18 +41,17 @@ def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
     """Per config (family order, best EU first): its family, the headline Spearman means
     over presets of seed means, and its EU mean rank with interval and mark."""
     fam = families(table)
-    ranked, _ = rankings(table)
-    eu = ranked.get(PRIMARY)
+    marks = tied_with_best(table)
     rows = []
     for config in ordered(table, PRIMARY):
         row = {"config": config, "family": fam[config]}
         for metric in HEADLINE:
             pivot = per_dataset(table, metric)
             row[metric] = float(pivot[config].mean()) if config in pivot else np.nan
-        if eu is not None and config in eu.summary.index:
-            s = eu.summary.loc[config]
-            row["EU rank"] = f"{s.mean_rank:.2f} [{s.ci_low:.2f}, {s.ci_high:.2f}]"
-            row["≈ best"] = "yes" if s.tied_best else ""
+        if config in marks:
+            s = marks[config]
+            row["EU rank"] = f"{s['mean_rank']:.2f} [{s['low']:.2f}, {s['high']:.2f}]"
+            row["≈ best"] = "yes" if s["tied_best"] else ""
         else:
             row["EU rank"], row["≈ best"] = "not ranked", ""
         rows.append(row)

@@ -25,8 +25,10 @@ def rankings(table: pd.DataFrame, alpha: float = 0.05, n_boot: int = 2000, seed:
 
 def tied_with_best(table: pd.DataFrame) -> dict[str, dict]:
     """Per ranked config of the primary metric: its mean rank, interval and whether it is
-    tied with the best ({} when it cannot be ranked); the leaderboard's mark."""
-    r = rankings(table)[0].get(PRIMARY)
+    tied with the best ({} when it cannot be ranked); the leaderboard's mark. Holm leaves
+    the primary metric alone, so it is ranked on its own."""
+    better = dict(RANKED)[PRIMARY]
+    r = rank(blocks(table, PRIMARY, better)) if PRIMARY in table else None
     if r is None:
         return {}
     return {c: {"mean_rank": float(s.mean_rank), "low": float(s.ci_low),
