@@ -45,6 +45,9 @@ def nig_parameters(raw: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax
     return gamma, nu, alpha, beta
 
 
+_nig_parameters_compiled = jax.jit(nig_parameters)  # one program per shape, not one per op
+
+
 def nig_nll(
     y: jax.Array, gamma: jax.Array, nu: jax.Array, alpha: jax.Array, beta: jax.Array
 ) -> jax.Array:
@@ -103,7 +106,7 @@ class EDL(NNMethod):
         self._check_fitted()
         X = check_x(X, self.d_)
         raw = self.raw_outputs(jnp.asarray(self.scaler_.x(X), dtype=jnp.float32))[0]
-        gamma, nu, alpha, beta = (np.asarray(a, np.float64) for a in nig_parameters(raw))
+        gamma, nu, alpha, beta = (np.asarray(a, np.float64) for a in _nig_parameters_compiled(raw))
         aleatoric = beta / (alpha - 1.0)
         return Prediction(
             mean=self.scaler_.mean_back(gamma),

@@ -45,14 +45,14 @@ from pydantic import Field
 from udora.methods.base import Knowledge, Prediction, check_x
 from udora.methods.combine import combine_members, combine_standardised
 from udora.methods.nn.config import NNConfig
-from udora.methods.nn.heads import mean_variance
+from udora.methods.nn.heads import mean_variance_compiled
 from udora.methods.nn.method import NNMethod, Recipe
 from udora.methods.nn.network import Variables, predict_members
 from udora.methods.nn.padding import space_bound
 from udora.methods.nn.trackers import checkpoints, schedule_args, swag_moments
 from udora.methods.nn.trainer import run_epochs
 from udora.methods.registry import register
-from udora.methods.seeding import jax_keys
+from udora.methods.seeding import jax_keys, numpy_rng
 
 
 class SWAGConfig(NNConfig):
@@ -115,13 +115,15 @@ def collect_moments(
     n_checkpoints: int,
     burn_in: int = 0,
     grad_clip: float | None = None,
+    row_counts: jax.Array | None = None,
 ) -> tuple[Variables, Any, Any, Any]:
     """Continue from ``init`` for ``burn_in + every * n_checkpoints`` epochs in one run;
     after the ``burn_in`` epochs every ``every``-th iterate is a checkpoint
     (:func:`swag_moments`, :func:`checkpoints`). The optimiser state carries over from
     burn-in to collection. The three numbers are program arguments and the checkpoint
     stack is as long as the largest ``n_checkpoints`` of ``cfg``'s search space, so a sweep
-    over them compiles once.
+    over them compiles once. ``rows`` ``(K, m)`` index ``X``; with ``row_counts`` ``(K,)``
+    only the first ``row_counts[k]`` are real (:func:`~udora.methods.nn.trainer.run_epochs`).
 
     Returns:
         variables: the last iterate (leading K axis).
@@ -133,7 +135,7 @@ def collect_moments(
     schedule = (schedule_args(every, burn_in), schedule_args(every, burn_in, n_checkpoints))
     last, ((first, second), stack), _ = run_epochs(
         cfg, X, y, X[:0], y[:0], rows, keys, burn_in + every * n_checkpoints, trackers,
-        init=init, grad_clip=grad_clip, tracker_args=schedule,
+        init=init, grad_clip=grad_clip, tracker_args=schedule, row_counts=row_counts,
     )  # fmt: skip
     stack = jax.tree.map(lambda a: np.asarray(a)[:, :n_checkpoints], stack)
     return last, first, second, stack
@@ -168,41 +170,45 @@ class SWAG(NNMethod):
         """Pretrain; burn in, collect the moments, draw the K networks, fit the factor on V."""
         Xs, ys = self.train_networks(X, y, seed=seed)
         cfg = self.config
-        keys = jax_keys(seed, "swag", "swag_samples")
-        m = self.fit_idx_.shape[0]
+        keys = jax_keys(seed, "swag")
+        m, n = self.fit_idx_.shape[0], Xs.shape[0]
+        rows = np.pad(self.fit_idx_, (0, n - m))[None, :]  # the whole sample's shapes
         last, first, second, stack = collect_moments(
             self.collection_config(),
-            jnp.asarray(Xs[self.fit_idx_]),
-            jnp.asarray(ys[self.fit_idx_]),
-            jnp.arange(m, dtype=jnp.int32)[None, :],
+            jnp.asarray(Xs),
+            jnp.asarray(ys),
+            jnp.asarray(rows, dtype=jnp.int32),
             keys["swag"][None],
             self.variables_,
             every=cfg.epochs_per_checkpoint,
             n_checkpoints=cfg.n_checkpoints,
             burn_in=cfg.swag_burn_in,
             grad_clip=cfg.grad_clip_norm,
+            row_counts=np.array([m], np.int32),
         )
         flat = [np.asarray(a[0]).reshape(cfg.n_checkpoints, -1) for a in jax.tree.leaves(stack)]
         self.drift_fraction_ = drift_fraction(np.concatenate(flat, axis=1))
-        self.swag_mean_ = jax.tree.map(lambda a: a[0], first)
+        host = lambda tree: jax.tree.map(lambda a: np.asarray(a)[0], tree)  # noqa: E731
+        self.swag_mean_ = host(first)
         self.swag_var_ = jax.tree.map(
-            lambda a, b: jnp.maximum(b[0] - a[0] ** 2, 0.0), first, second
+            lambda a, b: np.maximum(b - a**2, 0.0), self.swag_mean_, host(second)
         )
-        leaves, treedef = jax.tree.flatten(self.swag_mean_)
-        draw_keys = jax.random.split(keys["swag_samples"], len(leaves))
+        # drawn on the host from the run seed's named stream: no program per layer shape
+        rng = numpy_rng(seed, "swag_samples")
         k = cfg.n_members
-        samples = [
-            mu[None]
-            + cfg.sample_scale * jnp.sqrt(var)[None] * jax.random.normal(key, (k, *mu.shape))
-            for mu, var, key in zip(leaves, jax.tree.leaves(self.swag_var_), draw_keys, strict=True)
-        ]
+        samples = jax.tree.map(
+            lambda mu, var: (mu[None] + cfg.sample_scale * np.sqrt(var)[None]
+                             * rng.standard_normal((k, *mu.shape))).astype(mu.dtype),
+            self.swag_mean_, self.swag_var_,
+        )  # fmt: skip
         state = {name: v for name, v in last.items() if name != "params"}
-        state = jax.tree.map(lambda a: jnp.broadcast_to(a, (k, *a.shape[1:])), state)
-        self.sample_variables_ = {"params": jax.tree.unflatten(treedef, samples), **state}
+        state = jax.tree.map(lambda a: np.broadcast_to(np.asarray(a), (k, *a.shape[1:])), state)
+        self.sample_variables_ = {"params": samples, **state}
         self.scale_ = 1.0
         if cfg.calibrate and self.val_idx_.size > 0:
-            mean, var = self._standardised(jnp.asarray(Xs[self.val_idx_]))
-            pred = combine_members(mean, var)
+            # at the whole sample, then V's columns: V's size varies with val_fraction
+            mean, var = self._standardised(jnp.asarray(Xs))
+            pred = combine_members(mean[:, self.val_idx_], var[:, self.val_idx_])
             resid2 = (ys[self.val_idx_].astype(np.float64) - pred.mean) ** 2
             self.scale_ = float(np.mean(resid2) / np.mean(pred.total))
         self.fitted_ = True
@@ -217,7 +223,7 @@ class SWAG(NNMethod):
         """Sampled networks' means and variances ``(K, m)`` at standardised ``Xs``."""
         keys = jax.random.split(self.predict_key_, self.config.n_members)
         raw = predict_members(self.config, self.sample_variables_, keys, Xs)
-        mean, var = mean_variance(raw, self.config.head)
+        mean, var = mean_variance_compiled(raw, self.config.head)
         return np.asarray(mean, np.float64), np.asarray(var, np.float64)
 
     def predict(self, X: np.ndarray) -> Prediction:

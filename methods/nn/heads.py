@@ -36,6 +36,11 @@ def mean_variance(raw: jax.Array, parameterisation: str) -> tuple[jax.Array, jax
     return -first / (2.0 * eta2), -1.0 / (2.0 * eta2)
 
 
+mean_variance_compiled = jax.jit(mean_variance, static_argnums=1)
+""":func:`mean_variance` as one compiled program per shape, for predictions outside the
+training program (applied eagerly, each of its operations would compile on its own)."""
+
+
 def nll(raw: jax.Array, y: jax.Array, parameterisation: str) -> jax.Array:
     """Per-point loss ``(B,)`` of raw outputs ``(B, 2)`` at targets ``y`` ``(B,)``.
 

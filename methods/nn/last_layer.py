@@ -27,7 +27,7 @@ from udora.methods.nn.heads import mean_variance
 from udora.methods.nn.method import NNMethod, Recipe
 from udora.methods.nn.network import Variables
 from udora.methods.nn.padded import Padding
-from udora.methods.nn.padding import COMPILER_OPTIONS, dims_of, from_flax, padding
+from udora.methods.nn.padding import COMPILER_OPTIONS, dims_of, eval_padding, from_flax
 
 
 def head_name(cfg: NNConfig) -> str:
@@ -62,9 +62,9 @@ def design(
     """``Phi`` ``(m, P)``, MAP mean ``(m,)`` and MAP variance ``(m,)`` at ``X`` ``(m, d)``.
 
     ``variables`` belong to one network (no member axis); ``Phi @ head_weights = mean``.
-    Runs in the trainer's padded program (one per width, :func:`padding`).
+    Runs in a padded program (one per search space, :func:`eval_padding`).
     """
-    pad = padding(cfg, 2)
+    pad = eval_padding(cfg, 2)
     padded = from_flax(pad, jax.tree.map(np.asarray, variables), cfg.width, cfg.blocks)
     phi, mean, var = _design_program(pad, cfg.head)(padded, X, dims_of(cfg))
     if pad.width == cfg.width:

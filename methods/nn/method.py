@@ -25,7 +25,7 @@ import numpy as np
 from udora.methods.base import Knowledge, Prediction, UQMethod, check_x, check_xy
 from udora.methods.combine import combine_standardised
 from udora.methods.nn.config import NNConfig
-from udora.methods.nn.heads import mean_variance
+from udora.methods.nn.heads import mean_variance_compiled
 from udora.methods.nn.network import predict_members
 from udora.methods.nn.step import GaussianNLL, LossTerm, PointLoss
 from udora.methods.nn.trainer import TRAINER_VERSION, train_members
@@ -117,29 +117,38 @@ class NNMethod(UQMethod):
         Returns ``Xs`` ``(n, d)`` and ``ys`` ``(n,)`` (float32, standardised);
         ``self.fit_idx_`` and ``self.val_idx_`` index the fit and validation splits (the
         latter empty unless :meth:`holds_out_validation`); ``self.val_nll_`` is the
-        validation loss of the kept variables (0 without a split).
+        validation loss of the kept variables (0 without early stopping).
+
+        The program always sees the whole sample: the members' rows index it, and with a
+        validation split (or a resample) they are padded to ``n`` with a count of the real
+        ones, so a sweep over ``val_fraction`` keeps the program's shapes (SWAG's space).
+        The validation rows reach the program only for early stopping, the one use of the
+        loss it computes on them after each epoch.
         """
         X, y = check_xy(X, y)
         cfg, recipe = self.config, self.recipe
         scaler = Standardiser.fit(X, y)
         Xs = scaler.x(X).astype(np.float32)
         ys = scaler.y(y).astype(np.float32)
+        n = X.shape[0]
         fraction = cfg.val_fraction if self.holds_out_validation() else 0.0
-        fit_idx, val_idx = validation_split(X.shape[0], fraction, numpy_rng(seed, "validation"))
+        fit_idx, val_idx = validation_split(n, fraction, numpy_rng(seed, "validation"))
         rows = recipe.rows(cfg, self.n_trained, fit_idx.shape[0], numpy_rng(seed, "members"))
+        rows = fit_idx[rows]  # into the whole sample
         keys = jax_keys(seed, "members", "predict")
         member_keys = jax.random.split(keys["members"], rows.shape[0])
         bound = [make(cfg, Xs[fit_idx]) for make in recipe.terms]
         counted = {}
-        if recipe.resampled:  # pad to the fit size; the count says which rows are real
+        if recipe.resampled or val_idx.size:  # pad to n; the count says which rows are real
             counted["row_counts"] = np.full(rows.shape[0], rows.shape[1], np.int32)
-            rows = np.pad(rows, ((0, 0), (0, max(0, fit_idx.shape[0] - rows.shape[1]))))
+            rows = np.pad(rows, ((0, 0), (0, max(0, n - rows.shape[1]))))
+        stop_on = val_idx if cfg.early_stopping else val_idx[:0]
         variables, val_loss, epochs_run = train_members(
             cfg,
-            jnp.asarray(Xs[fit_idx]),
-            jnp.asarray(ys[fit_idx]),
-            jnp.asarray(Xs[val_idx]),
-            jnp.asarray(ys[val_idx]),
+            jnp.asarray(Xs),
+            jnp.asarray(ys),
+            jnp.asarray(Xs[stop_on]),
+            jnp.asarray(ys[stop_on]),
             jnp.asarray(rows, dtype=jnp.int32),
             member_keys,
             loss=recipe.loss(cfg),
@@ -163,7 +172,8 @@ class NNMethod(UQMethod):
             keys = jax.random.split(self.predict_key_, self.n_trained)
             return predict_members(self.config, self.variables_, keys, Xs, n_out=n_out)
         k = self.config.n_members
-        passes = jax.tree.map(lambda a: jnp.broadcast_to(a, (k, *a.shape[1:])), self.variables_)
+        passes = jax.tree.map(lambda a: np.broadcast_to(np.asarray(a), (k, *a.shape[1:])),
+                              self.variables_)  # fmt: skip
         keys = jax.random.split(self.predict_key_, k)
         return predict_members(self.config, passes, keys, Xs, sample=True, n_out=n_out)
 
@@ -172,5 +182,5 @@ class NNMethod(UQMethod):
         self._check_fitted()
         X = check_x(X, self.d_)
         raw = self.raw_outputs(jnp.asarray(self.scaler_.x(X), dtype=jnp.float32))
-        mean, var = mean_variance(raw, self.config.head)
+        mean, var = mean_variance_compiled(raw, self.config.head)
         return combine_standardised(np.asarray(mean), np.asarray(var), self.scaler_)

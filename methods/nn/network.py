@@ -4,8 +4,8 @@
 head; its variables are what the trainer returns and the methods keep.
 :func:`predict_members` evaluates K variable sets (a leading K axis on every leaf) at the
 same inputs in one jitted, vmapped program, deterministic or with MC dropout. It runs the
-trainer's padded network (:mod:`methods.nn.padded`, :func:`methods.nn.trainer.padding`),
-so one compiled program serves every number of blocks and dropout rate of a width.
+padded network (:mod:`methods.nn.padded`) at the search space's largest width and blocks
+(:func:`methods.nn.padding.eval_padding`), so one compiled program serves a whole sweep.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from udora.methods.nn import padded as P
 from udora.methods.nn.backbone import ResidualMLP
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.padded import Padding
-from udora.methods.nn.padding import COMPILER_OPTIONS, dims_of, from_flax, padding
+from udora.methods.nn.padding import COMPILER_OPTIONS, dims_of, eval_padding, from_flax
 
 Variables = dict[str, Any]
 
@@ -53,10 +53,10 @@ def padded_apply(
     n_out: int = 2,
 ) -> jax.Array:
     """Outputs ``(K, m, n_out)`` (``features``: ``(K, m, width)``) of K stacked
-    :class:`ResidualMLP` variable sets at ``X`` ``(m, d)``, in the trainer's padded program
-    (:func:`udora.methods.nn.trainer.padding`): one compiled program per width serves every
-    number of blocks and dropout rate."""
-    pad = padding(cfg, n_out)
+    :class:`ResidualMLP` variable sets at ``X`` ``(m, d)``, in a padded program
+    (:func:`udora.methods.nn.padding.eval_padding`): one compiled program serves every
+    width, number of blocks and dropout rate of the search space."""
+    pad = eval_padding(cfg, n_out)
     padded = from_flax(pad, jax.tree.map(np.asarray, variables), cfg.width, cfg.blocks)
     out = _predict_program(pad, sample, features)(padded, keys, X, dims_of(cfg))
     return out[..., : cfg.width] if features else out

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from udora.methods.nn.config import NNConfig
@@ -73,6 +72,20 @@ def padding(cfg: NNConfig, n_out: int) -> Padding:
     return Padding(width, blocks, micro, cfg.activation, cfg.norm, cfg.dropout > 0, n_out)
 
 
+def eval_padding(cfg: NNConfig, n_out: int) -> Padding:
+    """The static sizes of ``cfg``'s programs that make no optimiser step: initialisation,
+    prediction and the last-layer design.
+
+    Width and blocks are padded to the largest of the class search space (or the config's
+    own if larger), whatever :data:`PAD_WIDTH` and the optimiser say: a forward pass at the
+    padded width costs little next to training, so every config of the space shares these
+    programs (one compile per sweep, not one per width). The micro-step size does not
+    enter them (0)."""
+    width = max(cfg.width, space_bound(cfg, "width", max) or cfg.width)
+    blocks = max(cfg.blocks, space_bound(cfg, "blocks", max) or cfg.blocks)
+    return Padding(width, blocks, 0, cfg.activation, cfg.norm, cfg.dropout > 0, n_out)
+
+
 def dims_of(cfg: NNConfig) -> Dims:
     """The call-time architecture of ``cfg`` (:class:`~udora.methods.nn.padded.Dims`)."""
     return make_dims(cfg.width, cfg.blocks, cfg.batch_size, cfg.dropout)
@@ -106,21 +119,22 @@ def to_flax(variables: Variables, width: int, blocks: int) -> Variables:
 
 def from_flax(pad: Padding, variables: Variables, width: int, blocks: int) -> Variables:
     """A :class:`ResidualMLP` tree (width ``width``, ``blocks`` blocks; leading axes kept)
-    padded with zeros to ``pad``'s sizes (inverse of :func:`to_flax`)."""
+    padded with zeros to ``pad``'s sizes (inverse of :func:`to_flax`), as host (numpy)
+    arrays: padding compiles nothing."""
     W = pad.width
 
     def grow(a, axes: tuple[int, ...]):
-        a = jnp.asarray(a)
+        a = np.asarray(a)
         widths = [(0, 0)] * a.ndim
         for ax in axes:
             widths[ax] = (0, W - a.shape[ax])
-        return jnp.pad(a, widths)
+        return np.pad(a, widths)
 
     out: Variables = {}
     for collection, tree in variables.items():
         # leading axes (members, checkpoints): those of any (..., w) leaf
         any_units = tree["Dense_0"]["bias"] if collection == "params" else jax.tree.leaves(tree)[0]
-        lead = jnp.shape(any_units)[:-1]
+        lead = np.shape(any_units)[:-1]
         grown: Variables = {}
         for name, leaves in tree.items():
             i = int(name.rsplit("_", 1)[1])
@@ -134,30 +148,30 @@ def from_flax(pad: Padding, variables: Variables, width: int, blocks: int) -> Va
                 grown[name] = jax.tree.map(lambda a: grow(a, (-1,)), leaves)
         for i in range(2 * blocks + 1, 2 * pad.blocks + 1):  # gated-off blocks: zeros
             if collection == "params":
-                grown[f"Dense_{i}"] = {"kernel": jnp.zeros((*lead, W, W)),
-                                       "bias": jnp.zeros((*lead, W))}  # fmt: skip
+                grown[f"Dense_{i}"] = {"kernel": np.zeros((*lead, W, W), np.float32),
+                                       "bias": np.zeros((*lead, W), np.float32)}  # fmt: skip
             if pad.norm != "none" and (collection == "params" or pad.norm == "batch"):
                 names = ("scale", "bias") if collection == "params" else ("mean", "var")
                 module = _NORM_MODULE[pad.norm]
-                grown[f"_Norm_{i}"] = {module: {n: jnp.zeros((*lead, W)) for n in names}}
+                grown[f"_Norm_{i}"] = {module: {n: np.zeros((*lead, W), np.float32)
+                                                for n in names}}  # fmt: skip
         out[collection] = grown
     return out
 
 
 def cut_trees(tree: Any, width: int, blocks: int) -> Any:
     """Every padded variables or params tree inside ``tree`` cut to the true shapes
-    (:func:`udora.methods.nn.padded.to_flax`); arrays become host copies first, so the
-    cuts compile nothing."""
+    (:func:`udora.methods.nn.padded.to_flax`); the cuts are made on host copies and put
+    back with ``device_put`` (``jnp.asarray`` of a host array compiles a program per
+    shape), so they compile nothing."""
     if isinstance(tree, dict) and "head" in tree:
         params = jax.tree.map(np.asarray, tree)
-        return jax.tree.map(jnp.asarray, to_flax({"params": params}, width, blocks)["params"])
+        return jax.device_put(to_flax({"params": params}, width, blocks)["params"])
     if isinstance(tree, dict) and "params" in tree:
         cut = {k: cut_trees(v, width, blocks) for k, v in tree.items() if k != "batch_stats"}
         if "batch_stats" in tree:
             stats = jax.tree.map(np.asarray, {"batch_stats": tree["batch_stats"]})
-            cut["batch_stats"] = jax.tree.map(
-                jnp.asarray, to_flax(stats, width, blocks)["batch_stats"]
-            )
+            cut["batch_stats"] = jax.device_put(to_flax(stats, width, blocks)["batch_stats"])
         return cut
     if isinstance(tree, tuple):
         items = [cut_trees(v, width, blocks) for v in tree]

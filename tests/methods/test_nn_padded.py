@@ -22,6 +22,7 @@ from udora.methods.nn import trainer
 from udora.methods.nn.backbone import ResidualMLP
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import nll
+from udora.methods.nn.initial import fresh_variables
 from udora.methods.nn.trainer import _epoch_program, run_epochs, train_members
 
 
@@ -162,9 +163,7 @@ def test_a_sweep_over_blocks_batch_sizes_and_epochs_compiles_once():
     space = [(1, 64), (2, 128), (3, 256), (4, 512), (4, 64), (3, 128), (2, 256), (1, 512)]
     # Other test files on this worker may have traced the same program at other shapes:
     # count the traces this sweep adds (none if one had these shapes, else one).
-    program = trainer._epoch_program(
-        *_key(base), (trainer.schedule_tracker(base),), False, True, False
-    )
+    program = trainer._epoch_program(*_key(base), (trainer.schedule_tracker(base),), False, False)
     traces = program._cache_size()
     misses = _epoch_program.cache_info().misses
     programs = set()
@@ -176,7 +175,7 @@ def test_a_sweep_over_blocks_batch_sizes_and_epochs_compiles_once():
         assert f"Dense_{2 * blocks + 1}" in variables["params"]
         assert f"Dense_{2 * blocks + 2}" not in variables["params"]
         programs.add(trainer._epoch_program(
-            *_key(cfg), (trainer.schedule_tracker(cfg),), False, True, False))  # fmt: skip
+            *_key(cfg), (trainer.schedule_tracker(cfg),), False, False))  # fmt: skip
     assert _epoch_program.cache_info().misses == misses
     assert programs == {program}
     assert program._cache_size() - traces <= 1, "one trace for the whole sweep"
@@ -202,9 +201,11 @@ def test_gated_off_blocks_and_padded_units_stay_exactly_zero(monkeypatch):
     X, y = _data()
     rows = jnp.arange(70, dtype=jnp.int32)[None, :]
     pad = sizes.padding(cfg, 2)
-    program = _epoch_program(*_key(cfg), (swag_moments(),), False, True, False)
-    args = (jax.random.key(3)[None], rows, None, X, y, X[:0], y[:0], jnp.asarray(3, jnp.int32),
-            sizes.dims_of(cfg), None, (), trainer.hyperparams(cfg), {},
+    program = _epoch_program(*_key(cfg), (swag_moments(),), False, False)
+    keys = jax.random.key(3)[None]
+    init = sizes.from_flax(pad, fresh_variables(cfg, 2, keys, X.shape[1]), 8, 1)
+    args = (keys, rows, None, X, y, X[:0], y[:0], jnp.asarray(3, jnp.int32),
+            sizes.dims_of(cfg), init, (), trainer.hyperparams(cfg), {},
             (schedule_args(1, 0),))  # fmt: skip
     last, ((first, _),), _ = program(*args)
     params = last["params"]
@@ -229,7 +230,57 @@ def test_the_trainer_version_enters_the_identity_of_neural_network_runs(monkeypa
 
     nn_run = resolve(RunSpec("concrete", "nn_ensemble", 0, {}))
     blr_run = resolve(RunSpec("concrete", "blr", 0, {}))
-    assert nn_run.identity["method"]["trainer"] == trainer.TRAINER_VERSION == 4
+    assert nn_run.identity["method"]["trainer"] == trainer.TRAINER_VERSION == 5
     assert "trainer" not in blr_run.identity["method"]
     monkeypatch.setattr(NNEnsemble, "trainer_version", 1)
     assert resolve(RunSpec("concrete", "nn_ensemble", 0, {})).config_hash != nn_run.config_hash
+
+
+def test_fresh_variables_drawn_at_the_space_width_equal_a_draw_at_the_true_width():
+    """The one initialisation program of a search space draws every row at the space's
+    largest width and keeps the config's first ``width`` entries: the same numbers as the
+    padded initialisation at the config's own width (JAX's partitionable threefry)."""
+    from udora.methods.nn import padded as P
+    from udora.methods.nn.padding import to_flax
+
+    cfg = NNConfig(width=16, blocks=2, norm="layer")
+    keys = jax.random.split(jax.random.key(7), 3)
+    drawn = fresh_variables(cfg, 2, keys, 5)
+    assert sizes.eval_padding(cfg, 2).width == 64
+    own = sizes.Padding(16, 2, 0, cfg.activation, cfg.norm, False, 2)
+
+    def at_own_width(key):
+        return P.init(own, sizes.dims_of(cfg), jax.random.split(key, 3)[0], 5)
+
+    direct = to_flax(jax.tree.map(np.asarray, jax.vmap(at_own_width)(keys)), 16, 2)
+    assert jax.tree.structure(drawn) == jax.tree.structure(direct)
+    for a, b in zip(jax.tree.leaves(drawn), jax.tree.leaves(direct), strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+    kernel = drawn["params"]["Dense_1"]["kernel"]  # (K, 16, 16), fan-in 16
+    assert kernel.shape == (3, 16, 16)
+    assert np.std(kernel) == pytest.approx(1 / 4, rel=0.15)
+
+
+def test_a_sweep_over_widths_initialises_and_predicts_with_one_program_each():
+    """Every width, block count and batch size of the default space shares the
+    initialisation and prediction programs: after the first config a sweep compiles the
+    training program of each new width and nothing else."""
+    from compiles import count_compiles
+
+    from udora.methods.nn.network import predict_members
+
+    X, y = _data(n=37, d=2)
+    rows = jnp.arange(37, dtype=jnp.int32)[None, :]
+    keys = jax.random.key(0)[None]
+    configs = [NNConfig(width=w, blocks=b, batch_size=s, n_epochs=1)
+               for w, b, s in ((16, 1, 64), (32, 3, 128), (64, 4, 512), (16, 4, 256),
+                               (32, 2, 64), (64, 1, 128))]  # fmt: skip
+    X_val, y_val, X_new = X[:0], y[:0], X[:9]
+    variables, _, _ = train_members(configs[0], X, y, X_val, y_val, rows, keys)
+    predict_members(configs[0], variables, keys, X_new)  # the first config compiles all
+    with count_compiles() as compiled:
+        for cfg in configs[1:]:
+            variables, _, _ = train_members(cfg, X, y, X_val, y_val, rows, keys)
+            predict_members(cfg, variables, keys, X_new)
+    assert compiled == ["jit(train_one)"] * 2, "the two other widths' training programs only"

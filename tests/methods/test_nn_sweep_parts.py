@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from compiles import count_compiles
 
 from udora.methods.deup import DEUPConfig
 from udora.methods.edl import EvidentialLoss
@@ -146,3 +147,23 @@ def test_the_clip_norm_is_an_argument_and_clips_as_optax_does():
     assert 0 < moved <= 5 * 0.05 * 0.01 * (1 + 1e-5)
     assert any(not np.allclose(a, b) for a, b in zip(_leaves(other), _leaves(clipped),
                                                      strict=True))  # fmt: skip
+
+
+def test_swags_val_fraction_keeps_every_programs_shapes():
+    """SWAG sweeps ``val_fraction``: the fit split is padded to the whole sample with a row
+    count and V is predicted within the whole sample, so fits at other fractions compile
+    nothing (no training, collection or prediction program, no eager operation)."""
+    from udora.methods.swag import SWAG
+
+    X, y = _data(n=80, d=3)
+    X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
+    base = {"width": 8, "blocks": 1, "batch_size": 16, "n_epochs": 2, "n_checkpoints": 3,
+            "epochs_per_checkpoint": 1, "swag_burn_in": 1, "n_members": 4}  # fmt: skip
+    SWAG(SWAGConfig(**base, val_fraction=0.1)).fit(X, y, seed=0).predict(X)
+    with count_compiles() as compiled:
+        fits = [SWAG(SWAGConfig(**base, val_fraction=f)).fit(X, y, seed=0) for f in (0.2, 0.25)]
+        for fit in fits:
+            fit.predict(X)
+    assert compiled == [], "another val_fraction compiled " + ", ".join(compiled)
+    assert [f.val_idx_.size for f in fits] == [16, 20]
+    assert all(0.0 < f.scale_ < np.inf for f in fits)

@@ -147,7 +147,6 @@ def test_n_epochs_is_the_budget_and_programs_are_reused():
         (),
         (tracker,),
         False,
-        True,
         False,
     )
     assert _epoch_program.cache_info().misses == misses
