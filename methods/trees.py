@@ -107,4 +107,6 @@ class LeanTree(DecisionTreeRegressor):
             return super().fit(X, y, sample_weight=sample_weight, check_input=False)
 
     def predict(self, X, check_input=True):
-        return super().predict(np.ascontiguousarray(X, dtype=np.float32), check_input=False)
+        # the fitted tree's own predict: what DecisionTreeRegressor.predict returns for one
+        # output after its fitted-check and tag look-ups (two thirds of its time here)
+        return self.tree_.predict(np.ascontiguousarray(X, dtype=np.float32))[:, 0]
