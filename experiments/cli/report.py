@@ -4,7 +4,6 @@ Registered on the root app by :mod:`udora.experiments.cli.main`."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Annotated
 
@@ -71,23 +70,16 @@ release_app = typer.Typer(help="Build and publish a versioned release of results
                           no_args_is_help=True)  # fmt: skip
 
 
-def _head() -> str:
-    """The commit of the code running now, or "unknown" outside a git checkout."""
-    here = Path(__file__).resolve().parent
-    try:
-        found = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
-                               capture_output=True, text=True, check=True)  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return found.stdout.strip()
-
-
 @release_app.command("build")
 def build_cmd(
     results: Annotated[list[Path], typer.Argument(help="Results folders (e.g. dev, heldout).")],
     out: Annotated[Path, typer.Option(help="The release folder to write.")],
     commit: Annotated[
-        str | None, typer.Option(help="The commit the runs ran with (default: this code's).")
+        str | None,
+        typer.Option(
+            help="The commit of runs whose result.json records none (each run "
+            "records its own when it ran from a git checkout)."
+        ),
     ] = None,
 ) -> None:
     """Write OUT/results.parquet, OUT/curves.json.gz and OUT/manifest.json (with their
@@ -95,7 +87,7 @@ def build_cmd(
     from udora.experiments.publish.artefact import build_release
 
     with user_errors(console, "interrupted: the release folder may be incomplete"):
-        path = build_release(results, out, commit or _head())
+        path = build_release(results, out, commit)
     console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
 
 

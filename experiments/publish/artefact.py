@@ -4,13 +4,14 @@ A release folder holds
 
 - ``results.parquet``: one row per run, as :func:`udora.experiments.results.store.
   load_runs` reads it (every metric, the config label and hash, the override and tuned
-  columns, ``task_hash``, ``data_sha256``, ``udora_version``) plus ``commit`` (the code the
-  runs ran with) and ``run`` (the run's folder relative to its results root, instead of a
-  machine path), sorted by preset, method, config and seed;
+  columns, ``task_hash``, ``data_sha256``, ``udora_version``, the code's ``commit`` and
+  ``source_sha256`` and the run's ``cpus``) plus ``run`` (the run's folder relative to its
+  results root, instead of a machine path), sorted by preset, method, config and seed;
 - ``curves.json.gz``: each run's curve summaries (calibration, risk-coverage, PIT), keyed
   like the rows, for the report's figures;
 - ``manifest.json``: what was built from what (folder names, never paths), counts, the
-  failed runs with their errors, and the SHA-256 of both files.
+  failed runs with their errors, the commits, source hashes and cores per run the rows
+  recorded, and the SHA-256 of both files.
 
 :func:`read_release` refuses a folder whose files do not match the manifest's checksums,
 so a release table nobody rebuilt cannot be read as one.
@@ -24,6 +25,7 @@ import json
 import os
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -44,12 +46,15 @@ def _atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def build_release(results: list[str | Path], out: str | Path, commit: str) -> Path:
+def build_release(results: list[str | Path], out: str | Path, commit: str | None = None) -> Path:
     """Write the release folder ``out`` from the results folders ``results``; returns the
-    manifest's path. ``commit`` names the code the runs ran with (it enters every row).
+    manifest's path. Each row's ``commit`` and ``source_sha256`` are those its result.json
+    recorded (:mod:`udora.experiments.run.provenance`); ``commit`` fills the rows whose
+    record has none (runs outside a git checkout) and must agree with those that have one.
 
-    Raises ValueError when a run appears twice (same preset, config, seed and data kind) or
-    a run has no task hash (written before task hashes were recorded)."""
+    Raises ValueError when a run appears twice (same preset, config, seed and data kind), a
+    run has no task hash (written before task hashes were recorded), or a recorded commit
+    is not ``commit``."""
     tables, curves = [], {}
     for folder in results:
         table, found = load_runs(folder)
@@ -69,7 +74,15 @@ def build_release(results: list[str | Path], out: str | Path, commit: str) -> Pa
     if table["task_hash"].isna().any():
         r = table[table["task_hash"].isna()].iloc[0]
         raise ValueError(f"{r.run}: no task hash in its result.json; rerun it with this udora")
-    table["commit"] = commit
+    if "commit" not in table:
+        table["commit"] = None
+    if commit is not None:
+        other = table[table["commit"].notna() & (table["commit"] != commit)]
+        if not other.empty:
+            r = other.iloc[0]
+            raise ValueError(f"{r.run}: ran commit {r.commit}, not {commit}; build a release "
+                             "from runs of one commit")  # fmt: skip
+        table["commit"] = table["commit"].fillna(commit)
     table = table.sort_values(["preset", "method", "config", "seed"], kind="stable")
     table = table.reset_index(drop=True)
     out = Path(out)
@@ -82,7 +95,11 @@ def build_release(results: list[str | Path], out: str | Path, commit: str) -> Pa
     _atomic(out / CURVES, gzip.compress(blob, mtime=0))
     failed = table[table["status"] != "ok"]
     manifest = {
-        "commit": commit,
+        "commit": sorted(table["commit"].dropna().unique().tolist()),
+        "source_sha256": sorted(table["source_sha256"].dropna().unique().tolist())
+        if "source_sha256" in table
+        else [],
+        "cpus": sorted(int(c) for c in table["cpus"].dropna().unique()) if "cpus" in table else [],
         "udora_version": sorted(table["udora_version"].dropna().unique().tolist()),
         "built_from": [Path(f).name for f in results],
         "runs": len(table),
@@ -98,6 +115,17 @@ def build_release(results: list[str | Path], out: str | Path, commit: str) -> Pa
     }
     _atomic(out / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
     return out / MANIFEST
+
+
+def code_line(manifest: dict[str, Any]) -> str:
+    """The commits and source hashes a release's runs recorded, as Markdown for its pages."""
+    commits = manifest.get("commit") or ["unknown"]
+    commits = [commits] if isinstance(commits, str) else commits  # one string before 0.3
+    text = ", ".join(f"`{c}`" for c in commits)
+    sources = manifest.get("source_sha256") or []
+    if sources:
+        text += " (source SHA-256 " + ", ".join(f"`{h[:12]}`" for h in sources) + ")"
+    return text
 
 
 def primary_rows(table: pd.DataFrame) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from udora.experiments.publish.artefact import primary_rows, read_release
+from udora.experiments.publish.artefact import code_line, primary_rows, read_release
 from udora.experiments.rankings.blocks import PRIMARY
 from udora.experiments.rankings.section import tied_with_best, write
 from udora.experiments.results.figures_summary import families, ordered
@@ -90,7 +90,7 @@ def write_page(release: str | Path, docs: str | Path, command: str) -> Path:
         f"{manifest['runs']} runs ({ok} ok, {len(manifest['failed'])} failed) of "
         f"{len(manifest['configs'])} configs on {sum(map(len, suites.values()))} presets "
         f"({where}), seeds "
-        f"{manifest['seeds']}; commit `{manifest['commit']}`, udora "
+        f"{manifest['seeds']}; commit {code_line(manifest)}, udora "
         f"{', '.join(manifest['udora_version'])}. {_protocol(table)}",
         "",
         "Each number is a mean over presets of a config's mean over its seeds; configs are "

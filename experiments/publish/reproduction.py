@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from udora.experiments.publish import claims as c
-from udora.experiments.publish.artefact import primary_rows, read_release
+from udora.experiments.publish.artefact import code_line, primary_rows, read_release
 from udora.experiments.publish.claim_data import NN8, NONNN, P14, SUITES, ClaimData, Verdict
 
 CLAIMS = (
@@ -107,7 +107,7 @@ def write_reproduction(release: str | Path | None, docs: str | Path, command: st
         found = evaluate(table)
         counts = {v: sum(r.verdict == v for _, r in found)
                   for v in ("PASS", "PARTIAL", "FAIL", "INCOMPLETE", "ERROR")}  # fmt: skip
-        head = (f"Release commit `{manifest['commit']}`, {manifest['ok']} ok runs. "
+        head = (f"Release commit {code_line(manifest)}, {manifest['ok']} ok runs. "
                 + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".")  # fmt: skip
     lines = [
         "# The paper, claim by claim",

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from udora.experiments.run import interrupts, oracle_arrays
+from udora.experiments.run import interrupts, oracle_arrays, provenance
 from udora.experiments.run.legacy import SCHEMA, is_current, is_legacy
 from udora.experiments.run.overrides import PRESET_PREFIX, parse_set, split_overrides
 from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
@@ -139,6 +139,8 @@ def _record(run: ResolvedRun, status: str) -> dict[str, Any]:
         "identity": run.identity,
         "preset_config": run.preset.model_dump(mode="json", exclude={"paper"}),
         "versions": _versions(run.method),
+        "code": provenance.code_identity(),
+        "compute": provenance.compute(),
         "status": status,
         "error": None,
         "metrics": {},

@@ -89,3 +89,11 @@ def kill_a_worker_in_flight(folder, timeout=120.0, young=2.0):
                 return int(pid)
         time.sleep(0.05)
     raise AssertionError(f"no call was ever in flight under {folder}")
+
+
+def compute_of_worker(_):
+    """For pool tests, run in a worker: what :func:`provenance.compute` records there."""
+    from udora.experiments.run import provenance
+
+    time.sleep(0.2)  # long enough for both workers of a pool to take calls
+    return os.getpid(), provenance.compute()

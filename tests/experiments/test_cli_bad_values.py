@@ -57,7 +57,7 @@ def world(tmp_path_factory):
                                "--trials", "1"])  # fmt: skip
     assert init.exit_code == 0, init.output
     built = runner.invoke(app, ["release", "build", str(root / "results"), "--out",
-                                str(root / "release"), "--commit", "x"])  # fmt: skip
+                                str(root / "release")])  # fmt: skip
     assert built.exit_code == 0, built.output
     return root
 
@@ -87,7 +87,7 @@ def _base(world):
         "export": ["--presets", p, "--out", out, *d],
         "score": [str(next((world / "results").rglob("predictions.npz"))), "--preset", p,
                   "--seed", "0", "--method", "again", "--out", out, *d],
-        "release build": [str(world / "results"), "--out", out, "--commit", "x"],
+        "release build": [str(world / "results"), "--out", out],
         "release page": [str(world / "release"), "--docs", out],
         "release claims": [str(world / "release"), "--docs", out],
     }  # fmt: skip

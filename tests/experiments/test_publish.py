@@ -32,12 +32,12 @@ def _runs(tiny_preset, root, methods=("blr", "catboost_ps"), seeds=(0,)):
 
 def test_a_release_is_read_back_only_when_its_checksums_match(tiny_preset, tmp_path):
     runs = _runs(tiny_preset, tmp_path / "dev")
-    manifest = json.loads(build_release([runs], tmp_path / "rel", "abc123").read_text())
+    manifest = json.loads(build_release([runs], tmp_path / "rel").read_text())
     table, curves, _ = read_release(tmp_path / "rel")
     fresh, _ = load_runs(runs)
     assert manifest["runs"] == len(table) == len(fresh) == 2 and manifest["ok"] == 2
     assert manifest["built_from"] == ["dev"] and "run_dir" not in table
-    assert set(table["commit"]) == {"abc123"}
+    assert table["commit"].tolist() == fresh["commit"].tolist()  # what each run recorded
     assert all(not r.startswith("/") and r.startswith("tiny/") for r in table["run"])
     digest = hashlib.sha256((tmp_path / "rel" / "results.parquet").read_bytes()).hexdigest()
     assert manifest["files"]["results.parquet"] == digest
@@ -88,14 +88,16 @@ def test_report_page_and_baseline_from_a_release(tmp_path, monkeypatch):
             assert run_one(path, m, 0, over, root, data_dir=data).status == "ok"
     cli = CliRunner()
     built = cli.invoke(app, ["release", "build", str(tmp_path / "dev"), str(tmp_path / "heldout"),
-                             "--out", str(tmp_path / "rel"), "--commit", "c0ffee"])  # fmt: skip
+                             "--out", str(tmp_path / "rel")])  # fmt: skip
     assert built.exit_code == 0, built.output
     docs = tmp_path / "docs"
     page = cli.invoke(app, ["release", "page", str(tmp_path / "rel"), "--docs", str(docs)])
     assert page.exit_code == 0, page.output
     text = (docs / "leaderboard.md").read_text()
     assert "15 runs (15 ok, 0 failed) of 3 configs on 5 presets" in text
-    assert "commit `c0ffee`" in text and "## The dev suite" in text
+    recorded = set(load_runs(tmp_path / "dev")[0]["commit"].fillna("unknown"))
+    assert len(recorded) == 1  # each run's own: the checkout's HEAD, or none from a wheel
+    assert f"commit `{recorded.pop()}` (source SHA-256 `" in text and "## The dev suite" in text
     assert "| EU Spearman | 5 | 2 | wilcoxon |" in text  # gp_linear is a reference
     assert "a ranking needs 5 presets" in text  # each suite alone has 2 or 3
     report = cli.invoke(app, ["report", str(tmp_path / "rel"), "--out", str(tmp_path / "site")])

@@ -1,0 +1,85 @@
+"""What ran a run (udora.experiments.run.provenance): the source's SHA-256 and commit, and
+the cores, recorded in every result.json and carried into a release's rows."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from processes import compute_of_worker
+
+from udora.experiments.grid.executors import run_all
+from udora.experiments.grid.local import LocalPool
+from udora.experiments.publish.artefact import build_release
+from udora.experiments.run.execute import run_one
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _repository_source_sha256() -> str:
+    """The documented hash over the repository's own folders (not the imported package):
+    every .py and .yaml below oracle/, scoring/, methods/, experiments/, presets/, named
+    ``<folder>/<relative path>``, sorted, each as name NUL content NUL."""
+    names = []
+    for folder in ("oracle", "scoring", "methods", "experiments", "presets"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
+                names.append((f"{folder}/{path.relative_to(ROOT / folder).as_posix()}", path))
+    digest = hashlib.sha256()
+    for name, path in sorted(names):
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _expected_commit() -> str | None:
+    """HEAD of the checkout udora was imported from, or None (an installed wheel)."""
+    folder = Path(importlib.import_module("udora.oracle").__path__[0]).parent
+    found = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    return found.stdout.strip() if found.returncode == 0 else None
+
+
+def test_a_run_records_the_code_and_the_cores_it_ran_on(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    result = run_one(path, "blr", 0, {}, tmp_path, data_dir=data)
+    record = json.loads((result.path / "result.json").read_text())
+    assert record["code"]["source_sha256"] == _repository_source_sha256()
+    assert record["code"]["commit"] == _expected_commit()
+    assert record["compute"]["cpus"] == len(os.sched_getaffinity(0))
+    assert record["compute"]["jax_backend"] == "cpu"
+
+
+def test_a_pinned_pool_worker_records_one_core(tmp_path):
+    seen = {}
+    run_all(LocalPool(2, 1, tmp_path / "inflight"), [(k,) for k in range(4)], compute_of_worker,
+            lambda a, v: seen.setdefault(v[0], v[1]), lambda a, why: None)  # fmt: skip
+    assert len(seen) == 2
+    for compute in seen.values():
+        assert compute["cpus"] == 1
+        assert compute["threads"] == {"omp": "1", "openblas": "1",
+                                      "xla_multi_thread_eigen": False}  # fmt: skip
+
+
+def test_a_release_keeps_each_runs_commit_and_fills_only_missing_ones(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    for seed in (0, 1):
+        assert run_one(path, "blr", seed, {}, tmp_path / "dev", data_dir=data).status == "ok"
+    records = sorted((tmp_path / "dev").glob("*/*/*/seed-*/result.json"))
+    first = json.loads(records[0].read_text())
+    first["code"]["commit"] = "1234abcd"  # as a run of another checkout would record
+    records[0].write_text(json.dumps(first))
+    with pytest.raises(ValueError, match="ran commit 1234abcd, not 5678"):
+        build_release([tmp_path / "dev"], tmp_path / "rel", "5678")
+    second = json.loads(records[1].read_text())
+    second["code"]["commit"] = None  # a run from an installed wheel records none
+    records[1].write_text(json.dumps(second))
+    manifest = json.loads(build_release([tmp_path / "dev"], tmp_path / "rel", "1234abcd")
+                          .read_text())  # fmt: skip
+    assert manifest["commit"] == ["1234abcd"]
+    assert manifest["source_sha256"] == [_repository_source_sha256()]
+    assert manifest["cpus"] == [len(os.sched_getaffinity(0))]
