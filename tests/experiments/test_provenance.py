@@ -83,3 +83,20 @@ def test_a_release_keeps_each_runs_commit_and_fills_only_missing_ones(tiny_prese
     assert manifest["commit"] == ["1234abcd"]
     assert manifest["source_sha256"] == [_repository_source_sha256()]
     assert manifest["cpus"] == [len(os.sched_getaffinity(0))]
+
+
+def test_one_job_on_fewer_cores_runs_in_one_pinned_worker(tmp_path):
+    """``--jobs 1 --cpus-per-run 1`` (rerunning a release row on the cores it recorded) is a
+    pinned worker, not the command's own process with all its cores."""
+    from udora.experiments.grid.executors import ExecutorSpec
+
+    executor = ExecutorSpec("local", 1, None, 1).check().make(tmp_path / "inflight")
+    seen = {}
+    run_all(executor, [(0,)], compute_of_worker, lambda a, v: seen.setdefault(v[0], v[1]),
+            lambda a, why: None)  # fmt: skip
+    (compute,) = seen.values()
+    assert compute["cpus"] == 1
+    if len(os.sched_getaffinity(0)) > 1:
+        assert next(iter(seen)) != os.getpid(), "a worker process, not this one"
+    everything = ExecutorSpec("local", 1, None, len(os.sched_getaffinity(0))).check()
+    assert type(everything.make(tmp_path / "x")).__name__ == "InProcess"
