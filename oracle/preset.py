@@ -1,9 +1,10 @@
 """Preset files: the YAML schema of a semi-synthetic dataset, validated and frozen.
 
 A preset names the real covariates (``features`` of a data file), the pool size and seed,
-the training-sample size and shift profile, and the GP (kernel components, mean, noise)
-in standardised units. ``paper`` keeps the source paper's reported values for comparison
-only; nothing reads it to build a task. ``kernel_paper`` (optional, with ``mean_paper`` and
+the training-sample size and shift profile, the GP (kernel components, mean, noise) in
+standardised units, and the ground-truth family (``truth``, default the GP). ``paper``
+keeps the source paper's reported values for comparison only; nothing reads it to build
+a task. ``kernel_paper`` (optional, with ``mean_paper`` and
 ``fit_paper``) is a paper-constrained variant of the kernel that ``kernel=paper`` selects.
 """
 
@@ -17,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from udora.oracle.families import Truth
 from udora.oracle.kernels import KernelSpecError, parse_kernel
 
 SUITES = ("dev", "heldout")
@@ -80,6 +82,7 @@ class Preset(_Frozen):
     mean: Mean = Mean()
     noise: Noise
     shift: tuple[float, float, float, float, float]
+    truth: Truth = Truth()
     paper: dict[str, Any] = Field(default_factory=dict)
     fit: dict[str, Any] | None = None  # how the kernel was fitted (oracle/fit.py); a record
     # The paper-constrained variant (oracle/fit_paper.py), selected by ``kernel=paper``:
@@ -137,6 +140,9 @@ class Preset(_Frozen):
     def with_overrides(self, overrides: dict[str, Any], *, origin: str = "override") -> Preset:
         """A derived preset: dotted keys (``noise.std_min``, ``n_train``, ``shift``) replaced.
 
+        ``truth`` (a family's name, or a mapping) is applied before ``truth.<field>`` keys,
+        so ``truth=features`` with ``truth.features=256`` sets both.
+
         ``kernel`` is a selector, applied first: ``"fitted"`` keeps the kernel, ``"paper"``
         swaps in the paper-constrained variant (:func:`select_kernel`). ``lengthscale_multiplier``
         scales every stationary lengthscale. Validated like a file.
@@ -144,8 +150,13 @@ class Preset(_Frozen):
         data = self.model_dump()
         if "kernel" in overrides:
             select_kernel(data, overrides["kernel"], origin)
+        if "truth" in overrides:  # a family (name or mapping) first, then truth.<field>
+            value = overrides["truth"]
+            value = {"family": value} if isinstance(value, str) else value
+            data["truth"] = {**dict.fromkeys(Truth.model_fields), **value} if isinstance(
+                value, dict) else value  # fmt: skip
         for key, value in overrides.items():
-            if key == "kernel":
+            if key in ("kernel", "truth"):
                 continue
             if key == "lengthscale_multiplier":
                 for comp in data["kernel"]:
@@ -259,6 +270,8 @@ def load_preset(name_or_path: str | Path) -> Preset:
 def preset_to_yaml(preset: Preset, header: str = "") -> str:
     """The YAML text of a preset (field order as in the schema), after ``header`` comments."""
     data = preset.model_dump(mode="json", exclude_none=True)
+    if preset.truth == Truth():
+        del data["truth"]  # the default family stays implicit in shipped files
     comments = "".join(f"# {line}\n" for line in header.splitlines())
     return comments + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
 

@@ -1,10 +1,11 @@
 """``build_task(preset, seed)``: one semi-synthetic regression task and its exact oracle.
 
 Pipeline (docs/design.md, "The oracle"): take the preset's pool of real covariates,
-standardise them with the whole table's statistics (the units the kernel was fitted in), draw the
-training sample with the preset's shift profile, draw a latent function from the GP prior
-on the pool, add heteroscedastic noise (training sample and, freshly, the whole pool),
-and condition the same prior on the training sample with the known noise.
+standardise them with the whole table's statistics (the units the kernel was fitted in),
+draw the training sample with the preset's shift profile, draw a latent function from the
+prior of the preset's ground-truth family (the fitted GP by default; :mod:`oracle.truths`)
+on the pool, add heteroscedastic noise (training sample and, freshly, the whole pool), and
+condition the same prior on the training sample with the known noise.
 
 Randomness: one integer run seed, split into named streams (``function``,
 ``noise_train``, ``noise_pool``, ``train_sample``); the pool subsample uses the preset's
@@ -14,36 +15,23 @@ Randomness: one integer run seed, split into named streams (``function``,
 from __future__ import annotations
 
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 
 from udora.oracle.data import load_table, load_table_with_source
 from udora.oracle.files import ARRAYS
-from udora.oracle.gp import (
-    Conditioner,
-    sample_conditional_marginals,
-    sample_joint,
-    sample_posterior_paths,
-)
-from udora.oracle.kernels import build_kernel
 from udora.oracle.noise import NoiseModel
 from udora.oracle.preset import Preset, load_preset
 from udora.oracle.prior import GPPrior, TaskKnowledge
 from udora.oracle.shift import mahalanobis_distance, sample_training_indices
 from udora.oracle.standardise import Standardiser
+from udora.oracle.streams import stream
+from udora.oracle.truths import make_truth
 
 JOINT_LIMIT = 10_000
-
-
-def stream(seed: int, name: str) -> np.random.Generator:
-    """The numpy Generator of the named sub-stream ``name`` of run seed ``seed``."""
-    key = zlib.crc32(name.encode())
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(key,)))
 
 
 @dataclass(frozen=True)
@@ -102,8 +90,10 @@ class OracleTask:
     def posterior_draws(self, draws: int, seed: int) -> tuple[np.ndarray, float]:
         """``draws`` joint draws of ``f | S`` over the whole pool, original units.
 
-        Pathwise conditioning of the task's own prior on its training sample
-        (:func:`udora.oracle.gp.sample_posterior_paths`), float64. The standard normals
+        Exact draws of the task's own family (:mod:`udora.oracle.truths`): for a GP
+        (warped or not) pathwise conditioning on its training sample
+        (:func:`udora.oracle.gp.sample_posterior_paths`), for ``features`` the weights'
+        Gaussian posterior; float64. The standard normals
         come from the named streams ``posterior_draws_prior`` and ``posterior_draws_noise``
         of ``seed``, one row per draw, so the first M of M' > M draws are the M draws.
         Their mean and variance converge to ``post_mean`` and ``post_var`` (up to the
@@ -125,13 +115,9 @@ class OracleTask:
         std = self.prior.standardiser
         Z = std.x(self.X)
         noise_S = self.prior.noise.std(Z[self.train_idx]) ** 2
-        with jax.enable_x64(True):
-            kernel = build_kernel(list(self.prior.kernel), Z.shape[1])
-        z_prior = stream(seed, "posterior_draws_prior").standard_normal((draws, N)).T
-        z_noise = stream(seed, "posterior_draws_noise").standard_normal((draws, noise_S.size)).T
-        G, jitter = sample_posterior_paths(
-            kernel, Z, self.train_idx, std.y(self.y_train), noise_S, self.prior.mean_value,
-            z_prior, z_noise,
+        G, jitter = make_truth(self.preset).draw_posterior(
+            Z, self.train_idx, std.y(self.y_train), noise_S,
+            stream(seed, "posterior_draws_prior"), stream(seed, "posterior_draws_noise"), draws,
         )  # fmt: skip
         return std.mean_back(G), jitter
 
@@ -199,25 +185,12 @@ def build_task(
         mahalanobis_distance(Z), preset.shift, preset.n_train, stream(seed, "train_sample")
     )
     idx = shift.idx
-    with jax.enable_x64(True):
-        kernel = build_kernel(list(preset.kernel), preset.d)
-    rng_f = stream(seed, "function")
-    joint = joint_limit >= N
-    if joint:
-        f, jitter = sample_joint(kernel, Z, mean, rng_f.standard_normal(N))
-    else:
-        unique = np.unique(idx)
-        f = np.empty(N)
-        z_unique = rng_f.standard_normal(unique.size)
-        f[unique], jitter = sample_joint(kernel, Z[unique], mean, z_unique)
-        rest = np.setdiff1d(np.arange(N), unique)
-        f[rest], _ = sample_conditional_marginals(
-            kernel, Z[rest], Z[unique], f[unique], mean, rng_f.standard_normal(rest.size)
-        )
+    truth = make_truth(preset)
+    f, jitter, joint = truth.draw_prior(Z, idx, stream(seed, "function"), joint_limit)
     y_train = f[idx] + sigma[idx] * stream(seed, "noise_train").standard_normal(idx.size)
     y_pool = f + sigma * stream(seed, "noise_pool").standard_normal(N)
     t1 = time.perf_counter()
-    cond = Conditioner.fit(kernel, Z[idx], y_train, sigma[idx] ** 2, mean)
+    cond = truth.condition(Z[idx], y_train, sigma[idx] ** 2)
     post_mean, post_var = cond.predict(Z)
     t2 = time.perf_counter()
 
@@ -227,6 +200,7 @@ def build_task(
         "kernel": [dict(c) for c in preset.kernel],
         "mean": preset.mean.model_dump(),
         "noise": preset.noise.model_dump(),
+        "truth": preset.truth.model_dump(),
         "bin_counts": shift.bin_counts.tolist(),
         "n_unique_train": shift.n_unique,
         "bins_filled_with_replacement": list(shift.filled_with_replacement),

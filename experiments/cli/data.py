@@ -119,12 +119,26 @@ def oracle_build(
     data_dir: Annotated[
         Path | None, typer.Option(help="Folder of <preset>.csv.gz (default: $UDORA_DATA_DIR).")
     ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="A preset field: preset.KEY=VALUE (e.g. preset.truth=warped)."),
+    ] = None,
 ) -> None:
     """Build the oracle task of PRESET at SEED and write it to OUT."""
+    from udora.experiments.run.overrides import PRESET_PREFIX, parse_set, split_overrides
+    from udora.oracle.preset import load_preset
     from udora.oracle.store import load_oracle, save_task, summary
     from udora.oracle.task import build_task
 
-    folder = save_task(build_task(preset, seed, data_dir=data_dir), out)
+    overrides = parse_set(set_ or [])
+    other = [k for k in overrides if not k.startswith(PRESET_PREFIX)]
+    if other:
+        raise ValueError(f"--set {other[0]}: oracle build takes preset fields only "
+                         "(preset.KEY=VALUE, e.g. preset.truth=warped)")  # fmt: skip
+    chosen = load_preset(preset)
+    if overrides:
+        chosen = chosen.with_overrides(split_overrides(overrides)[1], origin="--set preset")
+    folder = save_task(build_task(chosen, seed, data_dir=data_dir), out)
     _print_summary(summary(*load_oracle(folder)))
     console.print(f"wrote {folder / 'oracle.npz'} and {folder / 'oracle.json'}")
 

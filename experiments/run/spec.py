@@ -118,8 +118,13 @@ class ResolvedRun:
 
 
 def task_identity(preset: Preset) -> dict[str, Any]:
-    """The preset fields that reach the task (:data:`TASK_FIELDS`), as JSON values."""
-    return preset.model_dump(mode="json", include=set(TASK_FIELDS))
+    """The preset fields that reach the task (:data:`TASK_FIELDS`), as JSON values; the
+    ground-truth family (``truth``) only when it is not the default GP, so every task of
+    the GP family keeps the hash it had before families existed."""
+    fields = preset.model_dump(mode="json", include=set(TASK_FIELDS))
+    if preset.truth.family != "gp":
+        fields["truth"] = preset.truth.model_dump(mode="json")
+    return fields
 
 
 def task_part(preset: Preset, data_source: dict[str, str] | None) -> dict[str, Any]:
