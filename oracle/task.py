@@ -121,6 +121,16 @@ class OracleTask:
         )  # fmt: skip
         return std.mean_back(G), jitter
 
+    def posterior_cov_times(self, V: np.ndarray) -> np.ndarray:
+        """The posterior covariance of ``f`` over the pool times ``V`` (N, q), original
+        (squared target) units: (N, q). Exact, from the task's family
+        (:mod:`udora.oracle.truths`); costs ``O(N^2 q + N n^2)``."""
+        std = self.prior.standardiser
+        Z = std.x(self.X)
+        noise_S = self.prior.noise.std(Z[self.train_idx]) ** 2
+        out = make_truth(self.preset).posterior_cov_times(Z, self.train_idx, noise_S, V)
+        return std.y_sd**2 * out
+
 
 def select_pool(preset: Preset, n_rows: int) -> np.ndarray:
     """Sorted row indices (pool_size,) of the pool, drawn with the preset's ``pool_seed``."""

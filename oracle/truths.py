@@ -21,7 +21,9 @@ task's known noise, so the targets stay exact:
 Each family offers the three operations :func:`oracle.task.build_task` and
 :meth:`oracle.task.OracleTask.posterior_draws` need, on standardised inputs ``Z``:
 ``draw_prior``, ``condition`` (an object with ``predict(Z) -> (mean, var)``) and
-``draw_posterior`` (joint draws of ``f | S`` over a pool).
+``draw_posterior`` (joint draws of ``f | S`` over a pool), and ``posterior_cov_times``
+(the posterior covariance over a pool times a few columns, for the projection form of
+:mod:`scoring.projection`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import scipy.linalg as sla
 from udora.oracle.features import kernel_features
 from udora.oracle.gp import (
     Conditioner,
+    cholesky_with_jitter,
+    gram,
     sample_conditional_marginals,
     sample_joint,
     sample_posterior_paths,
@@ -91,6 +95,20 @@ class GPTruth:
         """The posterior given ``y_S`` (n,) at ``Z_S`` (n, d) with noise ``noise_var`` (n,)."""
         return _Inputs(Conditioner.fit(self._kernel(), self.inputs(Z_S), y_S, noise_var,
                                        self.mean), self.inputs)  # fmt: skip
+
+    def posterior_cov_times(self, Z, idx, noise_var, V) -> np.ndarray:
+        """``C V`` (N, q): the posterior covariance over ``Z`` (N, d) given noisy values at
+        ``Z[idx]`` (noise variances ``noise_var`` (n,)) times ``V`` (N, q),
+        ``K V - K_ZS A^-1 K_SZ V``; the N x N Gram is formed in row blocks."""
+        kernel, U = self._kernel(), self.inputs(Z)
+        V = np.asarray(V, dtype=np.float64)
+        K_SZ = gram(kernel, U[idx], U)
+        A = K_SZ[:, idx] + np.diag(np.asarray(noise_var, dtype=np.float64))
+        L, _ = cholesky_with_jitter(A)
+        out = -K_SZ.T @ sla.cho_solve((L, True), K_SZ @ V)
+        for start in range(0, U.shape[0], 1024):
+            out[start : start + 1024] += gram(kernel, U[start : start + 1024], U) @ V
+        return out
 
     def draw_posterior(self, Z, idx, y_S, noise_var, rng_prior, rng_noise, draws):
         """``(G (M, N), jitter)``: ``draws`` joint draws of ``f | S`` on ``Z`` (N, d) by
@@ -156,6 +174,12 @@ class FeatureTruth:
         resid = (np.asarray(y_S, dtype=np.float64) - self.mean) / np.sqrt(noise_var)
         mu = sla.cho_solve((chol, True), Phi.T @ resid)
         return WeightPosterior(self.features, chol, mu, self.mean)
+
+    def posterior_cov_times(self, Z, idx, noise_var, V) -> np.ndarray:
+        """``C V = Phi Sigma Phi^T V`` (N, q) over ``Z`` (N, d) (see :class:`GPTruth`)."""
+        post = self.condition(Z[idx], np.zeros(len(idx)), noise_var)
+        Phi = self.features(Z)
+        return Phi @ sla.cho_solve((post.chol, True), Phi.T @ np.asarray(V, dtype=np.float64))
 
     def draw_posterior(self, Z, idx, y_S, noise_var, rng_prior, rng_noise, draws):
         """``(G (M, N), 0.0)``: ``beta = mu + L^-T z`` (``L L^T = Sigma^-1``), exact."""

@@ -12,14 +12,18 @@ config, seed):
    ``mu`` the comparator is best for (Equation 27), as evenly as the size allows; targets
    ``g_i(x) + sigma_eps(x) eps`` with fresh noise for every repeat. The same method with
    the same config is fitted on it and predicts the pool: ``r_i``;
-4. Equations 31-32 and their Monte Carlo standard errors.
+4. Equations 31-32 and their Monte Carlo standard errors;
+5. for blr and gp_linear, whose class is affine, the exact projection form of Equations
+   28-30 beside them (:mod:`udora.experiments.diagnostics.projection`).
 
 A diagnosis writes ``<out>/<preset>/<method>/<config-hash>/seed-<s>-M<M>-K<K>/``
 atomically: ``decomposition.json`` (status, identity, pool means raw and normalised by the
-variance of the pool's targets, standard errors, the sum check, timings) and, when ok,
-``decomposition.npz`` (per point: ``estimation``, ``approximation``, their ``*_se``,
-``eu_target``, ``f_hat``). A failing fit or NaN prediction fails that diagnosis only; the
-grid of diagnoses is :mod:`udora.experiments.diagnostics.runner`.
+variance of the pool's targets, standard errors, the sum check, timings; ``projection``
+for an affine class) and, when ok, ``decomposition.npz`` (per point: ``estimation``,
+``approximation``, their ``*_se``, ``eu_target``, ``f_hat``; ``projection_estimation``,
+``projection_approximation`` and ``in_class_variance`` for an affine class). A failing
+fit or NaN prediction fails that diagnosis only; the grid of diagnoses is
+:mod:`udora.experiments.diagnostics.runner`.
 Randomness: named streams of the run's seed (:func:`udora.methods.seeding.numpy_rng`).
 """
 
@@ -36,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.experiments.diagnostics.projection import projection_part
 from udora.experiments.run import interrupts
 from udora.experiments.run.execute import _versions, cached_task, write_folder_atomically
 from udora.experiments.run.spec import ResolvedRun
@@ -188,6 +193,12 @@ def diagnose(job: Diagnosis, data_dir: str | None = None) -> tuple[dict[str, Any
             "estimation_se": dec.estimation_se, "approximation_se": dec.approximation_se,
             "eu_target": dec.eu_target, "f_hat": f_hat,
         }  # fmt: skip
+        t0 = time.perf_counter()
+        part, exact = projection_part(run, task, f_hat, dec, target_var)  # blr, gp_linear
+        if part:
+            record["projection"] = part
+            arrays.update(exact)
+            timings["projection"] = time.perf_counter() - t0
     except Exception as err:  # one failing diagnosis never takes the others down
         if interrupts.requested():
             raise KeyboardInterrupt from err

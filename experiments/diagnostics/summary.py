@@ -27,6 +27,8 @@ from udora.experiments.results.figures import save_figure
 SERIES = ["method", "config", "setting", "seed", "draws", "scale"]  # one config, all n
 GROUP = [*SERIES, "n"]  # n: the --n level, 0 for each preset's own n_train
 VALUES = ["estimation", "approximation", "sum", "eu_target"]
+# the exact projection form of an affine class (blr, gp_linear; diagnostics/projection.py)
+PROJECTION = ["estimation", "approximation", "in_class_variance", "finite_k"]
 
 
 def _setting(overrides: dict[str, Any]) -> str:
@@ -49,6 +51,7 @@ def collect(folder: str | Path) -> pd.DataFrame:
         if record.get("status") != "ok" or not is_current(record):
             continue
         norm = record["normalised"]
+        proj = (record.get("projection") or {}).get("normalised", {})
         rows.append({
             "preset": record["preset"], "method": record["method"],
             "config": json.dumps(record["config"], sort_keys=True),
@@ -59,11 +62,13 @@ def collect(folder: str | Path) -> pd.DataFrame:
             **{f"{k}_se": norm[f"{k}_se"] for k in ("estimation", "approximation", "sum")},
             "sum_check_z": record["sum_check"]["z"], "sum_check_p": record["sum_check"]["p"],
             "estimation_share": record["shares"]["estimation_share"],
+            **{f"projection_{k}": proj.get(k, np.nan) for k in PROJECTION},
             "seconds": sum(record["timings"].get(k, 0.0) for k in ("fit", "draws", "references")),
             "folder": str(path.parent.relative_to(folder)),
         })  # fmt: skip
     columns = ["preset", *GROUP, "n_train", *VALUES, "estimation_se", "approximation_se", "sum_se",
-               "sum_check_z", "sum_check_p", "estimation_share", "seconds", "folder"]  # fmt: skip
+               "sum_check_z", "sum_check_p", "estimation_share",
+               *[f"projection_{k}" for k in PROJECTION], "seconds", "folder"]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -110,6 +115,11 @@ def group_means(rows: pd.DataFrame, matched: bool = False) -> pd.DataFrame:
         entry["max_abs_z"] = float(part["sum_check_z"].abs().max())
         entry["min_p"] = float(part["sum_check_p"].min())
         entry["estimation_share"] = entry["estimation"] / entry["sum"]
+        for name in PROJECTION:
+            column = part.get(f"projection_{name}", pd.Series(np.nan, index=part.index))
+            values = column.to_numpy(dtype=float)
+            entry[f"projection_{name}"] = float(values.mean()) if np.isfinite(values).all() \
+                else np.nan  # fmt: skip
         entry["seconds"] = float(part["seconds"].sum())
         out.append(entry)
     return pd.DataFrame(out)
@@ -135,6 +145,27 @@ def markdown(groups: pd.DataFrame) -> str:
             f"| {g['min_p']:.3f} | {g['estimation_share']:.2f} "
             f"| {g['seed']}, {g['draws']}, {g['scale']} |"
         )
+    exact = groups[groups.get("projection_estimation", pd.Series(dtype=float)).notna()]
+    if not exact.empty:
+        lines += [
+            "",
+            "The projection form (Equations 28-30, exact for an affine class) beside the "
+            "Monte Carlo split: the Monte Carlo approximation is smaller by the in-class "
+            "share of the posterior variance, tr(P C P) / N, plus the finite-K remainder "
+            '(docs/diagnostics.md, "Two readings of Appendix B").',
+            "",
+            "| method | setting | n | presets | projection estimation | projection approximation "
+            "| Monte Carlo estimation | Monte Carlo approximation | in-class variance "
+            "| finite-K remainder |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for _, g in exact.iterrows():
+            lines.append(
+                f"| {g['method']} | {g['setting']} | {g['n'] or 'preset'} | {g['presets']} "
+                f"| {g['projection_estimation']:.4f} | {g['projection_approximation']:.4f} "
+                f"| {g['estimation']:.4f} | {g['approximation']:.4f} "
+                f"| {g['projection_in_class_variance']:.4f} | {g['projection_finite_k']:.4f} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -239,11 +239,24 @@ def test_cli_end_to_end_resumes_and_summarises(tiny, tmp_path):
             np.testing.assert_allclose(z["eu_target"], task.post_var + (mean - task.post_mean)
                                        ** 2, rtol=1e-6)  # fmt: skip
             assert record["target_variance"] == pytest.approx(np.var(task.y))
+            # the projection form beside it (an affine class): it splits the exact EU
+            # target, and its Monte Carlo columns are the record's own split
+            proj = record["projection"]["normalised"]
+            assert proj["estimation"] + proj["approximation"] == pytest.approx(
+                record["normalised"]["eu_target"], rel=1e-9)  # fmt: skip
+            assert proj["estimation"] >= 0 and proj["approximation"] >= proj["in_class_variance"]
+            assert proj["mc_approximation"] == record["normalised"]["approximation"]
+            assert proj["finite_k"] == pytest.approx(
+                proj["mc_approximation"] - proj["expected_mc_approximation"])  # fmt: skip
+            np.testing.assert_allclose(z["projection_estimation"] + z["projection_approximation"],
+                                       z["eu_target"], rtol=1e-9)  # fmt: skip
     summary = (out / "summary.md").read_text()
     first, against_n = summary.split("## Against n")
     for part in (first, against_n):  # both presets have both n: the two tables agree
-        assert part.count("| blr | default |") == 2 and part.count("| gp_linear |") == 2
-        assert part.count("| 2 | ") == 4  # two presets in every mean
+        # each config and n once in the Monte Carlo table and once in the projection one
+        assert part.count("| blr | default |") == 4 and part.count("| gp_linear |") == 4
+        assert part.count("| 2 | ") == 8  # two presets in every mean
+        assert "| projection estimation | projection approximation |" in part
     assert (out / "errors_by_n.png").is_file() and (out / "shares.pdf").is_file()
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "0 ran, 0 failed, 8 already done" in again.output
@@ -254,7 +267,7 @@ def test_cli_end_to_end_resumes_and_summarises(tiny, tmp_path):
     report = runner.invoke(app, ["report", str(tmp_path)])
     assert report.exit_code == 0, report.output
     text = (tmp_path / "report" / "report.md").read_text()
-    assert "### Diagnoses in `diag/`" in text and text.count("| blr | default |") == 2
+    assert "### Diagnoses in `diag/`" in text and text.count("| blr | default |") == 4
     page = (tmp_path / "report" / "diagnostics.html").read_text()
     assert '<img alt="shares" src="../diag/shares.png"' in page and "<table>" in page
 
