@@ -138,3 +138,31 @@ def _why_scale(study, scale: str | None, study_file: Path | None) -> str:
     if study_file is not None:
         return "the study file"
     return "--scale" if scale is not None else choose_scale(study.level_values())[1]
+
+
+def robustness_cmd(
+    results: Annotated[Path, typer.Argument(help="The truth study's results folder.")],
+    docs: Annotated[Path, typer.Option(help="The docs folder to write into.")] = Path("docs"),
+    reference_seeds: Annotated[
+        str, typer.Option(help="Seeds of the GP reference ranking (comma-separated).")
+    ] = "2,3",
+    other_seeds: Annotated[
+        str, typer.Option(help="Seeds of every other ranking (comma-separated).")
+    ] = "0,1",
+    boot: Annotated[int, typer.Option(help="Bootstrap draws of presets.")] = 2000,
+) -> None:
+    """Write DOCS/robustness.md: Kendall's tau between the GP's method rankings and each
+    other ground-truth family's, beside the GP-vs-GP ceiling, and the rank shifts."""
+    from udora.experiments.studies.robustness_page import write_robustness_page
+
+    with user_errors(console):
+        if boot < 100:
+            raise ValueError(f"--boot: at least 100 draws, got {boot}")
+        ref = opts.seeds(reference_seeds, console, "--reference-seeds")
+        other = opts.seeds(other_seeds, console, "--other-seeds")
+        if set(ref) & set(other):
+            shared = sorted(set(ref) & set(other))
+            raise ValueError(f"--reference-seeds and --other-seeds share seeds {shared}: "
+                             "the ceiling needs disjoint sets")  # fmt: skip
+        path = write_robustness_page(results, docs, ref, other, boot)
+    console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)

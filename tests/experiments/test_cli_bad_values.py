@@ -90,6 +90,7 @@ def _base(world):
         "release build": [str(world / "results"), "--out", out],
         "release page": [str(world / "release"), "--docs", out],
         "release claims": [str(world / "release"), "--docs", out],
+        "robustness": [str(world / "results"), "--docs", out, "--boot", "100"],
     }  # fmt: skip
 
 

@@ -1,0 +1,95 @@
+"""The ground-truth robustness study (experiments.studies.robustness): rankings, Kendall's
+tau against scipy on hand-built rank vectors, the bootstrap interval, the rank shifts, and
+the page end to end on a small real study."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from udora.experiments.cli.main import app
+from udora.experiments.studies.robustness import compare, family_of, rank_matrix, robustness
+
+METHODS = ["blr", "catboost_ps", "dkl", "edl", "nn_ensemble"]
+
+
+def _table(order_by_family, presets=("a", "b", "c", "d"), seeds_by_family=None):
+    """One ok run per (family, preset, method, seed); spearman_eu makes ``order`` (best
+    first) the ranking on every preset, plus a preset-specific swap on preset 'b'."""
+    seeds_by_family = seeds_by_family or {}
+    rows = []
+    for family, order in order_by_family.items():
+        for preset in presets:
+            ranking = list(order)
+            if preset == "b":
+                ranking[0], ranking[1] = ranking[1], ranking[0]
+            for seed in seeds_by_family.get(family, (0, 1)):
+                for r, method in enumerate(ranking):
+                    rows.append({"preset": preset, "method": method, "config": method,
+                                 "seed": seed, "status": "ok", "error": None,
+                                 "preset.truth": None if family == "gp" else family,
+                                 "spearman_eu": 1.0 - 0.1 * r + 0.001 * seed,
+                                 "nll": 1.0 + 0.1 * r})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_rank_matrix_and_the_tau_against_scipy():
+    table = _table({"gp": METHODS, "warped": METHODS[::-1]},
+                   seeds_by_family={"gp": (0, 1, 2, 3)})  # fmt: skip
+    assert set(family_of(table)) == {"gp", "warped"}
+    gp = rank_matrix(table, "gp", (2, 3), "spearman_eu", "higher")
+    assert gp.loc["a"].to_dict() == {m: i + 1.0 for i, m in enumerate(METHODS)}
+    assert gp.loc["b", "blr"] == 2.0 and gp.loc["b", "catboost_ps"] == 1.0
+    warped = rank_matrix(table, "warped", (0, 1), "spearman_eu", "higher")
+    found = compare(gp, warped, n_boot=500)
+    by_hand = stats.kendalltau(gp.mean(axis=0)[METHODS], warped.mean(axis=0)[METHODS])
+    assert found.tau == pytest.approx(by_hand.statistic)
+    assert found.tau == pytest.approx(-1.0)
+    assert found.low <= found.tau <= found.high and found.presets == 4 and found.methods == 5
+
+
+def test_the_ceiling_and_the_shifts():
+    shuffled = ["dkl", "blr", "nn_ensemble", "catboost_ps", "edl"]
+    table = _table({"gp": METHODS, "features": shuffled}, seeds_by_family={"gp": (0, 1, 2, 3)})
+    taus, shifts = robustness(table, n_boot=300)
+    eu = taus[taus["metric"] == "EU Spearman"].set_index("comparison")
+    assert eu.loc["gp (ceiling)", "tau"] == pytest.approx(1.0)
+    expected = stats.kendalltau(range(5), [shuffled.index(m) for m in METHODS]).statistic
+    assert eu.loc["features", "tau"] == pytest.approx(expected)
+    row = shifts[(shifts["metric"] == "EU Spearman")].set_index("method")
+    # dkl: rank 3 under the GP (2.75 with preset b's swap? no: b swaps the first two only)
+    assert row.loc["dkl", "rank_gp"] == pytest.approx(3.0)
+    assert row.loc["dkl", "rank_features"] == pytest.approx((1 + 2 + 1 + 1) / 4)
+    assert row.loc["dkl", "shift_features"] == pytest.approx(1.25 - 3.0)
+    assert np.allclose(row["shift_gp_seeds"], 0.0)
+    nll = taus[taus["metric"] == "NLL"].set_index("comparison")
+    assert nll.loc["gp (ceiling)", "tau"] == pytest.approx(1.0)  # lower is better there
+
+
+@pytest.mark.slow  # 48 small runs
+def test_the_page_end_to_end_from_a_small_study(tmp_path):
+    from tiny_presets import two_tiny_presets
+
+    (a, b), data = two_tiny_presets(tmp_path)
+    runner = CliRunner()
+    out = tmp_path / "study"
+    common = ["--presets", f"{a},{b}", "--methods", "blr,catboost_ps,ngboost_nig",
+              "--set", "catboost_ps.n_members=2", "--set", "catboost_ps.n_estimators=20",
+              "--set", "ngboost_nig.n_estimators=30", "--data-dir", str(data)]  # fmt: skip
+    study = runner.invoke(app, ["ablate", "--factor", "preset.truth=gp,warped,features",
+                                "--seeds", "0,1", "--out", str(out), *common])  # fmt: skip
+    assert study.exit_code == 0, study.output
+    more = runner.invoke(app, ["bench", "--seeds", "2,3", "--set", "preset.truth=gp", "--out",
+                               str(out), *common])  # fmt: skip
+    assert more.exit_code == 0, more.output
+    page = runner.invoke(app, ["robustness", str(out), "--docs", str(tmp_path / "docs"),
+                               "--boot", "200"])  # fmt: skip
+    assert page.exit_code == 0, page.output
+    text = (tmp_path / "docs" / "robustness.md").read_text()
+    assert "| metric | GP vs features | GP vs warped | GP vs GP (ceiling) |" in text
+    assert "48 runs (48 ok, 0 failed)" in text and "## Failed runs\n\nNone." in text
+    bad = runner.invoke(app, ["robustness", str(out), "--reference-seeds", "0,1"])
+    assert bad.exit_code == 2 and "share seeds [0, 1]" in bad.output
