@@ -24,6 +24,7 @@ the shift between the two GP seed sets, the noise a shift must exceed.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,19 +39,30 @@ GP = "gp"
 
 
 def family_of(table: pd.DataFrame) -> pd.Series:
-    """Each run's ground-truth family: its ``preset.truth`` override, ``gp`` when unset.
-    A mapping override (``{family: features, features: 256}``) counts by its family."""
-    if FAMILY_COLUMN not in table:
+    """Each run's ground-truth family: its ``preset.truth`` override (``gp`` when unset), a
+    non-default parameter appended as ``features[features=256]`` (from a mapping override
+    or ``preset.truth.<field>`` columns), so two variants of a family never pool."""
+    fields = sorted(c for c in table.columns if c.startswith(FAMILY_COLUMN + "."))
+
+    def name(row) -> str:
+        value = row.get(FAMILY_COLUMN)
+        if isinstance(value, str) and value.startswith("{"):
+            value = json.loads(value)
+        spec = dict(value) if isinstance(value, dict) else {}
+        family = spec.pop("family", None) if spec else value
+        if family is None or (not isinstance(family, str) and pd.isna(family)):
+            family = GP
+        for column in fields:
+            value = row.get(column)
+            if not pd.isna(value):  # a column with gaps holds 128 as 128.0
+                whole = isinstance(value, float) and value.is_integer()
+                spec[column[len(FAMILY_COLUMN) + 1 :]] = int(value) if whole else value
+        extra = ",".join(f"{k}={v}" for k, v in sorted(spec.items()) if v is not None)
+        return f"{family}[{extra}]" if extra else str(family)
+
+    if FAMILY_COLUMN not in table and not fields:
         return pd.Series(GP, index=table.index)
-
-    def name(value) -> str:
-        if isinstance(value, dict):
-            return str(value.get("family", GP))
-        if value is None or (not isinstance(value, str) and pd.isna(value)):
-            return GP
-        return str(value)
-
-    return table[FAMILY_COLUMN].map(name)
+    return table.apply(name, axis=1).astype(str)
 
 
 def rank_matrix(table: pd.DataFrame, family: str, seeds, metric: str, better: str

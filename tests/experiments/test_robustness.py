@@ -93,3 +93,19 @@ def test_the_page_end_to_end_from_a_small_study(tmp_path):
     assert "48 runs (48 ok, 0 failed)" in text and "## Failed runs\n\nNone." in text
     bad = runner.invoke(app, ["robustness", str(out), "--reference-seeds", "0,1"])
     assert bad.exit_code == 2 and "share seeds [0, 1]" in bad.output
+
+
+def test_family_variants_never_pool():
+    table = pd.DataFrame({
+        "preset.truth": [None, "gp", "warped", "features", "features",
+                         '{"family": "features", "features": 256}'],
+        "preset.truth.features": [None, None, None, None, 128, None],
+    })  # fmt: skip
+    assert family_of(table).tolist() == [
+        "gp",
+        "gp",
+        "warped",
+        "features",
+        "features[features=128]",
+        "features[features=256]",
+    ]
