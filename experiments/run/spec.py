@@ -197,8 +197,8 @@ def task_hash(identity: dict[str, Any], seed: int) -> str:
     the preset fields that build it, its data source (kind and checksum) and the seed, i.e.
     the ``task`` part of a run's ``identity`` plus the seed. Two runs share a task hash
     exactly when their methods saw the same training data and pool and are scored against
-    the same oracle arrays; a future ground-truth field of the preset enters through
-    :data:`TASK_FIELDS`."""
+    the same oracle arrays; the ground-truth family enters it when it is not the GP
+    (:func:`task_identity`)."""
     return identity_hash({"task": identity["task"], "seed": int(seed)})
 
 
