@@ -83,11 +83,10 @@ def test_a_shipped_package_row_reruns_to_the_same_metrics(tmp_path, monkeypatch)
                 & (table["seed"] == 0) & (table["data_kind"] == "package")
                 & (table["config"] == table["config_base"])].iloc[0]  # fmt: skip
     assert int(row["cpus"]) == 1
-    out = tmp_path / "again"
+    out, tuned = tmp_path / "again", str(release_folder("release") / "tuned")
     ran = CliRunner().invoke(app, ["bench", "--presets", "concrete", "--methods", "catboost_ps",
-                                   "--seeds", "0", "--tuned", str(release_folder("release")
-                                                                  / "tuned"),
-                                   "--jobs", "1", "--cpus-per-run", "1", "--out", str(out)])  # fmt: skip
+                                   "--seeds", "0", "--tuned", tuned, "--jobs", "1",
+                                   "--cpus-per-run", "1", "--out", str(out)])  # fmt: skip
     assert ran.exit_code == 0, ran.output
     (path,) = out.glob("concrete/catboost_ps/*/seed-0/result.json")
     record = json.loads(path.read_text())
