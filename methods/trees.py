@@ -109,4 +109,8 @@ class LeanTree(DecisionTreeRegressor):
     def predict(self, X, check_input=True):
         # the fitted tree's own predict: what DecisionTreeRegressor.predict returns for one
         # output after its fitted-check and tag look-ups (two thirds of its time here)
-        return self.tree_.predict(np.ascontiguousarray(X, dtype=np.float32))[:, 0]
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:  # the tree reads columns blind
+            raise ValueError(f"X has shape {X.shape}; the tree was fitted on "
+                             f"{self.n_features_in_} features")  # fmt: skip
+        return self.tree_.predict(X)[:, 0]

@@ -75,7 +75,9 @@ class OracleTask:
         return digest.hexdigest()
 
     def gp_prior(self) -> GPPrior:
-        """The generating prior (kernel, mean, noise model, standardisation)."""
+        """The fitted GP prior (kernel, mean, noise model, standardisation): the generating
+        prior under the ``gp`` family, the reference's under the others
+        (docs/design.md, "Ground-truth families")."""
         return self.prior
 
     def knowledge(self, *, with_prior: bool = False) -> TaskKnowledge:

@@ -76,7 +76,8 @@ def project(
     m = np.asarray(post_mean, dtype=np.float64)
     N = m.shape[0]
     basis = np.asarray(basis, dtype=np.float64).reshape(N, -1)
-    Q, R = np.linalg.qr(basis)
+    norms = np.linalg.norm(basis, axis=0)
+    Q, R = np.linalg.qr(basis / np.where(norms > 0, norms, 1.0))  # the same span, unit columns
     Q = Q[:, np.abs(np.diag(R)) > 1e-10 * max(1.0, float(np.abs(np.diag(R)).max()))]
     c = np.asarray(offset, dtype=np.float64)
     best = c + Q @ (Q.T @ (m - c))

@@ -7,7 +7,10 @@ standardisation ``x_s = (x - x_mean) / x_sd`` of the training sample: with an in
 affine function of ``x``; without one it is ``y_mean + (x - x_mean)^T beta``, the affine
 functions through ``(x_mean, y_mean)``. :func:`affine_class` gives that class on the pool
 as an offset and a basis; :func:`projection_part` applies
-:func:`udora.scoring.projection.project` and sets it beside the Monte Carlo split.
+:func:`udora.scoring.projection.project` and sets it beside the Monte Carlo split. The
+exact relation between the two forms (in-class share, finite-K remainder) holds for a
+class with an intercept only: without one, every reference fit is anchored at its own
+sample's means, a class other than the method's.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from udora.oracle.standardise import Standardiser
 
 def affine_class(
     method: str, config: Any, X_train: np.ndarray, y_train: np.ndarray, X_pool: np.ndarray
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(offset (N,), basis (N, p))`` of ``method``'s class on the pool ``X_pool`` (N, d),
-    or None for a method whose class is not affine (everything but blr and gp_linear)."""
+) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """``(offset (N,), basis (N, p), intercept)`` of ``method``'s class on the pool
+    ``X_pool`` (N, d), or None for a method whose class is not affine (everything but blr
+    and gp_linear)."""
     if method == "blr":
         intercept = config.fit_intercept
     elif method == "gp_linear":
@@ -32,9 +36,9 @@ def affine_class(
         return None
     N = X_pool.shape[0]
     if intercept:
-        return np.zeros(N), np.hstack([np.ones((N, 1)), X_pool])
+        return np.zeros(N), np.hstack([np.ones((N, 1)), X_pool]), True
     own = Standardiser.fit(X_train, y_train)
-    return np.full(N, own.y_mean), X_pool - own.x_mean
+    return np.full(N, own.y_mean), X_pool - own.x_mean, False
 
 
 def projection_part(run: Any, task: Any, f_hat: np.ndarray, mc: Any, target_var: float
@@ -50,19 +54,30 @@ def projection_part(run: Any, task: Any, f_hat: np.ndarray, mc: Any, target_var:
     found = affine_class(run.method, run.config, task.X_train, task.y_train, task.X)
     if found is None:
         return {}, {}
-    proj = project(f_hat, task.post_mean, task.post_var, *found, task.posterior_cov_times)
+    offset, basis, intercept = found
+    proj = project(f_hat, task.post_mean, task.post_var, offset, basis, task.posterior_cov_times)
     means = proj.pool_means()
-    mc_means = mc.pool_means()
-    finite_k = mc_means["approximation"] - means["expected_mc_approximation"]
-    part = {
-        **means,
-        "mc_estimation": mc_means["estimation"],
-        "mc_approximation": mc_means["approximation"],
-        "finite_k": finite_k,
-        "finite_k_se": mc_means["approximation_se"],
-    }
+    if intercept:
+        mc_means = mc.pool_means()
+        part = {
+            **means,
+            "mc_estimation": mc_means["estimation"],
+            "mc_approximation": mc_means["approximation"],
+            "finite_k": mc_means["approximation"] - means["expected_mc_approximation"],
+            "finite_k_se": mc_means["approximation_se"],
+        }
+    else:  # the references re-anchor at their own sample's means: another class
+        part = {"estimation": means["estimation"], "approximation": means["approximation"]}
     record = {"pool_means": part, "normalised": {k: v / target_var for k, v in part.items()}}
+    if not intercept:
+        record["note"] = (
+            "without an intercept the class passes through the training sample's means, "
+            "while each reference fit passes through its own sample's: the Monte Carlo "
+            "references fit another class, so its relation to the projection form "
+            "(in-class share, finite-K remainder) is not computed"
+        )
     arrays = {"projection_estimation": proj.estimation,
-              "projection_approximation": proj.approximation,
-              "in_class_variance": proj.in_class_variance}  # fmt: skip
+              "projection_approximation": proj.approximation}  # fmt: skip
+    if intercept:
+        arrays["in_class_variance"] = proj.in_class_variance
     return record, arrays

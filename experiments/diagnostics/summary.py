@@ -125,6 +125,11 @@ def group_means(rows: pd.DataFrame, matched: bool = False) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _value(value: float) -> str:
+    """A number, or n/a (a class without an intercept: docs/diagnostics.md)."""
+    return f"{value:.4f}" if math.isfinite(value) else "n/a"
+
+
 def _cell(value: float, se: float) -> str:
     return f"{value:.4f} ± {se:.4f}" if math.isfinite(se) else f"{value:.4f}"
 
@@ -164,7 +169,8 @@ def markdown(groups: pd.DataFrame) -> str:
                 f"| {g['method']} | {g['setting']} | {g['n'] or 'preset'} | {g['presets']} "
                 f"| {g['projection_estimation']:.4f} | {g['projection_approximation']:.4f} "
                 f"| {g['estimation']:.4f} | {g['approximation']:.4f} "
-                f"| {g['projection_in_class_variance']:.4f} | {g['projection_finite_k']:.4f} |"
+                f"| {_value(g['projection_in_class_variance'])} "
+                f"| {_value(g['projection_finite_k'])} |"
             )
     return "\n".join(lines) + "\n"
 

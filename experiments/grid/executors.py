@@ -80,8 +80,11 @@ class ExecutorSpec:
             from udora.experiments.grid.ray_pool import RayPool
 
             return RayPool(self.jobs, self.address, self.cpus_per_run or 1)
-        cores = len(os.sched_getaffinity(0))
-        if self.jobs == 1 and (self.cpus_per_run is None or self.cpus_per_run >= cores):
+        if self.jobs == 1 and self.cpus_per_run is None:
+            return InProcess()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+            os.cpu_count() or 1)  # fmt: skip
+        if self.jobs == 1 and self.cpus_per_run >= cores:
             return InProcess()
         # one pinned worker when a single job asks for fewer cores than this process has
         # (to rerun a release row on the cores it recorded, docs/release.md)

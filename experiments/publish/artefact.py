@@ -49,12 +49,14 @@ def _atomic(path: Path, data: bytes) -> None:
 def build_release(results: list[str | Path], out: str | Path, commit: str | None = None) -> Path:
     """Write the release folder ``out`` from the results folders ``results``; returns the
     manifest's path. Each row's ``commit`` and ``source_sha256`` are those its result.json
-    recorded (:mod:`udora.experiments.run.provenance`); ``commit`` fills the rows whose
-    record has none (runs outside a git checkout) and must agree with those that have one.
+    recorded (:mod:`udora.experiments.run.provenance`), and the manifest lists every
+    commit; ``commit`` (a SHA or its prefix) fills the rows whose record has none (runs
+    of an installed wheel) and must agree with those that have one.
 
     Raises ValueError when a run appears twice (same preset, config, seed and data kind), a
     run has no task hash (written before task hashes were recorded), or a recorded commit
-    is not ``commit``."""
+    is not ``commit``. Runs of a checkout with uncommitted changes are counted in the
+    manifest's ``dirty_runs``, which the pages show."""
     tables, curves = [], {}
     for folder in results:
         table, found = load_runs(folder)
@@ -76,13 +78,15 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
         raise ValueError(f"{r.run}: no task hash in its result.json; rerun it with this udora")
     if "commit" not in table:
         table["commit"] = None
+    dirty = table["dirty"].fillna(False).astype(bool) if "dirty" in table else None
     if commit is not None:
-        other = table[table["commit"].notna() & (table["commit"] != commit)]
+        recorded = table["commit"].dropna().astype(str)
+        other = recorded[~recorded.str.startswith(commit)]
         if not other.empty:
-            r = other.iloc[0]
-            raise ValueError(f"{r.run}: ran commit {r.commit}, not {commit}; build a release "
-                             "from runs of one commit")  # fmt: skip
-        table["commit"] = table["commit"].fillna(commit)
+            r = table.loc[other.index[0]]
+            raise ValueError(f"{r.run}: ran commit {r.commit}, not {commit}")
+        full = recorded.iloc[0] if len(recorded) else commit  # a prefix names the full SHA
+        table["commit"] = table["commit"].fillna(full)
     table = table.sort_values(["preset", "method", "config", "seed"], kind="stable")
     table = table.reset_index(drop=True)
     out = Path(out)
@@ -100,6 +104,9 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
         if "source_sha256" in table
         else [],
         "cpus": sorted(int(c) for c in table["cpus"].dropna().unique()) if "cpus" in table else [],
+        # runs of a checkout with uncommitted changes to udora's sources: their commit is
+        # not all of the code they ran (the pages say so)
+        "dirty_runs": int(dirty.sum()) if dirty is not None else 0,
         "udora_version": sorted(table["udora_version"].dropna().unique().tolist()),
         "built_from": [Path(f).name for f in results],
         "runs": len(table),
@@ -125,6 +132,8 @@ def code_line(manifest: dict[str, Any]) -> str:
     sources = manifest.get("source_sha256") or []
     if sources:
         text += " (source SHA-256 " + ", ".join(f"`{h[:12]}`" for h in sources) + ")"
+    if manifest.get("dirty_runs"):
+        text += f"; **{manifest['dirty_runs']} runs had uncommitted changes to the sources**"
     return text
 
 

@@ -158,8 +158,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     The table has :data:`BASE_COLUMNS`, ``external``, ``prediction_form``, ``task_hash``
     (the task's identity: preset fields, data checksum, seed), ``data_sha256``,
     ``data_kind`` (file, package or openml), ``udora_version``, ``source_sha256`` and
-    ``commit`` (the code, :mod:`udora.experiments.run.provenance`; None in records written
-    before udora recorded them), ``cpus`` (the cores the run's process could use),
+    ``commit`` and ``dirty`` (the code, :mod:`udora.experiments.run.provenance`; None in
+    records written before udora recorded them), ``cpus`` (the cores the run's process could use),
     ``config_base`` (the label without a ``method_seed`` override,
     which the noise floor groups by), one column per override key (``width``,
     ``preset.n_train``; empty where a run does not set it; ``override.<key>`` when a key
@@ -209,6 +209,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "udora_version": (rec.get("versions") or {}).get("udora"),
             "source_sha256": (rec.get("code") or {}).get("source_sha256"),
             "commit": (rec.get("code") or {}).get("commit"),
+            "dirty": (rec.get("code") or {}).get("dirty"),
             "cpus": (rec.get("compute") or {}).get("cpus"),
             **tuning,
         }

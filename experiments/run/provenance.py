@@ -61,7 +61,9 @@ def code_identity() -> dict[str, Any]:
     for name, path in files:
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     folder = Path(importlib.import_module("udora.oracle").__path__[0]).parent
-    commit = _git(folder, "rev-parse", "HEAD")
+    # a checkout of udora itself, not a wheel inside some other repository's tree
+    ours = _git(folder, "ls-files", "--error-unmatch", "oracle/task.py") is not None
+    commit = _git(folder, "rev-parse", "HEAD") if ours else None
     dirty = None
     if commit is not None:
         changed = _git(folder, "status", "--porcelain", "--", *PACKAGES)

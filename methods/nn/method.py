@@ -66,12 +66,13 @@ class Recipe:
         loss: ``cfg -> `` hashable per-point loss with ``n_out`` (:mod:`methods.nn.step`).
         terms: functions ``(cfg, Xs_fit (n, d)) -> (term, args)``: a hashable loss term
             ``R(f, key, args)`` added to each step's loss and its data-dependent arrays.
-        rows: ``(cfg, n_trained, n, rng) -> (n_trained, m)`` each network's fit rows.
+        rows: ``(cfg, n_trained, n, rng) -> (n_trained, m)`` each network's rows of the
+            fit split (:meth:`NNMethod.train_networks` maps them into the whole sample).
         one_network: train one network (MC dropout, last-layer posteriors, SWAG) rather
             than ``n_members``.
         mc_dropout: predict with ``n_members`` dropout passes of the trained network.
         resampled: ``rows`` has a swept length ``m`` (bagging's resample size): the rows
-            are padded to the fit size and counted, so every ``m`` shares one program.
+            are padded to the sample's size and counted, so every ``m`` shares one program.
     """
 
     loss: Callable[[NNConfig], PointLoss] = gaussian_nll

@@ -1,10 +1,11 @@
 """Train K copies of one network in one jitted program: vmap over members, loop over epochs.
 
-Member k sees the training rows ``rows[k]`` (``(K, m)`` indices into the fit split: all
-rows for an ensemble, a bootstrap or subsample for bagging; repeated indices weight a row
-by its multiplicity). Each epoch shuffles the member's rows, fills the last mini-batch up
-with rows from the epoch's start and takes ``ceil(m / B)`` pure training steps
-(:func:`methods.nn.step.make_train_step`: per-point loss plus loss terms). After each
+Member k sees the training rows ``rows[k]`` (``(K, m)`` indices into ``X``: the fit rows
+for an ensemble, a bootstrap or subsample for bagging; repeated indices weight a row by
+its multiplicity; with ``row_counts`` only the first of each row are real). Each epoch
+shuffles the member's rows and takes ``ceil(m / B)`` optimiser steps, the last on the
+epoch's remaining rows (micro-steps of the padded program, :mod:`methods.nn.padded`:
+per-point loss plus loss terms). After each
 epoch the validation loss (eval mode, 0 rows: none) goes to the trackers
 (:mod:`methods.nn.trackers`); the loop ends after ``n_epochs`` or when a tracker is done
 (early stopping, only with ``cfg.early_stopping``; by default the budget is the schedule).
@@ -87,7 +88,7 @@ def _epoch_program(
 
     The parameters travel through the loop as one flat vector (``ravel_pytree``): the
     gradient sums, the mask and AdamW's or SGD's update are then a handful of operations on
-    one array instead of a copy per leaf (the program XLA compiles shrinks by a third). Muon and
+    one array instead of a copy per leaf (a third less to compile). Muon and
     SOAP, whose updates depend on the matrix shapes, update the tree."""
     tx = make_optimizer(optimizer_config(opt_key))
     if clipped:  # the clip norm is a hyperparameter of the state, like the learning rate
@@ -224,7 +225,8 @@ def run_epochs(
 
     Args:
         cfg: the method's config (architecture, optimiser, batch size).
-        X, y: fit split ``(n, d)``, ``(n,)``.
+        X, y: the data ``(n, d)``, ``(n,)`` that ``rows`` index (NNMethod passes the whole
+            training sample; the fit split is the rows).
         X_val, y_val: validation split ``(v, d)``, ``(v,)``; ``v = 0``: no validation loss.
         rows: ``(K, m)`` int32 row indices of each member's training sample; with
             ``row_counts`` ``(K,)`` only the first ``row_counts[k]`` of row k are real (the

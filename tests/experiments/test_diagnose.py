@@ -126,6 +126,21 @@ def test_well_specified_gp_has_vanishing_approximation(tiny):
     assert large["pool_size"] == 120 and large["reference_size"] == 30 * 40
 
 
+def test_a_class_without_an_intercept_gets_the_projection_form_alone(tiny):
+    """blr without an intercept passes through its training sample's means, each reference
+    fit through its own sample's: the projection form is reported, its relation to the
+    Monte Carlo split is not (with a note saying why)."""
+    (path, _), data = tiny
+    record, arrays = _diagnose(path, data, "blr", scale=2, draws=3, fit_intercept=False)
+    part = record["projection"]
+    assert set(part["pool_means"]) == {"estimation", "approximation"}
+    assert "another class" in part["note"]
+    assert part["pool_means"]["estimation"] >= 0
+    total = part["pool_means"]["estimation"] + part["pool_means"]["approximation"]
+    assert total == pytest.approx(record["pool_means"]["eu_target"], rel=1e-9)
+    assert "in_class_variance" not in arrays and arrays["projection_estimation"].shape == (120,)
+
+
 class _Config(MethodConfig):
     pass
 

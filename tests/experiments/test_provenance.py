@@ -15,7 +15,7 @@ from processes import compute_of_worker
 
 from udora.experiments.grid.executors import run_all
 from udora.experiments.grid.local import LocalPool
-from udora.experiments.publish.artefact import build_release
+from udora.experiments.publish.artefact import build_release, code_line
 from udora.experiments.run.execute import run_one
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,11 +37,14 @@ def _repository_source_sha256() -> str:
 
 
 def _expected_commit() -> str | None:
-    """HEAD of the checkout udora was imported from, or None (an installed wheel)."""
-    folder = Path(importlib.import_module("udora.oracle").__path__[0]).parent
-    found = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"],
-                           capture_output=True, text=True, check=False)  # fmt: skip
-    return found.stdout.strip() if found.returncode == 0 else None
+    """HEAD of the checkout udora was imported from, or None (an installed wheel): the
+    imported oracle/task.py is this repository's file exactly when udora runs from it."""
+    imported = Path(importlib.import_module("udora.oracle.task").__file__).resolve()
+    if imported != (ROOT / "oracle" / "task.py").resolve():
+        return None
+    found = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    return found.stdout.strip()
 
 
 def test_a_run_records_the_code_and_the_cores_it_ran_on(tiny_preset, tmp_path):
@@ -76,11 +79,18 @@ def test_a_release_keeps_each_runs_commit_and_fills_only_missing_ones(tiny_prese
     with pytest.raises(ValueError, match="ran commit 1234abcd, not 5678"):
         build_release([tmp_path / "dev"], tmp_path / "rel", "5678")
     second = json.loads(records[1].read_text())
-    second["code"]["commit"] = None  # a run from an installed wheel records none
+    second["code"].update(commit="1234abcd", dirty=True)  # uncommitted changes ran
     records[1].write_text(json.dumps(second))
-    manifest = json.loads(build_release([tmp_path / "dev"], tmp_path / "rel", "1234abcd")
+    first["code"]["dirty"] = False
+    records[0].write_text(json.dumps(first))
+    marked = json.loads(build_release([tmp_path / "dev"], tmp_path / "rel").read_text())
+    assert marked["dirty_runs"] == 1
+    assert "1 runs had uncommitted changes" in code_line(marked)
+    second["code"].update(commit=None, dirty=None)  # a run from an installed wheel
+    records[1].write_text(json.dumps(second))
+    manifest = json.loads(build_release([tmp_path / "dev"], tmp_path / "rel", "1234")
                           .read_text())  # fmt: skip
-    assert manifest["commit"] == ["1234abcd"]
+    assert manifest["commit"] == ["1234abcd"]  # the prefix named the recorded commit
     assert manifest["source_sha256"] == [_repository_source_sha256()]
     assert manifest["cpus"] == [len(os.sched_getaffinity(0))]
 

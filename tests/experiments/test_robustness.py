@@ -29,6 +29,7 @@ def _table(order_by_family, presets=("a", "b", "c", "d"), seeds_by_family=None):
             for seed in seeds_by_family.get(family, (0, 1)):
                 for r, method in enumerate(ranking):
                     rows.append({"preset": preset, "method": method, "config": method,
+                                 "config_hash": f"{method}-{preset}-{family}",
                                  "seed": seed, "status": "ok", "error": None,
                                  "preset.truth": None if family == "gp" else family,
                                  "spearman_eu": 1.0 - 0.1 * r + 0.001 * seed,
@@ -49,6 +50,10 @@ def test_rank_matrix_and_the_tau_against_scipy():
     assert found.tau == pytest.approx(by_hand.statistic)
     assert found.tau == pytest.approx(-1.0)
     assert found.low <= found.tau <= found.high and found.presets == 4 and found.methods == 5
+    taus, _ = robustness(table, n_boot=300)
+    warped_eu = taus[(taus["metric"] == "EU Spearman") & (taus["comparison"] == "warped")]
+    # the ceiling (1) minus the reversed ranking's tau (near -1), paired over the same draws
+    assert 1.0 < warped_eu["gap_low"].iloc[0] <= warped_eu["gap_high"].iloc[0] <= 2.0
 
 
 def test_the_ceiling_and_the_shifts():
@@ -60,7 +65,7 @@ def test_the_ceiling_and_the_shifts():
     expected = stats.kendalltau(range(5), [shuffled.index(m) for m in METHODS]).statistic
     assert eu.loc["features", "tau"] == pytest.approx(expected)
     row = shifts[(shifts["metric"] == "EU Spearman")].set_index("method")
-    # dkl: rank 3 under the GP (2.75 with preset b's swap? no: b swaps the first two only)
+    # dkl is third under the GP on every preset (preset b swaps the first two only)
     assert row.loc["dkl", "rank_gp"] == pytest.approx(3.0)
     assert row.loc["dkl", "rank_features"] == pytest.approx((1 + 2 + 1 + 1) / 4)
     assert row.loc["dkl", "shift_features"] == pytest.approx(1.25 - 3.0)
