@@ -78,7 +78,7 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
         raise ValueError(f"{r.run}: no task hash in its result.json; rerun it with this udora")
     if "commit" not in table:
         table["commit"] = None
-    dirty = table["dirty"].fillna(False).astype(bool) if "dirty" in table else None
+    dirty = table["dirty"].map(lambda v: v is True) if "dirty" in table else None
     if commit is not None:
         recorded = table["commit"].dropna().astype(str)
         other = recorded[~recorded.str.startswith(commit)]
