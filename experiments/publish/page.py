@@ -39,7 +39,10 @@ def _protocol(table: pd.DataFrame) -> str:
 
 def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
     """Per config (family order, best EU first): its family, the headline Spearman means
-    over presets of seed means, and its EU mean rank with interval and mark."""
+    over presets of seed means, and its EU mean rank with interval and mark. The
+    ``method_seed`` variants (the noise floor, run on a few presets only) are left out."""
+    if "config_base" in table:
+        table = table[table["config"] == table["config_base"]]
     fam = families(table)
     marks = tied_with_best(table)
     rows = []
@@ -94,7 +97,9 @@ def write_page(release: str | Path, docs: str | Path, command: str) -> Path:
         f"{', '.join(manifest['udora_version'])}. {_protocol(table)}",
         "",
         "Each number is a mean over presets of a config's mean over its seeds; configs are "
-        "never averaged together. The ranks, their intervals and the tests are explained "
+        "never averaged together. The leaderboards leave out the `method_seed` variants "
+        "(a method's own seed varied on a fixed task, on a few presets: the noise floor "
+        "in each rankings section). The ranks, their intervals and the tests are explained "
         "in [rankings.md](rankings.md). Compare your own method with these rows without "
         "rerunning them: `udora report MYRESULTS --baseline release`.",
         "",

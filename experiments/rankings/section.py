@@ -37,6 +37,16 @@ def tied_with_best(table: pd.DataFrame) -> dict[str, dict]:
             for c, s in r.summary.iterrows()}  # fmt: skip
 
 
+def _not_ranked(left_out: dict[str, str]) -> str:
+    """Who is left out of a ranking and why; the method_seed variants (the noise floor)
+    counted in one clause rather than named one by one."""
+    noise = [c for c, why in left_out.items() if why.startswith("a method_seed variant")]
+    named = [f"`{c}` ({why})" for c, why in left_out.items() if c not in noise]
+    if noise:
+        named.append(f"{len(noise)} method_seed variants (the noise floor, below)")
+    return "Not ranked: " + "; ".join(named) + "."
+
+
 def _cd_figure(ctx: ReportContext, r: Ranking) -> str:
     import matplotlib.pyplot as plt
     from autorank import plot_stats
@@ -122,8 +132,7 @@ def _ranking_lines(ctx: ReportContext) -> list[str]:
             lines += [f"Presets left out (not every ranked config has them): "
                       f"{', '.join(b.presets_left_out)}.", ""]  # fmt: skip
         if b.left_out:
-            lines += ["Not ranked: " + "; ".join(f"`{c}` ({why})" for c, why in b.left_out.items())
-                      + ".", ""]  # fmt: skip
+            lines += [_not_ranked(b.left_out), ""]
         if metric == PRIMARY and r is not None:
             order = list(r.summary.index)
             wins = win_rates(b).reindex(index=order, columns=order)
