@@ -44,6 +44,7 @@ def report_cmd(
     import warnings
 
     from udora.experiments.cli.progress import steps
+    from udora.experiments.rankings.baseline import BaselineMismatchWarning
     from udora.experiments.report.write import write_report
     from udora.experiments.results.store import LegacyRunsWarning, UnreadableRunWarning
     from udora.experiments.run.legacy import legacy_note, legacy_results
@@ -55,6 +56,7 @@ def report_cmd(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore", LegacyRunsWarning)  # said above, once
         warnings.simplefilter("always", UnreadableRunWarning)
+        warnings.simplefilter("always", BaselineMismatchWarning)
         stop = "interrupted: the report folder may be incomplete; run udora report again"
         with user_errors(console, stop), steps(console, "udora report") as progress:
             path = write_report(results, out, str(data_dir) if data_dir else None, progress,

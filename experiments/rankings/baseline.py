@@ -14,6 +14,7 @@ checksum, or other task fields).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,7 +87,9 @@ def compare(m: Matched, alpha: float = 0.05) -> pd.DataFrame:
     of your preset mean minus theirs, wins/ties/losses (by the metric's better side), the
     Wilcoxon p (two-sided; NaN below 2 presets or when every difference is 0), the Holm
     p over the baseline configs that are not GP references (those are shown, untested),
-    and the verdict at ``alpha``. ``median_gain`` is signed so that > 0 favours yours."""
+    and the verdict at ``alpha`` ("no paired presets" where no preset has the metric on
+    both sides, e.g. the AU of a method whose AU is constant). ``median_gain`` is signed
+    so that > 0 favours yours."""
     from scipy.stats import wilcoxon
     from statsmodels.stats.multitest import multipletests
 
@@ -116,7 +119,9 @@ def compare(m: Matched, alpha: float = 0.05) -> pd.DataFrame:
                 holm[family] = multipletests(ps[family], alpha=alpha, method="holm")[1]
             for r, ph in zip(block, holm, strict=True):
                 r["p_holm"] = float(ph)
-                r["verdict"] = ("GP reference, not tested" if r["reference"] else
+                r["verdict"] = ("no paired presets (a metric one side lacks)"
+                                if r["presets"] == 0 else
+                                "GP reference, not tested" if r["reference"] else
                                 "better" if ph < alpha and r["median_gain"] > 0 else
                                 "worse" if ph < alpha and r["median_gain"] < 0 else
                                 "no detectable difference")  # fmt: skip
@@ -149,6 +154,11 @@ def would_rank(m: Matched, metric: str, better: str) -> pd.DataFrame:
     return pd.DataFrame.from_dict(out, orient="index").rename_axis("config")
 
 
+class BaselineMismatchWarning(UserWarning):
+    """Some (or all) of a results folder's tasks are not the baseline's: the command line
+    says so, since the report's section is the only other place that does."""
+
+
 def baseline_lines(mine: pd.DataFrame, theirs: pd.DataFrame, markdown) -> list[str]:
     """The report's part "Beside the baseline": what matched, what was refused and why,
     the rank each of your configs would take, and the paired tests."""
@@ -164,6 +174,13 @@ def baseline_lines(mine: pd.DataFrame, theirs: pd.DataFrame, markdown) -> list[s
               "2/2^N). See docs/rankings.md.", ""]  # fmt: skip
     if m.refused:
         lines += ["Refused (not the baseline's task):", "", *[f"- {r}" for r in m.refused], ""]
+        warnings.warn(f"{len(m.refused)} of your tasks are not the baseline's and are left "
+                      f"out of the comparison; the first: {m.refused[0]} (report.md, "
+                      "'Beside the baseline', lists them)", BaselineMismatchWarning,
+                      stacklevel=2)  # fmt: skip
+    elif m.mine.empty:
+        warnings.warn("none of your tasks is in the baseline: nothing to compare",
+                      BaselineMismatchWarning, stacklevel=2)  # fmt: skip
     if m.unmatched:
         lines += ["Not in the baseline: " + ", ".join(f"{p} seed {s}" for p, s in m.unmatched)
                   + ".", ""]  # fmt: skip

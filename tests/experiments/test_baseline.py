@@ -71,6 +71,18 @@ def test_the_paired_test_is_scipys_wilcoxon_with_holm_over_the_baselines():
     np.testing.assert_allclose(nll["median_gain"], eu["median_gain"], rtol=1e-12)
 
 
+def test_a_baseline_config_without_the_metric_gets_no_verdict_of_equality():
+    base = BASE.copy()
+    base.loc[base["config"] == "blr", "nll"] = np.nan  # e.g. the AU of a constant-AU method
+    out = compare(match(frame(("catboost_ps",), (0.25,), seed=1), base))
+    blr = out[(out["metric"] == "NLL") & (out["baseline"] == "blr")].iloc[0]
+    assert blr["presets"] == 0 and np.isnan(blr["p"]) and np.isnan(blr["p_holm"])
+    assert blr["verdict"].startswith("no paired presets")
+    others = out[(out["metric"] == "NLL") & (out["baseline"] != "blr")]
+    assert (others["presets"] == 8).all()
+    assert not others["verdict"].str.startswith("no paired").any()
+
+
 def test_the_rank_it_would_take_leaves_the_references_out():
     mine = frame(("catboost_ps",), (0.25,), seed=1)
     r = would_rank(match(mine, BASE), "spearman_eu", "higher")
@@ -109,6 +121,14 @@ def test_report_beside_a_baseline_folder_end_to_end(tiny_preset, tmp_path):
     assert "Not in the baseline: tiny seed 2." in text
     assert "| catboost_ps[n_estimators=20,n_members=2] | EU Spearman | blr | False |" not in text
     assert "| catboost_ps[n_estimators=20,n_members=2] | EU Spearman | blr | 1 |" in text
+    assert "warning:" not in result.output
+    other = base.assign(task_hash=np.where(base["seed"] == 0, "edited", base["task_hash"]))
+    other.to_parquet(tmp_path / "other.parquet")
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "mine"),
+                                      "--baseline", str(tmp_path / "other.parquet")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "warning: 1 of your tasks are not the baseline's" in " ".join(result.output.split())
+    assert "tiny seed 0" in result.output
     missing = CliRunner().invoke(app, ["report", str(tmp_path / "mine"), "--baseline",
                                        str(tmp_path / "nowhere.parquet")])  # fmt: skip
     assert missing.exit_code != 0 and "nowhere.parquet" in missing.output
