@@ -141,7 +141,13 @@ def _why_scale(study, scale: str | None, study_file: Path | None) -> str:
 
 
 def robustness_cmd(
-    results: Annotated[Path, typer.Argument(help="The truth study's results folder.")],
+    results: Annotated[
+        Path,
+        typer.Argument(
+            help="The truth study's results folder, or the runs' table a "
+            "page wrote (docs/data/robustness_runs.parquet)."
+        ),
+    ],
     docs: Annotated[Path, typer.Option(help="The docs folder to write into.")] = Path("docs"),
     reference_seeds: Annotated[
         str, typer.Option(help="Seeds of the GP reference ranking (comma-separated).")
