@@ -123,6 +123,19 @@ class OracleTask:
         )  # fmt: skip
         return std.mean_back(G), jitter
 
+    def posterior_given(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The exact posterior of ``f`` over the pool given only the training rows
+        ``rows`` (m,) (indices into ``train_idx``, e.g. a tuning split's fit part), from
+        the task's family (:mod:`udora.oracle.truths`): ``(mean (N,), latent variance
+        (N,))`` in original units. All rows give ``post_mean`` and ``post_var``."""
+        std = self.prior.standardiser
+        Z = std.x(self.X)
+        idx = self.train_idx[np.asarray(rows)]
+        noise_S = self.prior.noise.std(Z[idx]) ** 2
+        y_S = std.y(np.asarray(self.y_train)[np.asarray(rows)])
+        mean, var = make_truth(self.preset).condition(Z[idx], y_S, noise_S).predict(Z)
+        return std.mean_back(mean), std.var_back(var)
+
     def posterior_cov_times(self, V: np.ndarray) -> np.ndarray:
         """The posterior covariance of ``f`` over the pool times ``V`` (N, q), original
         (squared target) units: (N, q). Exact, from the task's family

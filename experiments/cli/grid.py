@@ -128,9 +128,11 @@ def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], o
     one line per method without a tuned file and one when --set overrides tuned values."""
     if tuned is None:
         return None, None
-    from udora.experiments.tuning.tune import tuned_configs
+    from udora.experiments.run.overrides import split_overrides
+    from udora.experiments.tuning.tune import check_tuned_preset_fields, tuned_configs
 
     configs, sources, missing = tuned_configs(tuned, presets, methods)
+    check_tuned_preset_fields(sources, split_overrides(over)[1])
     plain = {"highlight": False, "markup": False, "soft_wrap": True}
     for (preset, method), config in configs.items():
         won = sorted(set(over) & set(config))

@@ -252,4 +252,11 @@ def tuned_source(found: dict[str, Any]) -> dict[str, Any]:
         "keys": sorted(found.get("config") or {}),
         "tuned": bool(found.get("tuned")),
         "protocol": found.get("protocol"),
+        **({"preset_fields": fields} if (fields := tuned_preset_fields(found)) else {}),
     }
+
+
+def tuned_preset_fields(found: dict[str, Any]) -> dict[str, Any]:
+    """The preset fields a tuned file's trials held (``{"truth": "warped"}``): its
+    protocol's ``preset``, or ``preset_fields`` for a method with nothing to tune."""
+    return dict((found.get("protocol") or {}).get("preset") or found.get("preset_fields") or {})

@@ -244,8 +244,9 @@ _POSTERIORS_KEPT = 16  # every trial of a (preset, seed) shares one fit part
 def _fit_part_posterior(task: OracleTask, fit_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exact posterior mean and latent variance at the pool (N,) given the fit part only.
 
-    ``gp_oracle`` fitted on ``task.X_train[fit_idx]``; kept per (preset, seed, fit part)
-    in this process, since every trial of a task shares its fit part.
+    ``gp_oracle`` fitted on ``task.X_train[fit_idx]`` (under another ground-truth family,
+    that family's exact posterior, :meth:`OracleTask.posterior_given`); kept per (preset,
+    seed, fit part) in this process, since every trial of a task shares its fit part.
     """
     import hashlib
 
@@ -253,13 +254,17 @@ def _fit_part_posterior(task: OracleTask, fit_idx: np.ndarray) -> tuple[np.ndarr
 
     key = (task.preset.model_dump_json(), task.seed, hashlib.sha256(fit_idx.tobytes()).hexdigest())
     if key not in _POSTERIORS:
-        reference = methods.get_method("gp_oracle")
-        knowledge = dataclasses.replace(task.knowledge(with_prior=True), n=int(fit_idx.size))
-        y_train = np.asarray(task.y_train)
-        reference.fit(task.X_train[fit_idx], y_train[fit_idx], seed=task.seed,
-                      knowledge=knowledge)  # fmt: skip
-        post = reference.predict(task.X)
+        if task.preset.truth.family != "gp":  # gp_oracle holds the GP prior, not this truth
+            posterior = task.posterior_given(fit_idx)
+        else:
+            reference = methods.get_method("gp_oracle")
+            knowledge = dataclasses.replace(task.knowledge(with_prior=True), n=int(fit_idx.size))
+            y_train = np.asarray(task.y_train)
+            reference.fit(task.X_train[fit_idx], y_train[fit_idx], seed=task.seed,
+                          knowledge=knowledge)  # fmt: skip
+            post = reference.predict(task.X)
+            posterior = (post.mean, post.epistemic)
         if len(_POSTERIORS) >= _POSTERIORS_KEPT:
             _POSTERIORS.pop(next(iter(_POSTERIORS)))
-        _POSTERIORS[key] = (post.mean, post.epistemic)
+        _POSTERIORS[key] = posterior
     return _POSTERIORS[key]

@@ -66,9 +66,12 @@ def sweep_config(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise SweepConfigError(f"--seed: expected a non-negative integer, got {seed!r}")
     check_val_fraction(val_fraction)
-    load_preset(preset)  # an unknown preset raises, naming the valid ones
+    from udora.experiments.run.overrides import PRESET_PREFIX, split_overrides
+
+    base_preset = load_preset(preset)  # an unknown preset raises, naming the valid ones
     cls = methods.get_method_class(method)
-    held = dict(fixed or {})
+    held, preset_held = split_overrides(dict(fixed or {}))
+    _check_preset_fields(base_preset, preset_held, "--set preset")
     try:
         base = make_config(cls.Config, held)
     except ConfigError as err:
@@ -90,10 +93,33 @@ def sweep_config(
         "name": f"{preset}-{method}-{objective}",
         "method": search,
         "metric": {"name": OBJECTIVES[objective], "goal": "minimize"},
-        "parameters": {**{k: {"value": v} for k, v in {**sweep, **held}.items()}, **space},
+        "parameters": {
+            **{k: {"value": v} for k, v in {**sweep, **held}.items()},
+            **{f"{PRESET_PREFIX}{k}": {"value": v} for k, v in preset_held.items()},
+            **space,
+        },
         "run_cap": trials,
         "command": list(COMMAND),
     }
+
+
+def _check_preset_fields(preset: Any, fields: dict[str, Any], where: str) -> None:
+    """A held preset field (``preset.truth: warped``: the task every trial is drawn from)
+    must be one the preset accepts; raises SweepConfigError naming it."""
+    if not fields:
+        return
+    try:
+        preset.with_overrides(fields, origin=where)
+    except (ValueError, KeyError, TypeError) as err:
+        raise SweepConfigError(" ".join(str(err).split())) from None
+
+
+def preset_fields(params: dict[str, Any]) -> dict[str, Any]:
+    """The held preset fields of a sweep's ``parameters`` (``{"truth": "warped"}``)."""
+    from udora.experiments.run.overrides import PRESET_PREFIX
+
+    return {k[len(PRESET_PREFIX) :]: spec.get("value") for k, spec in params.items()
+            if k.startswith(PRESET_PREFIX) and isinstance(spec, dict)}  # fmt: skip
 
 
 def _grid_ready(spec: dict[str, Any]) -> bool:
@@ -151,9 +177,17 @@ def load_sweep_config(path: str | Path) -> dict[str, Any]:
             raise SweepConfigError(f"{path}: parameters.{key} must be a fixed {{value: ...}}")
         fixed[key] = params[key]["value"]
     cls = methods.get_method_class(fixed["method"])
+    from udora.experiments.run.overrides import PRESET_PREFIX
     from udora.oracle.preset import load_preset
 
-    load_preset(fixed["preset"])
+    for key in params:
+        if key.startswith(PRESET_PREFIX) and not (
+            isinstance(params[key], dict) and "value" in params[key]
+        ):
+            raise SweepConfigError(f"{path}: parameters.{key} must be a fixed {{value: ...}} "
+                                   "(a preset field is held, never searched)")  # fmt: skip
+    held_preset = preset_fields(params)
+    _check_preset_fields(load_preset(fixed["preset"]), held_preset, f"{path}: parameters.preset")
     for key, check in (
         ("objective", check_objective),
         ("tuning_val_fraction", check_val_fraction),
@@ -168,7 +202,7 @@ def load_sweep_config(path: str | Path) -> dict[str, Any]:
             )
     valid = ", ".join(cls.Config.field_names())
     for key, spec in params.items():
-        if key in FIXED:
+        if key in FIXED or key.startswith(PRESET_PREFIX):
             continue
         if key not in cls.Config.model_fields:
             raise SweepConfigError(

@@ -62,14 +62,18 @@ def prepare(
     name = load_preset(preset).name
     target = tuned_path(out, name, method)
     cls = methods.get_method_class(method)
+    from udora.experiments.run.overrides import split_overrides
+
     held = dict(fixed or {})
-    if not {k: v for k, v in cls.Config().search_space().items() if k not in held}:
+    method_held, preset_held = split_overrides(held)
+    if not {k: v for k, v in cls.Config().search_space().items() if k not in method_held}:
         from udora.methods.base import make_config
 
-        default = make_config(cls.Config, held).to_dict()
+        default = make_config(cls.Config, method_held).to_dict()
         data = {"preset": name, "method": method, "tuned": False,
                 "note": "no tunable parameters: the default config",
-                "config": held, "default_config": default}  # fmt: skip
+                "config": method_held, "default_config": default,
+                **({"preset_fields": preset_held} if preset_held else {})}  # fmt: skip
         _write_yaml(target, data)
         return target, data, None
     config = sc.sweep_config(
@@ -93,7 +97,7 @@ def finish(
     params = config["parameters"]
     objective = params["objective"]["value"]
     best = summary.best
-    searched = set(params) - set(sc.FIXED)
+    searched = {k for k in params if k not in sc.FIXED and not k.startswith("preset.")}
     method = params["method"]["value"]
     sweep_file = sweep_file or Path(summary.folder).parent / f"{target.parent.name}-{method}.yaml"
     data = {
@@ -240,8 +244,9 @@ def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str
 def protocol_of(config: dict[str, Any]) -> dict[str, Any]:
     """The tuning protocol of a sweep config: what is the same for every preset it tunes.
 
-    ``{"search", "trials", "objective", "seed", "tuning_val_fraction"}`` and ``fixed``
-    (the method fields held at a value, when any); a tuned run's
+    ``{"search", "trials", "objective", "seed", "tuning_val_fraction"}``, ``fixed``
+    (the method fields held at a value, when any) and ``preset`` (the preset fields the
+    trials' tasks held, ``{"truth": "warped"}``, when any); a tuned run's
     config in the report is its method under this protocol (``method@tuned``), since its
     values differ per preset by design.
     """
@@ -252,7 +257,9 @@ def protocol_of(config: dict[str, Any]) -> dict[str, Any]:
         return spec.get("value", default) if isinstance(spec, dict) else default
 
     held = {k: spec["value"] for k, spec in params.items()
-            if isinstance(spec, dict) and "value" in spec and k not in sc.FIXED}  # fmt: skip
+            if isinstance(spec, dict) and "value" in spec and k not in sc.FIXED
+            and not k.startswith("preset.")}  # fmt: skip
+    preset = sc.preset_fields(params)
     return {
         "search": config.get("method"),
         "trials": config.get("run_cap"),
@@ -260,6 +267,7 @@ def protocol_of(config: dict[str, Any]) -> dict[str, Any]:
         "seed": fixed("seed", 0),
         "tuning_val_fraction": fixed("tuning_val_fraction", fixed("val_fraction", None)),
         **({"fixed": held} if held else {}),
+        **({"preset": preset} if preset else {}),
     }
 
 
@@ -293,3 +301,21 @@ def tuned_configs(tuned: str | Path, presets: list[str], methods: list[str]):
                 }
             sources[(preset, method)] = tuned_source(found)
     return configs, sources, missing
+
+
+def check_tuned_preset_fields(
+    sources: dict[tuple[str, str], dict[str, Any]], preset_over: dict[str, Any]
+) -> None:
+    """``bench --tuned``: a config tuned on tasks with a preset field held (a ground-truth
+    family) runs only on tasks with that field at the same value; raises UsageError
+    naming the file, the field and both values."""
+    from udora.experiments.run.checks import UsageError
+
+    for (_, _), source in sorted(sources.items()):
+        for key, value in sorted((source.get("preset_fields") or {}).items()):
+            if preset_over.get(key) != value:
+                have = (f"have --set preset.{key}={preset_over[key]}" if key in preset_over
+                        else f"keep the preset's own {key}")  # fmt: skip
+                raise UsageError(f"--tuned: {source['path']} was tuned with --set "
+                                 f"preset.{key}={value}; these runs {have} (give --set "
+                                 f"preset.{key}={value})")  # fmt: skip
