@@ -129,7 +129,7 @@ def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], o
     if tuned is None:
         return None, None
     from udora.experiments.run.overrides import split_overrides
-    from udora.experiments.tuning.tune import check_tuned_preset_fields, tuned_configs
+    from udora.experiments.tuning.tuned_files import check_tuned_preset_fields, tuned_configs
 
     configs, sources, missing = tuned_configs(tuned, presets, methods)
     check_tuned_preset_fields(sources, split_overrides(over)[1])

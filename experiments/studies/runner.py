@@ -53,7 +53,8 @@ def run_study(
         runs = study_runs(study, data_dir, origin=origin)
         return run_grid(runs, out, data_dir=data_dir, console=console, wait_lock=wait_lock,
                         executor=executor)  # fmt: skip
-    from udora.experiments.tuning.tune import tune_many, tuned_configs
+    from udora.experiments.tuning.tune import tune_many
+    from udora.experiments.tuning.tuned_files import tuned_configs
 
     presets = study.preset_names()
     pairs = [(p, m) for p in presets for m in study.methods]
