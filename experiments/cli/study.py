@@ -156,6 +156,13 @@ def robustness_cmd(
         str, typer.Option(help="Seeds of every other ranking (comma-separated).")
     ] = "0,1",
     boot: Annotated[int, typer.Option(help="Bootstrap draws of presets.")] = 2000,
+    page: Annotated[
+        str,
+        typer.Option(
+            help="The page's name: DOCS/PAGE.md, its figure and its runs' table "
+            "(robustness_tuned for the tuned study)."
+        ),
+    ] = "robustness",
 ) -> None:
     """Write DOCS/robustness.md: Kendall's tau between the GP's method rankings and each
     other ground-truth family's, beside the GP-vs-GP ceiling, and the rank shifts."""
@@ -170,5 +177,8 @@ def robustness_cmd(
             shared = sorted(set(ref) & set(other))
             raise ValueError(f"--reference-seeds and --other-seeds share seeds {shared}: "
                              "the ceiling needs disjoint sets")  # fmt: skip
-        path = write_robustness_page(results, docs, ref, other, boot)
+        if not page.replace("_", "").replace("-", "").isalnum():
+            raise ValueError(f"--page: expected a plain file name (letters, digits, _ or -), "
+                             f"got {page!r}")  # fmt: skip
+        path = write_robustness_page(results, docs, ref, other, boot, page)
     console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)

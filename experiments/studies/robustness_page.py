@@ -1,4 +1,5 @@
-"""docs/robustness.md from a ground-truth study's results folder (``udora robustness``).
+"""docs/robustness.md from a ground-truth study's results folder (``udora robustness``);
+its files (the runs' table, the commands) are :mod:`udora.experiments.studies.robustness_files`.
 
 The statistics are :mod:`udora.experiments.studies.robustness`; this module writes them as
 a page with the rank-shift figure, the paper's conclusions checked family by family, and
@@ -14,8 +15,17 @@ import pandas as pd
 
 from udora.experiments.results.figures import save_figure
 from udora.experiments.results.sections import markdown_table as _frame_table
-from udora.experiments.results.store import load_runs
 from udora.experiments.studies.robustness import GP, family_of, rank_matrix, robustness
+from udora.experiments.studies.robustness_files import (
+    PAGE,
+    csv,
+    how_lines,
+    is_tuned,
+    load_study_runs,
+    source_name,
+    table_path,
+    write_table,
+)
 
 # The source paper's conclusions about methods that a ranking can test (§5 and §7): a
 # statement, its methods, and what "holds" means for their mean EU rank among M methods.
@@ -68,8 +78,8 @@ def _tau_lines(taus: pd.DataFrame, families: list[str]) -> list[str]:
     return markdown_table(head, rows)
 
 
-def _shift_figure(shifts: pd.DataFrame, families: list[str], docs: Path, seeds: list[int]
-                  ) -> str | None:  # fmt: skip
+def _shift_figure(shifts: pd.DataFrame, families: list[str], docs: Path, seeds: list[int],
+                  page: str) -> str | None:  # fmt: skip
     import matplotlib.pyplot as plt
 
     eu = shifts[shifts["metric"] == "EU Spearman"].sort_values("rank_gp")
@@ -87,38 +97,28 @@ def _shift_figure(shifts: pd.DataFrame, families: list[str], docs: Path, seeds: 
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
-    save_figure(fig, docs / "img" / "robustness_eu_ranks")
+    save_figure(fig, docs / "img" / f"{page}_eu_ranks")
     plt.close(fig)
-    return "img/robustness_eu_ranks.png"
+    return f"img/{page}_eu_ranks.png"
 
 
-TABLE = Path("data") / "robustness_runs.parquet"  # under the docs folder
-
-
-def load_study(results: str | Path) -> pd.DataFrame:
-    """The study's runs, one row each: read from a results folder (as ``udora report``
-    reads it) or from the table a page was generated from (``docs/data/...parquet``)."""
-    results = Path(results)
-    if results.is_file():
-        if results.suffix != ".parquet":
-            raise ValueError(f"{results}: expected the study's results folder or the "
-                             ".parquet table a robustness page wrote")  # fmt: skip
-        return pd.read_parquet(results)
-    table, _ = load_runs(results)
-    return table
-
-
-def write_robustness_page(results: str | Path, docs: str | Path, reference_seeds=(2, 3),
-                          other_seeds=(0, 1), n_boot: int = 2000) -> Path:  # fmt: skip
-    """Write ``docs/robustness.md`` (and its figure) from the study in ``results`` (a
+def write_robustness_page(
+    results: str | Path,
+    docs: str | Path,
+    reference_seeds=(2, 3),
+    other_seeds=(0, 1),
+    n_boot: int = 2000,
+    page: str = PAGE,
+) -> Path:
+    """Write ``docs/<page>.md`` (and its figure) from the study in ``results`` (a
     results folder or the page's own table). From a folder it also writes the runs'
-    table, ``docs/data/robustness_runs.parquet`` (every column but the run folder's
-    path), from which the page regenerates without the folder."""
-    table = load_study(results)
+    table, ``docs/data/<page>_runs.parquet`` (every column but the run folder's path),
+    from which the page regenerates without the folder."""
+    table = load_study_runs(results)
     docs = Path(docs)
     (docs / "img").mkdir(parents=True, exist_ok=True)
     if Path(results).is_dir():
-        _write_table(table.drop(columns=["run_dir"], errors="ignore"), docs / TABLE)
+        write_table(table.drop(columns=["run_dir"], errors="ignore"), docs / table_path(page))
     fam = family_of(table)
     families = [f for f in sorted(fam.unique()) if f != GP]
     if not families:
@@ -129,15 +129,21 @@ def write_robustness_page(results: str | Path, docs: str | Path, reference_seeds
         raise ValueError(f"{results}: the GP has no complete ranking at seeds "
                          f"{list(reference_seeds)} and {list(other_seeds)}")  # fmt: skip
     ok = table["status"] == "ok"
+    tuned = is_tuned(table)
+    configs = ("tuned configs (each family's own: `udora tune --set preset.truth=FAMILY` on "
+               "the validation split of a tuning seed that is never scored)" if tuned
+               else "their default configs")  # fmt: skip
+    page_opt = "" if page == PAGE else f" --page {page}"
     lines = [
-        "# Beyond one prior: do the rankings survive other ground truths?",
+        "# Beyond one prior: do the rankings survive other ground truths?"
+        + (" (tuned configs)" if tuned else ""),
         "",
-        f"Generated by `udora robustness {_source(results, docs)} --docs docs "
-        f"--reference-seeds {_csv(reference_seeds)} --other-seeds {_csv(other_seeds)}` "
-        f"(the study's folder, or its runs' table `{TABLE.as_posix()}` beside this page, "
-        f"which regenerates the page without the folder) from {len(table)} "
+        f"Generated by `udora robustness {source_name(results, docs, page)} --docs docs{page_opt} "
+        f"--reference-seeds {csv(reference_seeds)} --other-seeds {csv(other_seeds)}` "
+        f"(the study's folder, or its runs' table `{table_path(page).as_posix()}` beside "
+        f"this page, which regenerates the page without the folder) from {len(table)} "
         f"runs ({int(ok.sum())} ok, {int((~ok).sum())} failed): {table['preset'].nunique()} "
-        f"presets, {table['method'].nunique()} methods at their default configs, the "
+        f"presets, {table['method'].nunique()} methods at {configs}, the "
         f"families {', '.join([GP, *families])}. The GP is ranked at seeds "
         f"{list(reference_seeds)} (the reference) and {list(other_seeds)}; every other "
         f"family at {list(other_seeds)}. How the study was run: the end of this page.",
@@ -154,7 +160,7 @@ def write_robustness_page(results: str | Path, docs: str | Path, reference_seeds
         *_tau_lines(taus, families),
         "",
     ]
-    figure = _shift_figure(shifts, families, docs, list(other_seeds))
+    figure = _shift_figure(shifts, families, docs, list(other_seeds), page)
     eu = shifts[shifts["metric"] == "EU Spearman"].sort_values("rank_gp")
     if not eu.empty:
         lines += [
@@ -182,8 +188,8 @@ def write_robustness_page(results: str | Path, docs: str | Path, reference_seeds
         rows = [[f, r.preset, r.method, str(r.seed), str(r.error).splitlines()[0][:160]]
                 for f, r in zip(fam[~ok], failed.itertuples(index=False), strict=True)]  # fmt: skip
         lines += [*markdown_table(["family", "preset", "method", "seed", "error"], rows), ""]
-    lines += _how_lines(table, reference_seeds, other_seeds)
-    path = docs / "robustness.md"
+    lines += how_lines(table, reference_seeds, other_seeds, families, tuned, page)
+    path = docs / f"{page}.md"
     path.write_text("\n".join(lines))
     return path
 
@@ -217,53 +223,5 @@ def _paper_lines(table: pd.DataFrame, families: list[str], seeds) -> list[str]:
         "mean EU ranks (out of the methods ranked) and the rule it is checked by.",
         "",
         *markdown_table(["statement", "rule", *columns], rows),
-        "",
-    ]
-
-
-def _write_table(table: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    table.reset_index(drop=True).to_parquet(tmp, index=False)
-    tmp.replace(path)
-
-
-def _source(results: str | Path, docs: Path) -> str:
-    """How the page names its input: the folder's name, or the table's path from the
-    repository root (``docs/data/...``) when the page was regenerated from it."""
-    results = Path(results)
-    if results.is_dir():
-        return results.name
-    return (
-        (Path(docs.name) / TABLE).as_posix()
-        if results.resolve() == (docs / TABLE).resolve()
-        else results.name
-    )
-
-
-def _csv(seeds) -> str:
-    return ",".join(str(s) for s in seeds)
-
-
-def _how_lines(table: pd.DataFrame, reference_seeds, other_seeds) -> list[str]:
-    methods = ",".join(sorted(table["method"].unique()))
-    presets = ",".join(sorted(table["preset"].unique()))
-    return [
-        "## How the study was run",
-        "",
-        'The families and their parameters are in docs/design.md ("Ground-truth '
-        'families"); `gp_oracle` receives the fitted GP prior under every family. The '
-        "shipped `truth` study runs every method at its default config on the held-out "
-        f"suite under the three families at seeds {_csv(other_seeds)}; the GP's "
-        f"reference ranking adds seeds {_csv(reference_seeds)}:",
-        "",
-        "    udora ablate truth --jobs 2 --out truth-study",
-        f"    udora bench --presets {presets} --methods {methods} \\",
-        f"        --seeds {_csv(reference_seeds)} --jobs 2 --out truth-study",
-        "    udora robustness truth-study --docs docs",
-        "",
-        f"The last command also writes `docs/{TABLE.as_posix()}`; "
-        f"`udora robustness docs/{TABLE.as_posix()} --docs docs` regenerates this page "
-        "from it.",
         "",
     ]

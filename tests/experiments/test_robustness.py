@@ -111,13 +111,27 @@ def test_the_page_end_to_end_from_a_small_study(tmp_path):
 
 
 def test_the_page_reads_a_folder_or_its_parquet_table_and_nothing_else(tmp_path):
-    from udora.experiments.studies.robustness_page import load_study
+    from udora.experiments.studies.robustness_files import load_study_runs as load_study
 
     (csv := tmp_path / "runs.csv").write_text("preset,method\n")
     with pytest.raises(ValueError, match=r"runs\.csv: expected the study's results folder"):
         load_study(csv)
     _table({"gp": METHODS}).to_parquet(tmp_path / "t.parquet")
     assert len(load_study(tmp_path / "t.parquet")) == 4 * 2 * len(METHODS)
+
+
+def test_a_tuned_study_says_so_and_lists_the_tuning_commands():
+    from udora.experiments.studies.robustness_files import how_lines, is_tuned
+
+    plain = _table({"gp": METHODS, "warped": METHODS})
+    tuned = plain.assign(config=plain["method"] + "@tuned")
+    assert not is_tuned(plain) and is_tuned(tuned)
+    text = "\n".join(how_lines(tuned, (2, 3), (0, 1), ["warped"], True, "robustness_tuned"))
+    assert "--set preset.truth=warped --out tuned-warped" in text
+    assert "--tuned tuned-warped --set preset.truth=warped --out truth-tuned" in text
+    assert "--seeds 0,1,2,3 --jobs 2 --tuned release/tuned" in text
+    assert "udora robustness docs/data/robustness_tuned_runs.parquet --docs docs --page " in text
+    assert "ablate" not in text
 
 
 def test_family_variants_never_pool():
