@@ -53,8 +53,9 @@ def run_study(
         runs = study_runs(study, data_dir, origin=origin)
         return run_grid(runs, out, data_dir=data_dir, console=console, wait_lock=wait_lock,
                         executor=executor)  # fmt: skip
+    from udora.experiments.run.overrides import split_overrides
     from udora.experiments.tuning.tune import tune_many
-    from udora.experiments.tuning.tuned_files import tuned_configs
+    from udora.experiments.tuning.tuned_files import check_tuned_preset_fields, tuned_configs
 
     presets = study.preset_names()
     pairs = [(p, m) for p in presets for m in study.methods]
@@ -81,6 +82,7 @@ def run_study(
             total.interrupted = True
             return total
         configs, sources, _ = tuned_configs(folder, presets, study.methods)
+        check_tuned_preset_fields(sources, split_overrides(held)[1])  # holds by construction
         runs = make_grid(presets, study.methods, study.seeds, held, data_dir=data_dir,
                          tuned=configs)  # fmt: skip
         _add(total, run_grid(runs, out, data_dir=data_dir, console=console,

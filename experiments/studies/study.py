@@ -100,8 +100,6 @@ class Study(BaseModel):
                 )
             if not set(self.level_values()) <= {"nll", "rmse"}:
                 raise ValueError(f"tuning.objective levels are nll and rmse, got {self.levels}")
-        if self.tune is not None and self.factor.startswith("preset."):
-            raise ValueError("tune: a tuned study's factor must be a method field")
         if self.factor in self.set:
             raise ValueError(f"set: {self.factor!r} is the factor; it cannot also be fixed")
         if self.scale in ("log2", "linear"):

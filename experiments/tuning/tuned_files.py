@@ -1,6 +1,7 @@
 """What ``udora bench --tuned`` reads: the tuned files ``udora tune`` writes
 (``<out>/<preset>/<method>.yaml``), their tuning protocol, and the preset fields their
-trials held, which a run must hold too (docs/tuning.md)."""
+trials held, which a run must hold too (docs/running.md, "Tuning under another ground
+truth")."""
 
 from __future__ import annotations
 

@@ -214,9 +214,6 @@ def test_tuned_study_errors():
     with pytest.raises(ValueError, match=r"tuning\.objective levels are nll and rmse"):
         load_study_dict({**base, "factor": "tuning.objective", "levels": ["nll", "mae"],
                          "tune": {"trials": 2}})  # fmt: skip
-    with pytest.raises(ValueError, match="a tuned study's factor must be a method field"):
-        load_study_dict({**base, "factor": "preset.n_train", "levels": [20, 30],
-                         "tune": {"trials": 2}})  # fmt: skip
 
 
 def load_study_dict(data):
@@ -273,6 +270,35 @@ def test_a_tuned_study_tunes_every_level_then_reports_it(tiny_preset, tmp_path):
     assert report.exit_code == 0, report.output
     text = (out / "report" / "report.md").read_text()
     assert "## Ablation: objective" in text and "rmse - nll: mean" in text
+
+
+@pytest.mark.slow
+def test_a_preset_factor_is_tuned_level_by_level_with_the_field_held(tiny_preset, tmp_path):
+    """preset.truth at gp and warped with a tune block: each level's trials hold its
+    family, its tuned files record it, and its runs are drawn under it."""
+    from udora.experiments.results.store import load_runs
+
+    path, data = tiny_preset
+    study = {"name": "truths", "factor": "preset.truth", "levels": ["gp", "warped"],
+             "presets": [str(path)], "methods": ["blr", "gp_oracle"], "seeds": [0],
+             "tune": {"trials": 2}}  # fmt: skip
+    file = tmp_path / "truths.yaml"
+    file.write_text(yaml.safe_dump(study))
+    out = tmp_path / "abl"
+    result = runner.invoke(app, ["ablate", str(file), "--data-dir", str(data), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    for level in ("gp", "warped"):
+        tuned = yaml.safe_load((out / "tuned" / level / "tiny" / "blr.yaml").read_text())
+        assert tuned["protocol"]["preset"] == {"truth": level}
+        assert not any(k.startswith("preset.") for k in tuned["config"])
+        trials = [
+            json.loads(p.read_text())
+            for p in (out / "tuned" / level / "sweeps").glob("*/trial-*/trial.json")
+        ]
+        assert len(trials) == 2 and {t["overrides"]["preset.truth"] for t in trials} == {level}
+    table, _ = load_runs(out)
+    blr = table[table["method"] == "blr"]
+    assert sorted(blr["preset.truth"]) == ["gp", "warped"] and blr["config"].nunique() == 2
 
 
 def test_factor_study_can_tune_and_drops_the_suite_for_presets(tmp_path):
