@@ -36,9 +36,17 @@ def load_study_runs(results: str | Path) -> pd.DataFrame:
 
 
 def write_table(table: pd.DataFrame, path: Path) -> None:
+    """Write the runs' table to ``path`` atomically, without this machine's paths: the run
+    folder's column is dropped and a tuned file keeps ``<tuned folder>/<preset>/<file>``."""
+    table = table.drop(columns=["run_dir"], errors="ignore").reset_index(drop=True)
+    if "tuned_file" in table:
+        table["tuned_file"] = [
+            None if not isinstance(v, str) else "/".join(Path(v).parts[-3:])
+            for v in table["tuned_file"]
+        ]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    table.reset_index(drop=True).to_parquet(tmp, index=False)
+    table.to_parquet(tmp, index=False)
     tmp.replace(path)
 
 
@@ -88,7 +96,9 @@ def how_lines(table: pd.DataFrame, reference_seeds, other_seeds, families: list[
                 "trials, validation NLL, tuning seed 100, never scored), with the family "
                 "held in every trial's task; the GP's configs are the release's "
                 "(`release/tuned`, tuned the same way under the GP). Then each family is "
-                f"scored at seeds {csv(other_seeds)} and the GP at {seeds}:")  # fmt: skip
+                f"scored at seeds {csv(other_seeds)} and the GP at {seeds}. The families' "
+                "tuned files are kept in `docs/data/tuned/<family>/` (their sweeps' trial "
+                "records are not):")  # fmt: skip
     else:
         commands = [
             "    udora ablate truth --jobs 2 --out truth-study",

@@ -118,7 +118,7 @@ def write_robustness_page(
     docs = Path(docs)
     (docs / "img").mkdir(parents=True, exist_ok=True)
     if Path(results).is_dir():
-        write_table(table.drop(columns=["run_dir"], errors="ignore"), docs / table_path(page))
+        write_table(table, docs / table_path(page))
     fam = family_of(table)
     families = [f for f in sorted(fam.unique()) if f != GP]
     if not families:

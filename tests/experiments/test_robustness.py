@@ -120,6 +120,19 @@ def test_the_page_reads_a_folder_or_its_parquet_table_and_nothing_else(tmp_path)
     assert len(load_study(tmp_path / "t.parquet")) == 4 * 2 * len(METHODS)
 
 
+def test_the_shipped_table_holds_no_machine_path(tmp_path):
+    from udora.experiments.studies.robustness_files import write_table
+
+    table = _table({"gp": METHODS}).assign(
+        run_dir="/home/me/study/a/blr/h/seed-0", tuned_file="/home/me/tuned-warped/a/blr.yaml"
+    )
+    table.loc[0, "tuned_file"] = None
+    write_table(table, tmp_path / "t.parquet")
+    back = pd.read_parquet(tmp_path / "t.parquet")
+    assert "run_dir" not in back and back["tuned_file"].iloc[0] is None
+    assert set(back["tuned_file"].iloc[1:]) == {"tuned-warped/a/blr.yaml"}
+
+
 def test_a_tuned_study_says_so_and_lists_the_tuning_commands():
     from udora.experiments.studies.robustness_files import how_lines, is_tuned
 
