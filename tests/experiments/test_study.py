@@ -241,6 +241,21 @@ def test_tune_holds_a_field_and_records_it_in_the_protocol(tiny_preset, tmp_path
     assert len(trials) == 3 and all(t["config"]["fit_intercept"] is False for t in trials)
 
 
+def _tuned_study(tiny_preset, tmp_path, name, factor, levels, seeds, trials):
+    """Run a study of blr and gp_oracle on the tiny preset, tuned at every level; (its
+    results folder, the CLI result)."""
+    path, data = tiny_preset
+    study = {"name": name, "factor": factor, "levels": levels, "presets": [str(path)],
+             "methods": ["blr", "gp_oracle"], "seeds": seeds,
+             "tune": {"trials": trials}}  # fmt: skip
+    file = tmp_path / f"{name}.yaml"
+    file.write_text(yaml.safe_dump(study))
+    out = tmp_path / "abl"
+    result = runner.invoke(app, ["ablate", str(file), "--data-dir", str(data), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out, result
+
+
 @pytest.mark.slow
 def test_a_tuned_study_tunes_every_level_then_reports_it(tiny_preset, tmp_path):
     """tuning.objective at nll and rmse: a tune per level, then each level's tuned refits,
@@ -248,15 +263,8 @@ def test_a_tuned_study_tunes_every_level_then_reports_it(tiny_preset, tmp_path):
     from udora.experiments.results.store import load_runs
     from udora.experiments.studies.section import study_table
 
-    path, data = tiny_preset
-    study = {"name": "objective", "factor": "tuning.objective", "levels": ["nll", "rmse"],
-             "presets": [str(path)], "methods": ["blr", "gp_oracle"], "seeds": [0, 1],
-             "tune": {"trials": 3}}  # fmt: skip
-    file = tmp_path / "objective.yaml"
-    file.write_text(yaml.safe_dump(study))
-    out = tmp_path / "abl"
-    result = runner.invoke(app, ["ablate", str(file), "--data-dir", str(data), "--out", str(out)])
-    assert result.exit_code == 0, result.output
+    out, result = _tuned_study(tiny_preset, tmp_path, "objective", "tuning.objective",
+                               ["nll", "rmse"], seeds=[0, 1], trials=3)  # fmt: skip
     assert "8 runs, tuned per level (3 trials)" in result.output
     for level, metric in (("nll", "val_nll"), ("rmse", "val_rmse")):
         tuned = yaml.safe_load((out / "tuned" / level / "tiny" / "blr.yaml").read_text())
@@ -278,15 +286,8 @@ def test_a_preset_factor_is_tuned_level_by_level_with_the_field_held(tiny_preset
     family, its tuned files record it, and its runs are drawn under it."""
     from udora.experiments.results.store import load_runs
 
-    path, data = tiny_preset
-    study = {"name": "truths", "factor": "preset.truth", "levels": ["gp", "warped"],
-             "presets": [str(path)], "methods": ["blr", "gp_oracle"], "seeds": [0],
-             "tune": {"trials": 2}}  # fmt: skip
-    file = tmp_path / "truths.yaml"
-    file.write_text(yaml.safe_dump(study))
-    out = tmp_path / "abl"
-    result = runner.invoke(app, ["ablate", str(file), "--data-dir", str(data), "--out", str(out)])
-    assert result.exit_code == 0, result.output
+    out, _ = _tuned_study(tiny_preset, tmp_path, "truths", "preset.truth", ["gp", "warped"],
+                          seeds=[0], trials=2)  # fmt: skip
     for level in ("gp", "warped"):
         tuned = yaml.safe_load((out / "tuned" / level / "tiny" / "blr.yaml").read_text())
         assert tuned["protocol"]["preset"] == {"truth": level}

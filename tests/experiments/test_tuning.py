@@ -78,28 +78,15 @@ def test_trial_objective_ignores_every_oracle_array(tiny_preset):
 def test_trial_oracle_metrics_match_a_dense_posterior_on_the_fit_part(tiny_preset):
     """The analysis-only oracle metrics of a trial, against a textbook numpy GP posterior
     conditioned on the fit part, and scipy's Spearman."""
-    from udora.oracle.task import build_task
+    from dense_gp import dense_fit_part_posterior
 
-    def rbf(A, B):  # the tiny preset's one component, written out
-        (spec,) = task.prior.kernel
-        ell = np.asarray(spec["lengthscale"], dtype=float)
-        sq = (((A[:, None, :] - B[None, :, :]) / ell) ** 2).sum(-1)
-        return spec["variance"] * np.exp(-0.5 * sq)
+    from udora.oracle.task import build_task
 
     path, data = tiny_preset
     task = build_task(str(path), 0, data_dir=data)
     result = tuning.trial_on_task(task, "blr", 0, {"alpha": 0.3})
     metrics = tuning.trial_oracle_metrics(task, result)
-    prior, std = task.prior, task.prior.standardiser
-    Z, Zs = std.x(task.X), std.x(task.X_train[result.fit_idx])
-    ys = std.y(np.asarray(task.y_train)[result.fit_idx])
-    noise_sd = prior.noise_std(task.X_train[result.fit_idx]) / std.y_sd
-    A = rbf(Zs, Zs) + np.diag(noise_sd**2)
-    K_xs = rbf(Z, Zs)
-    m = prior.mean_value
-    post_mean = std.mean_back(m + K_xs @ np.linalg.solve(A, ys - m))
-    prior_var = np.diag(rbf(Z, Z))
-    post_var = std.var_back(prior_var - np.sum(K_xs * np.linalg.solve(A, K_xs.T).T, axis=1))
+    post_mean, post_var = dense_fit_part_posterior(task, result.fit_idx)
     pred = result.model.predict(task.X)
     eu_target = post_var + (pred.mean - post_mean) ** 2
     expected = stats.spearmanr(pred.epistemic, eu_target).statistic

@@ -10,13 +10,13 @@ import json
 import numpy as np
 import pytest
 import yaml
+from dense_gp import dense_fit_part_posterior
 from scipy import stats
 from typer.testing import CliRunner
 
 from udora.experiments.cli.main import app
 from udora.experiments.tuning import protocol as tuning
 from udora.experiments.tuning import sweep_file as sc
-from udora.oracle.truths import warp
 
 runner = CliRunner()
 
@@ -28,35 +28,14 @@ def test_a_warped_trial_is_scored_against_the_warped_posterior_of_its_fit_part(t
     task = result.task
     assert task.preset.truth.family == "warped"
     metrics = tuning.trial_oracle_metrics(task, result)
-    (spec,) = task.prior.kernel  # the tiny preset's one RBF component, written out
-    a, ell = task.preset.truth.warp, np.asarray(spec["lengthscale"], dtype=float)
-
-    def rbf(A, B):
-        sq = (((warp(A, a)[:, None, :] - warp(B, a)[None, :, :]) / ell) ** 2).sum(-1)
-        return spec["variance"] * np.exp(-0.5 * sq)
-
-    prior, std = task.prior, task.prior.standardiser
-    Z, Zs = std.x(task.X), std.x(task.X_train[result.fit_idx])
-    ys = std.y(np.asarray(task.y_train)[result.fit_idx])
-    noise_sd = prior.noise_std(task.X_train[result.fit_idx]) / std.y_sd
-    A = rbf(Zs, Zs) + np.diag(noise_sd**2)
-    K_xs = rbf(Z, Zs)
-    m = prior.mean_value
-    post_mean = std.mean_back(m + K_xs @ np.linalg.solve(A, ys - m))
-    post_var = std.var_back(np.diag(rbf(Z, Z)) - np.sum(K_xs * np.linalg.solve(A, K_xs.T).T, 1))
+    post_mean, post_var = dense_fit_part_posterior(task, result.fit_idx, task.preset.truth.warp)
     pred = result.model.predict(task.X)
     eu_target = post_var + (pred.mean - post_mean) ** 2
     expected = stats.spearmanr(pred.epistemic, eu_target).statistic
     assert metrics["spearman_eu"] == pytest.approx(expected, abs=1e-9)
     # the GP's posterior of the same fit part is another target: the family is used
-    gp_mean = std.mean_back(m + rbf_plain(Z, Zs, spec) @ np.linalg.solve(
-        rbf_plain(Zs, Zs, spec) + np.diag(noise_sd**2), ys - m))  # fmt: skip
+    gp_mean, _ = dense_fit_part_posterior(task, result.fit_idx)
     assert np.max(np.abs(gp_mean - post_mean)) > 1e-3 * np.std(post_mean)
-
-
-def rbf_plain(A, B, spec):
-    ell = np.asarray(spec["lengthscale"], dtype=float)
-    return spec["variance"] * np.exp(-0.5 * (((A[:, None] - B[None]) / ell) ** 2).sum(-1))
 
 
 @pytest.mark.parametrize("family", ["gp", "warped", "features"])
