@@ -37,9 +37,18 @@ def measure(preset: str, method: str, draws: int, scale: int, quick: bool) -> di
         raise RuntimeError(f"{method} M={draws} K={scale}: {record['error']}")
     t = record["timings"]
     each = record["reference_seconds"]
-    return {"method": method, "draws": draws, "scale": scale, "wall": wall, "fit": t["fit"],
-            "posterior_draws": t["draws"], "references": t["references"], "first": each[0],
-            "per_draw": float(np.median(each[1:])), "normalised": record["normalised"]}  # fmt: skip
+    return {
+        "method": method,
+        "draws": draws,
+        "scale": scale,
+        "wall": wall,
+        "fit": t["fit"],
+        "posterior_draws": t["draws"],
+        "references": t["references"],
+        "first": each[0],
+        "per_draw": float(np.median(each[1:])),
+        "normalised": record["normalised"],
+    }
 
 
 def slope(x: list[float], y: list[float]) -> float:
@@ -59,16 +68,20 @@ def main() -> None:
     scales = sorted(map(int, args.scales.split(",")))
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    print(f"{'method':<14} {'M':>3} {'K':>3} {'fit s':>7} {'draws s':>8} {'refs s':>8} "
-          f"{'first s':>8} {'later s':>8}")  # fmt: skip
+    print(
+        f"{'method':<14} {'M':>3} {'K':>3} {'fit s':>7} {'draws s':>8} {'refs s':>8} "
+        f"{'first s':>8} {'later s':>8}"
+    )
     for method in args.methods.split(","):
         grid = [(draws[0], k) for k in scales] + [(m, scales[0]) for m in draws[1:]]
         for m, k in grid:
             r = measure(args.preset, method, m, k, args.quick)
             rows.append(r)
-            print(f"{method:<14} {m:>3} {k:>3} {r['fit']:7.2f} {r['posterior_draws']:8.2f} "
-                  f"{r['references']:8.2f} {r['first']:8.2f} {r['per_draw']:8.2f}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{method:<14} {m:>3} {k:>3} {r['fit']:7.2f} {r['posterior_draws']:8.2f} "
+                f"{r['references']:8.2f} {r['first']:8.2f} {r['per_draw']:8.2f}",
+                flush=True,
+            )
     for method in args.methods.split(","):
         in_k = [r for r in rows if r["method"] == method and r["draws"] == draws[0]]
         in_m = [r for r in rows if r["method"] == method and r["scale"] == scales[0]]

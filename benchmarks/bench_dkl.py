@@ -97,8 +97,10 @@ def main() -> None:
             model.fit(X, y, seed=0).predict(X_test)
             wall = time.perf_counter() - t0
             spent = _compile_seconds()
-            print(f"  n_steps {steps:5d} ({attempt}): {wall:6.1f} s, of which compile "
-                  f"{spent:5.1f} s; {1e3 * (wall - spent) / steps:5.1f} ms per step")  # fmt: skip
+            print(
+                f"  n_steps {steps:5d} ({attempt}): {wall:6.1f} s, of which compile "
+                f"{spent:5.1f} s; {1e3 * (wall - spent) / steps:5.1f} ms per step"
+            )
 
 
 if __name__ == "__main__":

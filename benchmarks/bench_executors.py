@@ -96,8 +96,11 @@ def main() -> None:
     for name, ref in pairs:
         other, base = found[name], found[ref]
         same = sorted(other) == sorted(base)
-        gaps = [np.abs(other[k] - base[k]) / np.maximum(np.abs(base[k]), 1e-12)
-                for k in base if k in other]  # fmt: skip
+        gaps = [
+            np.abs(other[k] - base[k]) / np.maximum(np.abs(base[k]), 1e-12)
+            for k in base
+            if k in other
+        ]
         worst = max((float(np.nanmax(g, initial=0.0)) for g in gaps), default=float("nan"))
         equal = sum(np.array_equal(other[k], base[k], equal_nan=True) for k in base if k in other)
         print(

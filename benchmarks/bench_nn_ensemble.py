@@ -68,8 +68,7 @@ def _measure(cache: str) -> dict:
     single, s_times, _ = compile_and_run(rows[:1], keys[:1])
 
     def ten_fits():
-        one = (single(*member_args(cfg, *args, rows[k : k + 1], keys[k : k + 1]))
-               for k in range(K))  # fmt: skip
+        one = (single(*member_args(cfg, *args, rows[k : k + 1], keys[k : k + 1])) for k in range(K))
         return list(one)
 
     s_times["train_s"] = _best_of(ten_fits)

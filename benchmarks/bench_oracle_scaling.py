@@ -57,8 +57,11 @@ def measure(preset: str, pool: int, train: int, timeout: float) -> dict:
     except subprocess.TimeoutExpired:
         return {"N": pool, "n": train, "error": f"timed out after {timeout:.0f} s"}
     if out.returncode != 0:
-        died = (f"killed by {signal.Signals(-out.returncode).name}" if out.returncode < 0
-                else f"exit {out.returncode}")  # fmt: skip
+        died = (
+            f"killed by {signal.Signals(-out.returncode).name}"
+            if out.returncode < 0
+            else f"exit {out.returncode}"
+        )
         tail = (out.stderr.strip().splitlines() or [died])[-1]
         return {"N": pool, "n": train, "error": tail}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -85,8 +88,7 @@ def fit_model(points: list[dict]) -> dict:
         if len(mine) >= 2:
             (n0, t0), (n1, t1) = mine[-2:]
             slopes[N] = float(np.log(t1 / t0) / np.log(n1 / n0))
-    return {"c": float(c), "d": float(d), "a": float(a), "b": float(b),
-            "exponent_in_n": slopes}  # fmt: skip
+    return {"c": float(c), "d": float(d), "a": float(a), "b": float(b), "exponent_in_n": slopes}
 
 
 def markdown_table(points: list[dict], model: dict) -> str:
@@ -96,10 +98,15 @@ def markdown_table(points: list[dict], model: dict) -> str:
         if "seconds" not in p:
             lines.append(f"| {p['N']:,} | {p['n']:,} | failed: {p['error']} | | |")
             continue
-        fitted = (model["c"] + model["d"] * p["N"] + model["a"] * p["n"] ** 3
-                  + model["b"] * p["N"] * p["n"] ** 2)  # fmt: skip
-        lines.append(f"| {p['N']:,} | {p['n']:,} | {p['seconds']:.1f} | {fitted:.1f} "
-                     f"| {p['peak_gb']:.2f} |")  # fmt: skip
+        fitted = (
+            model["c"]
+            + model["d"] * p["N"]
+            + model["a"] * p["n"] ** 3
+            + model["b"] * p["N"] * p["n"] ** 2
+        )
+        lines.append(
+            f"| {p['N']:,} | {p['n']:,} | {p['seconds']:.1f} | {fitted:.1f} | {p['peak_gb']:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -114,14 +121,17 @@ def figure(points: list[dict], model: dict, path: Path) -> None:
         mine = sorted((p["n"], p["seconds"]) for p in points if p["N"] == N and "seconds" in p)
         n = np.array([m[0] for m in mine], dtype=float)
         slope = model["exponent_in_n"].get(N, float("nan"))
-        (line,) = ax.loglog(n, [m[1] for m in mine], "o",
-                            label=f"N = {N:,} (last slope {slope:.2f})")  # fmt: skip
+        (line,) = ax.loglog(
+            n, [m[1] for m in mine], "o", label=f"N = {N:,} (last slope {slope:.2f})"
+        )
         grid = np.geomspace(n.min(), n.max(), 50)
         fitted = model["c"] + model["d"] * N + model["a"] * grid**3 + model["b"] * N * grid**2
         ax.loglog(grid, fitted, "-", color=line.get_color(), lw=1)
-    ax.set(title="Exact oracle build time (float64)\n"
-                 "points: measured; lines: c + d N + a n³ + b N n²",
-           xlabel="training points n", ylabel="seconds")  # fmt: skip
+    ax.set(
+        title="Exact oracle build time (float64)\npoints: measured; lines: c + d N + a n³ + b N n²",
+        xlabel="training points n",
+        ylabel="seconds",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=150)
@@ -154,19 +164,25 @@ def main() -> None:
         for train in (n for n in map(int, args.trains.split(",")) if n <= pool):
             point = measure(args.preset, pool, train, args.timeout)
             points.append(point)
-            shown = (f"{point['seconds']:9.1f} s {point['peak_gb']:6.2f} GB" if "seconds"
-                     in point else f"failed: {point['error']}")  # fmt: skip
+            shown = (
+                f"{point['seconds']:9.1f} s {point['peak_gb']:6.2f} GB"
+                if "seconds" in point
+                else f"failed: {point['error']}"
+            )
             print(f"N = {pool:>6}  n = {train:>6}  {shown}", flush=True)
     measured = {(p["N"], p["n"]) for p in points}
-    points = sorted([p for p in kept if (p["N"], p["n"]) not in measured] + points,
-                    key=lambda p: (p["N"], p["n"]))  # fmt: skip
+    points = sorted(
+        [p for p in kept if (p["N"], p["n"]) not in measured] + points,
+        key=lambda p: (p["N"], p["n"]),
+    )
     model = fit_model(points)
-    print(f"model: t = {model['c']:.2f} + {model['d']:.3e} N + {model['a']:.3e} n^3 + "
-          f"{model['b']:.3e} N n^2 (s)")  # fmt: skip
+    print(
+        f"model: t = {model['c']:.2f} + {model['d']:.3e} N + {model['a']:.3e} n^3 + "
+        f"{model['b']:.3e} N n^2 (s)"
+    )
     for N, slope in model["exponent_in_n"].items():
         print(f"N = {N}: log-log slope of t in n between its two largest n {slope:.2f}")
-    (args.out / "scaling.json").write_text(json.dumps({"points": points, "model": model},
-                                                      indent=1))  # fmt: skip
+    (args.out / "scaling.json").write_text(json.dumps({"points": points, "model": model}, indent=1))
     rows = ["N,n,seconds,peak_gb,error"] + [
         f"{p['N']},{p['n']},{p.get('seconds', '')},{p.get('peak_gb', '')},{p.get('error', '')}"
         for p in points

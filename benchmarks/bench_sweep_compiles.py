@@ -32,8 +32,10 @@ def draw(spec: dict, rng: np.random.Generator):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--methods", default="nn_ensemble,nn_dropout,nn_bagging,edl,deup,"
-                        "deup_unbiased,laplace,fsp_laplace,swag")  # fmt: skip
+    parser.add_argument(
+        "--methods",
+        default="nn_ensemble,nn_dropout,nn_bagging,edl,deup,deup_unbiased,laplace,fsp_laplace,swag",
+    )
     parser.add_argument("--preset", default="concrete")
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--width", type=int, default=32)
@@ -55,13 +57,19 @@ def main() -> None:
         for t in range(args.trials):
             params = {p: draw(spec, rng) for p, spec in space.items()}
             params.update(width=args.width, n_epochs=args.epochs)
-            record = run_trial(folder, k, {"preset": args.preset, "method": name,
-                                           "seed": args.task_seed, **params}, None)  # fmt: skip
+            record = run_trial(
+                folder,
+                k,
+                {"preset": args.preset, "method": name, "seed": args.task_seed, **params},
+                None,
+            )
             k += 1
             timings = record["timings"]
-            print(f"{name:<16}{t:>6}{record['status']:>8}{timings['trial']:>9.1f}"
-                  f"{timings['compile']:>11.1f}{trainer._epoch_program.cache_info().currsize:>10}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{name:<16}{t:>6}{record['status']:>8}{timings['trial']:>9.1f}"
+                f"{timings['compile']:>11.1f}{trainer._epoch_program.cache_info().currsize:>10}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

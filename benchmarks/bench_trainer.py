@@ -65,8 +65,11 @@ def main() -> None:
         jax.block_until_ready(trainer.train_members(cfg, X, y, X[:0], y[:0], rows, keys))
         walls.append(time.perf_counter() - t0)
         compiles.append(compile_seconds() - c0)
-        print(f"{cfg.width:>5} {cfg.blocks:>6} {cfg.batch_size:>5} {cfg.n_epochs:>6} "
-              f"{walls[-1]:>7.2f} {compiles[-1]:>9.2f}", flush=True)  # fmt: skip
+        print(
+            f"{cfg.width:>5} {cfg.blocks:>6} {cfg.batch_size:>5} {cfg.n_epochs:>6} "
+            f"{walls[-1]:>7.2f} {compiles[-1]:>9.2f}",
+            flush=True,
+        )
     total, compiled = sum(walls), sum(compiles)
     rest = [w - c for w, c in zip(walls, compiles, strict=True)]
     print(

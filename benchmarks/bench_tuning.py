@@ -88,16 +88,20 @@ def summarise(out: Path) -> None:
     )
     share = oracle_s / (total + oracle_s)
     print(f"oracle analysis after each objective: {oracle_s:.0f} s summed ({share:.1%} of all)")
-    print(f"{'method':<16}{'trials':>7}{'per min':>9}{'compile':>9}{'median s':>10}"
-          f"{'median non-compile s':>22}")  # fmt: skip
+    print(
+        f"{'method':<16}{'trials':>7}{'per min':>9}{'compile':>9}{'median s':>10}"
+        f"{'median non-compile s':>22}"
+    )
     for method, timings in sorted(per_method.items()):
         trial = [t.get("trial", 0.0) for t in timings]
         rest = [t.get("trial", 0.0) - t.get("compile", 0.0) for t in timings]
         summed = sum(trial)
         share = sum(t.get("compile", 0.0) for t in timings) / summed if summed else 0.0
         rate = len(trial) / (summed / 60) if summed else float("nan")
-        print(f"{method:<16}{len(trial):>7}{rate:>9.2f}{share:>9.1%}"
-              f"{statistics.median(trial):>10.1f}{statistics.median(rest):>22.1f}")  # fmt: skip
+        print(
+            f"{method:<16}{len(trial):>7}{rate:>9.2f}{share:>9.1%}"
+            f"{statistics.median(trial):>10.1f}{statistics.median(rest):>22.1f}"
+        )
 
 
 def main() -> None:

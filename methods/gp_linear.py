@@ -102,8 +102,9 @@ def _fit_mll(model, data: gpx.Dataset, max_iters: int):
         value, grad = value_and_grad(jnp.asarray(x), stats)
         return float(value), np.asarray(grad, dtype=np.float64)
 
-    res = scipy.optimize.minimize(fun, np.asarray(x0, dtype=np.float64), jac=True,
-                                  options={"maxiter": max_iters})  # fmt: skip
+    res = scipy.optimize.minimize(
+        fun, np.asarray(x0, dtype=np.float64), jac=True, options={"maxiter": max_iters}
+    )
     return eqx.combine(unravel(jnp.asarray(res.x)), static)
 
 

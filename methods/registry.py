@@ -212,10 +212,13 @@ def _class_source(target: str) -> tuple[str, str, bool]:
             lines = (ast.get_docstring(node) or "").strip().splitlines()
             found = {"family": "other", "uses_task_prior": False}
             for item in node.body:
-                if (isinstance(item, ast.Assign) and len(item.targets) == 1
-                        and isinstance(item.targets[0], ast.Name)
-                        and item.targets[0].id in found
-                        and isinstance(item.value, ast.Constant)):  # fmt: skip
+                if (
+                    isinstance(item, ast.Assign)
+                    and len(item.targets) == 1
+                    and isinstance(item.targets[0], ast.Name)
+                    and item.targets[0].id in found
+                    and isinstance(item.value, ast.Constant)
+                ):
                     found[item.targets[0].id] = item.value.value
             return (lines[0] if lines else ""), found["family"], found["uses_task_prior"] is True
     return "", "other", False
@@ -223,8 +226,9 @@ def _class_source(target: str) -> tuple[str, str, bool]:
 
 def _class_info(name: str, cls: type, origin: str) -> MethodInfo:
     doc = (cls.__doc__ or "").strip().splitlines()
-    return MethodInfo(name, _target(cls), origin, doc[0] if doc else "", cls.family,
-                      bool(cls.uses_task_prior))  # fmt: skip
+    return MethodInfo(
+        name, _target(cls), origin, doc[0] if doc else "", cls.family, bool(cls.uses_task_prior)
+    )
 
 
 def method_infos() -> list[MethodInfo]:

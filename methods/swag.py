@@ -134,9 +134,20 @@ def collect_moments(
     trackers = (swag_moments(), checkpoints(capacity))
     schedule = (schedule_args(every, burn_in), schedule_args(every, burn_in, n_checkpoints))
     last, ((first, second), stack), _ = run_epochs(
-        cfg, X, y, X[:0], y[:0], rows, keys, burn_in + every * n_checkpoints, trackers,
-        init=init, grad_clip=grad_clip, tracker_args=schedule, row_counts=row_counts,
-    )  # fmt: skip
+        cfg,
+        X,
+        y,
+        X[:0],
+        y[:0],
+        rows,
+        keys,
+        burn_in + every * n_checkpoints,
+        trackers,
+        init=init,
+        grad_clip=grad_clip,
+        tracker_args=schedule,
+        row_counts=row_counts,
+    )
     stack = jax.tree.map(lambda a: np.asarray(a)[:, :n_checkpoints], stack)
     return last, first, second, stack
 
@@ -197,10 +208,13 @@ class SWAG(NNMethod):
         rng = numpy_rng(seed, "swag_samples")
         k = cfg.n_members
         samples = jax.tree.map(
-            lambda mu, var: (mu[None] + cfg.sample_scale * np.sqrt(var)[None]
-                             * rng.standard_normal((k, *mu.shape))).astype(mu.dtype),
-            self.swag_mean_, self.swag_var_,
-        )  # fmt: skip
+            lambda mu, var: (
+                mu[None]
+                + cfg.sample_scale * np.sqrt(var)[None] * rng.standard_normal((k, *mu.shape))
+            ).astype(mu.dtype),
+            self.swag_mean_,
+            self.swag_var_,
+        )
         state = {name: v for name, v in last.items() if name != "params"}
         state = jax.tree.map(lambda a: np.broadcast_to(np.asarray(a), (k, *a.shape[1:])), state)
         self.sample_variables_ = {"params": samples, **state}

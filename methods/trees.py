@@ -111,6 +111,7 @@ class LeanTree(DecisionTreeRegressor):
         # output after its fitted-check and tag look-ups (two thirds of its time here)
         X = np.ascontiguousarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:  # the tree reads columns blind
-            raise ValueError(f"X has shape {X.shape}; the tree was fitted on "
-                             f"{self.n_features_in_} features")  # fmt: skip
+            raise ValueError(
+                f"X has shape {X.shape}; the tree was fitted on {self.n_features_in_} features"
+            )
         return self.tree_.predict(X)[:, 0]

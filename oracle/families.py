@@ -40,8 +40,9 @@ class Truth(BaseModel):
             value = getattr(self, name)
             if name not in defaults and value is not None:
                 takes = ", ".join(defaults) or "no other field"
-                raise ValueError(f"{name} is not a field of the {self.family!r} family (it "
-                                 f"takes {takes})")  # fmt: skip
+                raise ValueError(
+                    f"{name} is not a field of the {self.family!r} family (it takes {takes})"
+                )
             if name in defaults and value is None:
                 object.__setattr__(self, name, defaults[name])
         return self

@@ -192,9 +192,11 @@ def fit_preset(
         for (noise_var, mult), model in zip(RESTART_INITS, starts, strict=True):
             res = problem.solve(problem.start(model), Zs, ts, max_iters, gtol)
             screened.append((float(res.fun), res.x))
-            say(f"start (noise {noise_var}, lengthscales {mult} sqrt(d)) on "
+            say(
+                f"start (noise {noise_var}, lengthscales {mult} sqrt(d)) on "
                 f"{Zs.shape[0]} rows: mll/pt {-res.fun:.5f} "
-                f"[{time.perf_counter() - t0:.0f} s]")  # fmt: skip
+                f"[{time.perf_counter() - t0:.0f} s]"
+            )
         best = min(range(len(screened)), key=lambda i: screened[i][0])
         template = _start(preset, *RESTART_INITS[best])
         x, loss = refine(problem, screened[best][1], Z, t, max_iters, gtol, polish, say, t0)
@@ -228,8 +230,10 @@ def refine(
         if gain > 0:
             x, loss = res.x, float(res.fun)
         label = "refine" if run == 0 else f"restart {run}"
-        say(f"{label} on {Z.shape[0]} rows: mll/pt {-loss:.7f}, {res.nit} iterations "
-            f"[{time.perf_counter() - t0:.0f} s]")  # fmt: skip
+        say(
+            f"{label} on {Z.shape[0]} rows: mll/pt {-loss:.7f}, {res.nit} iterations "
+            f"[{time.perf_counter() - t0:.0f} s]"
+        )
         if gain < POLISH_TOL:
             break
     return x, loss

@@ -156,8 +156,10 @@ def fit_paper_kernel(
         for (label, noise, _), model in zip(starts, models, strict=True):
             res = problem.solve(problem.start(model), Zs, ts, max_iters, gtol)
             screened.append((float(res.fun), res.x))
-            say(f"start ({label}, noise {noise:.3g}) on {Zs.shape[0]} rows: "
-                f"mll/pt {-res.fun:.5f} [{time.perf_counter() - t0:.0f} s]")  # fmt: skip
+            say(
+                f"start ({label}, noise {noise:.3g}) on {Zs.shape[0]} rows: "
+                f"mll/pt {-res.fun:.5f} [{time.perf_counter() - t0:.0f} s]"
+            )
         best = min(range(len(screened)), key=lambda i: screened[i][0])
         x, loss = refine(problem, screened[best][1], Z, t, max_iters, gtol, polish, say, t0)
         if not loss < NONFINITE_LOSS:

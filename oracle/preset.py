@@ -153,8 +153,9 @@ class Preset(_Frozen):
         if "truth" in overrides:  # a family (name or mapping) first, then truth.<field>
             value = overrides["truth"]
             value = {"family": value} if isinstance(value, str) else value
-            data["truth"] = {**dict.fromkeys(Truth.model_fields), **value} if isinstance(
-                value, dict) else value  # fmt: skip
+            data["truth"] = (
+                {**dict.fromkeys(Truth.model_fields), **value} if isinstance(value, dict) else value
+            )
         for key, value in overrides.items():
             if key in ("kernel", "truth"):
                 continue

@@ -118,9 +118,14 @@ class OracleTask:
         Z = std.x(self.X)
         noise_S = self.prior.noise.std(Z[self.train_idx]) ** 2
         G, jitter = make_truth(self.preset).draw_posterior(
-            Z, self.train_idx, std.y(self.y_train), noise_S,
-            stream(seed, "posterior_draws_prior"), stream(seed, "posterior_draws_noise"), draws,
-        )  # fmt: skip
+            Z,
+            self.train_idx,
+            std.y(self.y_train),
+            noise_S,
+            stream(seed, "posterior_draws_prior"),
+            stream(seed, "posterior_draws_noise"),
+            draws,
+        )
         return std.mean_back(G), jitter
 
     def posterior_given(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -83,8 +83,9 @@ class GPTruth:
             return f, jitter, True
         unique = np.unique(idx)
         f = np.empty(N)
-        f[unique], jitter = sample_joint(kernel, U[unique], self.mean,
-                                         rng.standard_normal(unique.size))  # fmt: skip
+        f[unique], jitter = sample_joint(
+            kernel, U[unique], self.mean, rng.standard_normal(unique.size)
+        )
         rest = np.setdiff1d(np.arange(N), unique)
         f[rest], _ = sample_conditional_marginals(
             kernel, U[rest], U[unique], f[unique], self.mean, rng.standard_normal(rest.size)
@@ -93,8 +94,10 @@ class GPTruth:
 
     def condition(self, Z_S: np.ndarray, y_S: np.ndarray, noise_var: np.ndarray) -> Any:
         """The posterior given ``y_S`` (n,) at ``Z_S`` (n, d) with noise ``noise_var`` (n,)."""
-        return _Inputs(Conditioner.fit(self._kernel(), self.inputs(Z_S), y_S, noise_var,
-                                       self.mean), self.inputs)  # fmt: skip
+        return _Inputs(
+            Conditioner.fit(self._kernel(), self.inputs(Z_S), y_S, noise_var, self.mean),
+            self.inputs,
+        )
 
     def posterior_cov_times(self, Z, idx, noise_var, V) -> np.ndarray:
         """``C V`` (N, q): the posterior covariance over ``Z`` (N, d) given noisy values at
@@ -116,8 +119,9 @@ class GPTruth:
         normals are ``draws`` rows of each Generator."""
         z_prior = rng_prior.standard_normal((draws, Z.shape[0])).T
         z_noise = rng_noise.standard_normal((draws, len(idx))).T
-        return sample_posterior_paths(self._kernel(), self.inputs(Z), idx, y_S, noise_var,
-                                      self.mean, z_prior, z_noise)  # fmt: skip
+        return sample_posterior_paths(
+            self._kernel(), self.inputs(Z), idx, y_S, noise_var, self.mean, z_prior, z_noise
+        )
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,7 @@ def make_truth(preset) -> GPTruth | FeatureTruth:
         return GPTruth(components, preset.mean.value, preset.d)
     if truth.family == "warped":
         return GPTruth(components, preset.mean.value, preset.d, truth.warp)
-    phi = kernel_features(list(components), preset.d, truth.features,
-                          stream(truth.seed, "truth_features"))  # fmt: skip
+    phi = kernel_features(
+        list(components), preset.d, truth.features, stream(truth.seed, "truth_features")
+    )
     return FeatureTruth(phi, preset.mean.value)

@@ -57,11 +57,14 @@ class Decomposition:
         app, app_se = _mean_se(self.draw_approximation)
         total, total_se = _mean_se(self.draw_estimation + self.draw_approximation)
         out = {
-            "estimation": est, "estimation_se": est_se,
-            "approximation": app, "approximation_se": app_se,
-            "sum": total, "sum_se": total_se,
+            "estimation": est,
+            "estimation_se": est_se,
+            "approximation": app,
+            "approximation_se": app_se,
+            "sum": total,
+            "sum_se": total_se,
             "eu_target": float(self.eu_target.mean()),
-        }  # fmt: skip
+        }
         return {k: float(v) / scale for k, v in out.items()}
 
     def sum_check(self) -> dict[str, float]:

@@ -91,8 +91,11 @@ def interval_auc_curves(labels: np.ndarray, lower: np.ndarray, upper: np.ndarray
         "auc_lower": _area(fpr_u, tpr_l),
         "auc_upper": _area(fpr_l, tpr_u),
         "thresholds": t,
-        "tpr_lower": tpr_l, "fpr_upper": fpr_u, "tpr_upper": tpr_u, "fpr_lower": fpr_l,
-    }  # fmt: skip
+        "tpr_lower": tpr_l,
+        "fpr_upper": fpr_u,
+        "tpr_upper": tpr_u,
+        "fpr_lower": fpr_l,
+    }
 
 
 def exceedance_regions(

@@ -41,8 +41,10 @@ def nearest_blocks(X: np.ndarray, n_blocks: int, size: int, rng: np.random.Gener
         raise ValueError(f"nearest_blocks: X must be (N, d), got shape {X.shape}")
     N = X.shape[0]
     if not 2 <= size <= N or not 1 <= n_blocks <= N:
-        raise ValueError(f"nearest_blocks: need 2 <= size <= N and 1 <= n_blocks <= N "
-                         f"(N = {N}); got size {size}, n_blocks {n_blocks}")  # fmt: skip
+        raise ValueError(
+            f"nearest_blocks: need 2 <= size <= N and 1 <= n_blocks <= N "
+            f"(N = {N}); got size {size}, n_blocks {n_blocks}"
+        )
     sd = X.std(axis=0)
     Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
     anchors = rng.choice(N, size=n_blocks, replace=False)
@@ -76,11 +78,18 @@ def block_ensemble(
     a = vector("block_ensemble", "aleatoric", aleatoric)
     m = members("block_ensemble", "member_means", member_means, a.shape[0])
     blocks = np.asarray(blocks)
-    if (blocks.ndim != 2 or not np.issubdtype(blocks.dtype, np.integer)
-            or blocks.size == 0 or blocks.min() < 0 or blocks.max() >= a.shape[0]):  # fmt: skip
-        raise ValueError(f"block_ensemble: `blocks` must be (B, s) integer indices into the "
-                         f"{a.shape[0]} pool points, got shape {blocks.shape}, dtype "
-                         f"{blocks.dtype}")  # fmt: skip
+    if (
+        blocks.ndim != 2
+        or not np.issubdtype(blocks.dtype, np.integer)
+        or blocks.size == 0
+        or blocks.min() < 0
+        or blocks.max() >= a.shape[0]
+    ):
+        raise ValueError(
+            f"block_ensemble: `blocks` must be (B, s) integer indices into the "
+            f"{a.shape[0]} pool points, got shape {blocks.shape}, dtype "
+            f"{blocks.dtype}"
+        )
     K = m.shape[0]
     means = np.transpose(m[:, blocks], (1, 0, 2))  # (B, K, s)
     z = rng.standard_normal((blocks.shape[0], K, draws, blocks.shape[1]))
@@ -143,8 +152,10 @@ def block_score_values(
     obs = yy[blocks]
     es = energy_score_fair(obs, x)
     vs = sr.vs_ensemble(obs, x, p=0.5, estimator="nrg", backend="numpy") - _vs_fair_gap(x)
-    return {"energy_score_block": np.asarray(es, np.float64),
-            "variogram_score_block": np.asarray(vs, np.float64)}  # fmt: skip
+    return {
+        "energy_score_block": np.asarray(es, np.float64),
+        "variogram_score_block": np.asarray(vs, np.float64),
+    }
 
 
 def energy_score_fair(obs: np.ndarray, x: np.ndarray) -> np.ndarray:

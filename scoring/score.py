@@ -190,10 +190,14 @@ def observable_arrays(
     """
     if total is None:
         total = np.asarray(aleatoric, np.float64) + np.asarray(epistemic, np.float64)
-    yy, mu, e, v, au = rows("observable_arrays", y=y, mean=mean, epistemic=epistemic,
-                            total=total, aleatoric=aleatoric)  # fmt: skip
-    x = None if member_means is None else members("observable_arrays", "member_means",
-                                                  member_means, yy.shape)  # fmt: skip
+    yy, mu, e, v, au = rows(
+        "observable_arrays", y=y, mean=mean, epistemic=epistemic, total=total, aleatoric=aleatoric
+    )
+    x = (
+        None
+        if member_means is None
+        else members("observable_arrays", "member_means", member_means, yy.shape)
+    )
     out: dict[str, float | np.ndarray] = {}
     with np.errstate(invalid="ignore"):  # N = 0: NaN means, as documented
         out["nll"] = scalar(np.mean(proper.gaussian_nll(mu, v, yy), axis=-1))

@@ -89,16 +89,27 @@ def test_methods_lists_without_importing_jax(tmp_path):
 
 
 def test_bad_preset_run_answers_without_importing_jax(tmp_path):
-    imported, out = _cli_imports_jax("run", "--preset", "nope", "--method", "blr",
-                                     tmp_path=tmp_path)  # fmt: skip
+    imported, out = _cli_imports_jax(
+        "run", "--preset", "nope", "--method", "blr", tmp_path=tmp_path
+    )
     assert "unknown preset" in out or "nope" in out
     assert not imported
 
 
 def test_console_script_reports_bad_seeds_in_one_line(tmp_path):
     exe = Path(sys.executable).with_name("udora")
-    cmd = [str(exe), "bench", "--presets", "concrete", "--methods", "blr", "--seeds", "a,b",
-           "--out", str(tmp_path / "out")]  # fmt: skip
+    cmd = [
+        str(exe),
+        "bench",
+        "--presets",
+        "concrete",
+        "--methods",
+        "blr",
+        "--seeds",
+        "a,b",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     line = "error: --seeds: expected comma-separated non-negative integers, got 'a'"

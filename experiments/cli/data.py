@@ -55,8 +55,11 @@ def presets_show(
         raise ValueError("presets show: give one preset NAME or --all")
     names = list_presets() if all_ else [name]
     rows = [pr.preset_row(n, seed, data_dir) for n in names]
-    paper = [pr.paper_variant_row(n, seed, data_dir) for n in names
-             if load_preset(n).kernel_paper is not None]  # fmt: skip
+    paper = [
+        pr.paper_variant_row(n, seed, data_dir)
+        for n in names
+        if load_preset(n).kernel_paper is not None
+    ]
     for columns, table_rows in ((pr.COLUMNS, rows), (pr.PAPER_COLUMNS, paper)):
         if table_rows:
             table = Table(*columns)
@@ -133,8 +136,10 @@ def oracle_build(
     overrides = parse_set(set_ or [])
     other = [k for k in overrides if not k.startswith(PRESET_PREFIX)]
     if other:
-        raise ValueError(f"--set {other[0]}: oracle build takes preset fields only "
-                         "(preset.KEY=VALUE, e.g. preset.truth=warped)")  # fmt: skip
+        raise ValueError(
+            f"--set {other[0]}: oracle build takes preset fields only "
+            "(preset.KEY=VALUE, e.g. preset.truth=warped)"
+        )
     chosen = load_preset(preset)
     if overrides:
         chosen = chosen.with_overrides(split_overrides(overrides)[1], origin="--set preset")

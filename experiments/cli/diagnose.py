@@ -78,15 +78,19 @@ def diagnose_cmd(
     with interrupts.catch_interrupts():
         with user_errors(console):
             if sanity and method is not None:
-                raise UsageError("--sanity chooses the methods (gp_oracle, gp_linear): "
-                                 "drop --method")  # fmt: skip
+                raise UsageError(
+                    "--sanity chooses the methods (gp_oracle, gp_linear): drop --method"
+                )
             if preset is not None and suite is not None:
                 raise UsageError("give --preset or --suite, not both")
             suite = suite if suite is not None else ("dev" if sanity else None)
             given = opts.names(preset, "--preset", console, "preset names or YAML paths")
             presets = given or (suite_presets(suite) if suite is not None else [])
-            methods = list(SANITY_METHODS) if sanity else (
-                opts.names(method, "--method", console, "method names") or [])  # fmt: skip
+            methods = (
+                list(SANITY_METHODS)
+                if sanity
+                else (opts.names(method, "--method", console, "method names") or [])
+            )
             if not presets:
                 raise UsageError("give --preset P (or --suite S, or --sanity)")
             if not methods:
@@ -101,18 +105,28 @@ def diagnose_cmd(
             for size in sizes or [None]:
                 usable = presets
                 if size is not None:
-                    pools = {p: overrides.get("preset.pool_size", load_preset(p).pool_size)
-                             for p in presets}  # fmt: skip
+                    pools = {
+                        p: overrides.get("preset.pool_size", load_preset(p).pool_size)
+                        for p in presets
+                    }
                     usable = [p for p in presets if size <= pools[p]]
                     for name in sorted(set(presets) - set(usable)):
-                        console.print(f"[yellow]skipped[/] {escape(name)} at n = {size}: its "
-                                      f"pool has {pools[name]} points")  # fmt: skip
+                        console.print(
+                            f"[yellow]skipped[/] {escape(name)} at n = {size}: its "
+                            f"pool has {pools[name]} points"
+                        )
                 if not usable:
                     continue
                 extra = {} if size is None else {"preset.n_train": size}
                 try:
-                    runs = make_grid(usable, methods, [seed], {**overrides, **extra},
-                                     quick=quick, data_dir=data_dir)  # fmt: skip
+                    runs = make_grid(
+                        usable,
+                        methods,
+                        [seed],
+                        {**overrides, **extra},
+                        quick=quick,
+                        data_dir=data_dir,
+                    )
                 except ConfigError as err:  # a --set field the method does not have
                     raise UsageError(f"--set: {err}") from None
                 except KeyError as err:  # the registry's "unknown method ...; valid ..."
@@ -121,23 +135,37 @@ def diagnose_cmd(
             if not diagnoses:
                 raise UsageError("no preset's pool holds any of the --n sizes")
             spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
-            console.print(f"{_count(len(diagnoses), 'diagnosis', 'diagnoses')} "
-                          f"({_count(len(presets), 'preset')}, {_count(len(methods), 'method')}, "
-                          f"{_count(max(len(sizes), 1), 'size')}); M = {draws}, K = {scale}",
-                          highlight=False)  # fmt: skip
+            console.print(
+                f"{_count(len(diagnoses), 'diagnosis', 'diagnoses')} "
+                f"({_count(len(presets), 'preset')}, {_count(len(methods), 'method')}, "
+                f"{_count(max(len(sizes), 1), 'size')}); M = {draws}, K = {scale}",
+                highlight=False,
+            )
             summary = run_diagnoses(
-                diagnoses, out, executor=spec, data_dir=data_dir, console=console,
-                wait_lock=wait_lock, summarise=True,
-            )  # fmt: skip
+                diagnoses,
+                out,
+                executor=spec,
+                data_dir=data_dir,
+                console=console,
+                wait_lock=wait_lock,
+                summarise=True,
+            )
         if summary.interrupted:
             interrupts.ignore_from_now()
     report = summary.report
     if report is not None and not report["groups"].empty:
         console.print(markdown(report["groups"]), highlight=False, markup=False, soft_wrap=True)
-    wrote = (f"; wrote {', '.join(p.name for p in report['written'])} in {out}" if report
-             else f"; results in {out}")  # fmt: skip
-    console.print(f"{'interrupted: ' if summary.interrupted else ''}{summary.line()}{wrote}",
-                  highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    wrote = (
+        f"; wrote {', '.join(p.name for p in report['written'])} in {out}"
+        if report
+        else f"; results in {out}"
+    )
+    console.print(
+        f"{'interrupted: ' if summary.interrupted else ''}{summary.line()}{wrote}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
     if summary.interrupted:
         raise typer.Exit(interrupts.exit_code())
     if not summary.ok:

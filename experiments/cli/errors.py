@@ -23,8 +23,15 @@ def os_error_line(err: OSError) -> tuple[int, str]:
 
     where = f"{err.filename}: " if err.filename else ""
     what = err.strerror or str(err)
-    theirs = (errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR, errno.EEXIST,
-              errno.EROFS, errno.ENOENT)  # fmt: skip
+    theirs = (
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EEXIST,
+        errno.EROFS,
+        errno.ENOENT,
+    )
     mine = err.errno is None  # raised by udora with its own message (a folder with no runs)
     return (2 if mine or err.errno in theirs else 1), f"error: {where}{what}"
 

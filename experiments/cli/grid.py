@@ -99,12 +99,19 @@ def bench_cmd(
             chosen = chosen or default or registry.list_methods()
             over = parse_set(set_ or [])
             configs, sources = _tuned_configs(tuned, names, chosen, over)
-            runs = make_grid(names, chosen, seed_list, over, quick=quick, data_dir=data_dir,
-                             tuned=configs)  # fmt: skip
+            runs = make_grid(
+                names, chosen, seed_list, over, quick=quick, data_dir=data_dir, tuned=configs
+            )
             summary = run_grid(
-                runs, out, data_dir=data_dir, wandb=wandb, console=console,
-                wait_lock=wait_lock, config_sources=sources, executor=spec,
-            )  # fmt: skip
+                runs,
+                out,
+                data_dir=data_dir,
+                wandb=wandb,
+                console=console,
+                wait_lock=wait_lock,
+                config_sources=sources,
+                executor=spec,
+            )
         except (UsageError, LockHeldError) as err:
             _usage_error(err)
         except KeyboardInterrupt:  # before the grid started: nothing ran
@@ -115,8 +122,10 @@ def bench_cmd(
             interrupts.ignore_from_now()
         console.print(
             f"{'interrupted: ' if summary.interrupted else ''}{summary.line()}; results in {out}",
-            highlight=False, markup=False, soft_wrap=True,
-        )  # fmt: skip
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     if summary.interrupted:
         raise typer.Exit(interrupts.exit_code())
     if not summary.ok:
@@ -140,6 +149,7 @@ def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], o
             path = sources[(preset, method)]["path"]
             console.print(f"{preset}/{method}: --set {', '.join(won)} wins over {path}", **plain)
     for method, where in missing.items():
-        console.print(f"{method}: no tuned file in {tuned} for {', '.join(where)}; default config",
-                      **plain)  # fmt: skip
+        console.print(
+            f"{method}: no tuned file in {tuned} for {', '.join(where)}; default config", **plain
+        )
     return configs, sources

@@ -67,8 +67,9 @@ def _root(
         warnings.simplefilter("always", CacheUnusableWarning)
         configure_compilation_cache()
     for w in caught:
-        Console(stderr=True).print(f"warning: {w.message}", highlight=False, markup=False,
-                                   soft_wrap=True)  # fmt: skip
+        Console(stderr=True).print(
+            f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True
+        )
 
 
 def _one_line_warnings() -> None:

@@ -61,8 +61,9 @@ def meta_cmd(
     parts = [v.strip() for v in sizes.split(",")] if sizes.strip() else []
     counts = tuple(int(v) if v.isdigit() else 0 for v in parts)
     if any(c < 2 for c in counts):
-        _usage_error(f"--sizes: expected comma-separated integers of at least 2 ('' for "
-                     f"none), got {sizes!r}")  # fmt: skip
+        _usage_error(
+            f"--sizes: expected comma-separated integers of at least 2 ('' for none), got {sizes!r}"
+        )
     if repeats < 1:
         _usage_error(f"--repeats: expected a positive integer, got {repeats}")
     if jobs is not None and jobs < 1:
@@ -76,14 +77,20 @@ def meta_cmd(
     folder = out if out is not None else results / "report" / "meta"
     stop = "interrupted: the files in --out may be incomplete; run udora meta again"
     with user_errors(console, stop):
-        report = _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_dir,
-                       jobs)  # fmt: skip
+        report = _meta(
+            results, folder, patterns, min_methods, boot, counts, repeats, data_dir, jobs
+        )
     console.print(markdown(report["pooled"]), highlight=False, markup=False, soft_wrap=True)
     if report.get("left_out"):
-        console.print(left_out_line(report["left_out"]), highlight=False, markup=False,
-                      soft_wrap=True)  # fmt: skip
-    console.print(f"wrote {', '.join(p.name for p in report['written'])} in {folder}",
-                  highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+        console.print(
+            left_out_line(report["left_out"]), highlight=False, markup=False, soft_wrap=True
+        )
+    console.print(
+        f"wrote {', '.join(p.name for p in report['written'])} in {folder}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_dir, jobs) -> dict:
@@ -102,21 +109,31 @@ def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_di
             table, _ = load_runs(results)
         for w in caught:
             if issubclass(w.category, UnreadableRunWarning):  # legacy runs: `udora report` says
-                console.print(f"warning: {w.message}", highlight=False, markup=False,
-                              soft_wrap=True)  # fmt: skip
+                console.print(
+                    f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True
+                )
         configs = None if patterns is None else ",".join(patterns)
         if patterns is not None:
             keep = table["config"].map(lambda c: any(fnmatch(c, p) for p in patterns))
             if not keep.any():
-                raise ValueError(f"--configs: no config matches {configs!r}; configs here: "
-                                 f"{', '.join(sorted(set(table['config'])))}")  # fmt: skip
+                raise ValueError(
+                    f"--configs: no config matches {configs!r}; configs here: "
+                    f"{', '.join(sorted(set(table['config'])))}"
+                )
             table = table[keep]
         try:
             with steps(console, "udora meta") as progress:
-                report = write_meta(table, folder, min_methods=min_methods, n_boot=boot,
-                                    sizes=counts, repeats=repeats, progress=progress,
-                                    data_dir=str(data_dir) if data_dir else None,
-                                    jobs=jobs)  # fmt: skip
+                report = write_meta(
+                    table,
+                    folder,
+                    min_methods=min_methods,
+                    n_boot=boot,
+                    sizes=counts,
+                    repeats=repeats,
+                    progress=progress,
+                    data_dir=str(data_dir) if data_dir else None,
+                    jobs=jobs,
+                )
         except ValueError as err:
             if configs and "or more ok configs" in str(err):
                 kept = sorted(set(table["config"]))

@@ -41,8 +41,11 @@ def export_cmd(
                 task = load_task(preset, seed, data_dir)
                 folder = out / task.preset / f"seed-{seed}"
                 export_task(task, folder)
-                console.print(f"wrote {folder} (task {task.task_hash}: {len(task.y_train)} "
-                              f"training points, {task.n_pool} pool rows)", **plain)  # fmt: skip
+                console.print(
+                    f"wrote {folder} (task {task.task_hash}: {len(task.y_train)} "
+                    f"training points, {task.n_pool} pool rows)",
+                    **plain,
+                )
 
 
 def score_cmd(
@@ -115,8 +118,11 @@ def _fit_here(path: str, bagged: int | None, task, out: Path | None) -> Path:
     from udora.experiments.open.adapters import bagged_fields, estimator_from_path, sklearn_fields
 
     make = estimator_from_path(path)
-    fields = bagged_fields(lambda: estimator_from_path(path), task, bagged) if bagged else (
-        sklearn_fields(make, task))  # fmt: skip
+    fields = (
+        bagged_fields(lambda: estimator_from_path(path), task, bagged)
+        if bagged
+        else (sklearn_fields(make, task))
+    )
     folder = Path(tempfile.mkdtemp(prefix="udora-estimator-")) if out is None else Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     name = f".{path.replace(':', '-')}-{task.preset}-seed{task.seed}-predictions.npz"

@@ -28,7 +28,8 @@ def steps(console: Console, what: str, every: float = 3.0) -> Iterator[Callable[
         now = time.monotonic() - start
         if now - last[0] >= every:
             last[0] = now
-            console.print(f"[{now:5.0f} s] {what}: {step}", highlight=False, markup=False,
-                          soft_wrap=True)  # fmt: skip
+            console.print(
+                f"[{now:5.0f} s] {what}: {step}", highlight=False, markup=False, soft_wrap=True
+            )
 
     yield say

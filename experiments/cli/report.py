@@ -59,17 +59,23 @@ def report_cmd(
         warnings.simplefilter("always", BaselineMismatchWarning)
         stop = "interrupted: the report folder may be incomplete; run udora report again"
         with user_errors(console, stop), steps(console, "udora report") as progress:
-            path = write_report(results, out, str(data_dir) if data_dir else None, progress,
-                                baseline=baseline)  # fmt: skip
+            path = write_report(
+                results, out, str(data_dir) if data_dir else None, progress, baseline=baseline
+            )
     for w in caught:  # e.g. "skipped <path>: is not valid JSON ..."
         console.print(f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
     site = path.parent / "index.html"
-    console.print(f"wrote {path} and the browsable report {site} (open it in a browser; "
-                  "it works offline)", highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    console.print(
+        f"wrote {path} and the browsable report {site} (open it in a browser; it works offline)",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
-release_app = typer.Typer(help="Build and publish a versioned release of results.",
-                          no_args_is_help=True)  # fmt: skip
+release_app = typer.Typer(
+    help="Build and publish a versioned release of results.", no_args_is_help=True
+)
 
 
 @release_app.command("build")
@@ -113,8 +119,10 @@ def claims_cmd(
             path = write_reproduction(None, docs, command)
         else:
             if release is None:
-                raise ValueError("RELEASE: a release folder (or 'release') is required "
-                                 "unless --rules-only is given")  # fmt: skip
+                raise ValueError(
+                    "RELEASE: a release folder (or 'release') is required "
+                    "unless --rules-only is given"
+                )
             folder = release_folder(release)
             if folder is None:
                 raise FileNotFoundError(f"{release}: not a release folder (no manifest.json)")

@@ -85,8 +85,10 @@ def ablate_cmd(
             if (study_file is None) == (factor is None):
                 raise UsageError("give a study file or --factor key=level1,level2,..., not both")
             if study_file is not None:
-                for option, given, key in (("--tune-trials", tune_trials, "tune"),
-                                           ("--scale", scale, "scale")):  # fmt: skip
+                for option, given, key in (
+                    ("--tune-trials", tune_trials, "tune"),
+                    ("--scale", scale, "scale"),
+                ):
                     if given is not None:
                         raise UsageError(f"{option}: only with --factor (a file says `{key}:`)")
                 study = load_study(study_file)
@@ -96,35 +98,58 @@ def ablate_cmd(
                 if chosen is None:
                     raise UsageError("--factor needs --methods")
                 study = study_from_factor(
-                    factor, name=name, scale=scale, suite=suite,
+                    factor,
+                    name=name,
+                    scale=scale,
+                    suite=suite,
                     presets=opts.names(presets, "--presets", console, "preset names or YAML paths"),
-                    methods=chosen, seeds=opts.seeds(seeds, console),
-                    fixed=parse_set(set_ or []), tune_trials=tune_trials,
-                )  # fmt: skip
+                    methods=chosen,
+                    seeds=opts.seeds(seeds, console),
+                    fixed=parse_set(set_ or []),
+                    tune_trials=tune_trials,
+                )
                 origin = "--factor"
             folder = out if out is not None else Path("ablations") / study.name
             spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
             check_out_dir(folder)
-            n_runs = len(study_runs(study, data_dir, origin=origin)) if study.tune is None else (
-                len(study.preset_names()) * len(study.methods) * len(study.levels)
-                * len(study.seeds))  # fmt: skip
+            n_runs = (
+                len(study_runs(study, data_dir, origin=origin))
+                if study.tune is None
+                else (
+                    len(study.preset_names())
+                    * len(study.methods)
+                    * len(study.levels)
+                    * len(study.seeds)
+                )
+            )
             write_study(study, folder)
             tuned = f", tuned per level ({study.tune.trials} trials)" if study.tune else ""
             console.print(
                 f"study {study.name}: {study.factor} at {len(study.levels)} levels "
                 f"{study.level_names()}, {n_runs} runs{tuned}; "
                 f"scale: {study.scale} ({_why_scale(study, scale, study_file)})",
-                highlight=False, markup=False, soft_wrap=True,
-            )  # fmt: skip
-            summary = run_study(study, folder, data_dir=data_dir, console=console,
-                                wait_lock=wait_lock, origin=origin, executor=spec)  # fmt: skip
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+            summary = run_study(
+                study,
+                folder,
+                data_dir=data_dir,
+                console=console,
+                wait_lock=wait_lock,
+                origin=origin,
+                executor=spec,
+            )
         if summary.interrupted:
             interrupts.ignore_from_now()
         console.print(
             f"{'interrupted: ' if summary.interrupted else ''}{summary.line()}; "
             f"results in {folder}; `udora report {folder}` summarises the study",
-            highlight=False, markup=False, soft_wrap=True,
-        )  # fmt: skip
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     if summary.interrupted:
         raise typer.Exit(interrupts.exit_code())
     if not summary.ok:
@@ -175,10 +200,13 @@ def robustness_cmd(
         other = opts.seeds(other_seeds, console, "--other-seeds")
         if set(ref) & set(other):
             shared = sorted(set(ref) & set(other))
-            raise ValueError(f"--reference-seeds and --other-seeds share seeds {shared}: "
-                             "the ceiling needs disjoint sets")  # fmt: skip
+            raise ValueError(
+                f"--reference-seeds and --other-seeds share seeds {shared}: "
+                "the ceiling needs disjoint sets"
+            )
         if not page.replace("_", "").replace("-", "").isalnum():
-            raise ValueError(f"--page: expected a plain file name (letters, digits, _ or -), "
-                             f"got {page!r}")  # fmt: skip
+            raise ValueError(
+                f"--page: expected a plain file name (letters, digits, _ or -), got {page!r}"
+            )
         path = write_robustness_page(results, docs, ref, other, boot, page)
     console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)

@@ -44,9 +44,14 @@ def sweep_init(
 
     try:
         config = sweep_config(
-            preset, method, objective=objective, search=search, trials=trials, seed=seed,
+            preset,
+            method,
+            objective=objective,
+            search=search,
+            trials=trials,
+            seed=seed,
             val_fraction=val_fraction,
-        )  # fmt: skip
+        )
         path = write_sweep_config(config, out)
     except (ValueError, KeyError) as err:
         _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
@@ -152,8 +157,9 @@ def sweep_run_cmd(
         _write_tuned(tuned_out, config, disk_summary(config, out), file, trials)
         return
     try:
-        summary = sr.run_sweep(config, out, trials=trials, data_dir=data_dir, on_trial=show,
-                               executor=spec)  # fmt: skip
+        summary = sr.run_sweep(
+            config, out, trials=trials, data_dir=data_dir, on_trial=show, executor=spec
+        )
     except (ValueError, LockHeldError) as err:
         _usage_error(err)
     if summary.interrupted:
@@ -173,10 +179,17 @@ def _write_tuned(tuned_out, config, summary, file, trials) -> None:
     from udora.experiments.tuning.tune import tuned_from_sweep
 
     path, data = tuned_from_sweep(tuned_out, config, summary, file, trials)
-    what = "no trial ok: bench uses the default config" if not data["tuned"] else (
-        f"best trial-{data['best_trial']}")  # fmt: skip
-    console.print(f"wrote {path} ({what}); `udora bench --tuned {tuned_out}` uses it",
-                  highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    what = (
+        "no trial ok: bench uses the default config"
+        if not data["tuned"]
+        else (f"best trial-{data['best_trial']}")
+    )
+    console.print(
+        f"wrote {path} ({what}); `udora bench --tuned {tuned_out}` uses it",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def tune_cmd(
@@ -228,11 +241,13 @@ def tune_cmd(
 
     def tuned(path: Path, data: dict, summary: SweepSummary | None) -> None:
         if summary is None:
-            console.print(f"{data['preset']}/{data['method']}: no tunable parameters; "
-                          f"wrote {path}", **plain)  # fmt: skip
+            console.print(
+                f"{data['preset']}/{data['method']}: no tunable parameters; wrote {path}", **plain
+            )
         else:
-            console.print(f"{data['preset']}/{data['method']}: {summary.line()}; wrote {path}",
-                          **plain)  # fmt: skip
+            console.print(
+                f"{data['preset']}/{data['method']}: {summary.line()}; wrote {path}", **plain
+            )
 
     pairs = [(preset, method) for preset in names for method in chosen]
     try:
@@ -240,17 +255,28 @@ def tune_cmd(
 
         spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
         summaries = tune_many(
-            pairs, out, trials=trials, objective=objective, seed=seed, executor=spec,
-            fixed=parse_set(set_ or []), data_dir=data_dir, on_trial=show, on_tuned=tuned,
-        )  # fmt: skip
+            pairs,
+            out,
+            trials=trials,
+            objective=objective,
+            seed=seed,
+            executor=spec,
+            fixed=parse_set(set_ or []),
+            data_dir=data_dir,
+            on_trial=show,
+            on_tuned=tuned,
+        )
     except (ValueError, KeyError, LockHeldError) as err:
         _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
     if any(s.interrupted for s in summaries):
         interrupts.ignore_from_now()
         n = sum(len(s.trials) for s in summaries)
-        console.print(f"interrupted: {n} trials on disk under {out}/sweeps; rerun to resume",
-                      **plain)  # fmt: skip
+        console.print(
+            f"interrupted: {n} trials on disk under {out}/sweeps; rerun to resume", **plain
+        )
         raise typer.Exit(interrupts.exit_code())
     ran = sum(s.ran for s in summaries)
-    console.print(f"tuned {len(pairs)} pairs ({len(summaries)} sweeps, {ran} trials ran now) "
-                  f"into {out}", **plain)  # fmt: skip
+    console.print(
+        f"tuned {len(pairs)} pairs ({len(summaries)} sweeps, {ran} trials ran now) into {out}",
+        **plain,
+    )

@@ -95,8 +95,14 @@ def reference_indices(pool: int, size: int, rng: np.random.Generator) -> np.ndar
     return np.sort(np.concatenate([whole, extra]))
 
 
-def _fit_mean(make: Callable[[], Any], X: np.ndarray, y: np.ndarray, seed: int,
-              knowledge: Any, X_pool: np.ndarray) -> np.ndarray:  # fmt: skip
+def _fit_mean(
+    make: Callable[[], Any],
+    X: np.ndarray,
+    y: np.ndarray,
+    seed: int,
+    knowledge: Any,
+    X_pool: np.ndarray,
+) -> np.ndarray:
     """A fresh method from ``make()``, fitted on (X, y); its mean on ``X_pool``, (N,)."""
     model = make()
     model.fit(X, y, seed=seed, knowledge=knowledge)
@@ -146,13 +152,24 @@ def diagnose(job: Diagnosis, data_dir: str | None = None) -> tuple[dict[str, Any
     """Run one diagnosis; its record (see module doc) and arrays (empty when it failed)."""
     run = job.run
     record: dict[str, Any] = {
-        "schema": SCHEMA, "status": "failed", "error": None, "preset": run.preset.name,
-        "preset_arg": run.preset_arg, "method": run.method,
-        "seed": run.seed, "label": run.label, "overrides": run.overrides,
-        "config": run.config.to_dict(), "config_hash": run.config_hash,
-        "identity": run.identity, "n_train": run.preset.n_train, "draws": job.draws,
-        "scale": job.scale, "versions": _versions(run.method), "timings": {},
-    }  # fmt: skip
+        "schema": SCHEMA,
+        "status": "failed",
+        "error": None,
+        "preset": run.preset.name,
+        "preset_arg": run.preset_arg,
+        "method": run.method,
+        "seed": run.seed,
+        "label": run.label,
+        "overrides": run.overrides,
+        "config": run.config.to_dict(),
+        "config_hash": run.config_hash,
+        "identity": run.identity,
+        "n_train": run.preset.n_train,
+        "draws": job.draws,
+        "scale": job.scale,
+        "versions": _versions(run.method),
+        "timings": {},
+    }
     timings = record["timings"]
     arrays: dict[str, np.ndarray] = {}
     try:
@@ -164,8 +181,7 @@ def diagnose(job: Diagnosis, data_dir: str | None = None) -> tuple[dict[str, Any
         timings["oracle"] = time.perf_counter() - t0
         knowledge = task.knowledge(with_prior=get_method_class(run.method).uses_task_prior)
         t0 = time.perf_counter()
-        f_hat = _fit_mean(run.make_method, task.X_train, task.y_train, run.seed, knowledge,
-                          task.X)  # fmt: skip
+        f_hat = _fit_mean(run.make_method, task.X_train, task.y_train, run.seed, knowledge, task.X)
         timings["fit"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         G, jitter = task.posterior_draws(job.draws, run.seed)
@@ -173,8 +189,9 @@ def diagnose(job: Diagnosis, data_dir: str | None = None) -> tuple[dict[str, Any
         N, size = task.X.shape[0], job.scale * task.train_idx.size
         record.update(pool_size=N, reference_size=size, draws_jitter=jitter)
         big = dataclasses.replace(knowledge, n=size)
-        R, per_reference = reference_means(run.make_method, task.X, G, task.noise_var, size,
-                                           run.seed, big)  # fmt: skip
+        R, per_reference = reference_means(
+            run.make_method, task.X, G, task.noise_var, size, run.seed, big
+        )
         timings["reference_median"] = float(np.median(per_reference))
         timings["references"] = float(np.sum(per_reference))
         record["reference_seconds"] = per_reference  # the first one compiles new shapes
@@ -189,10 +206,13 @@ def diagnose(job: Diagnosis, data_dir: str | None = None) -> tuple[dict[str, Any
             status="ok",
         )
         arrays = {
-            "estimation": dec.estimation, "approximation": dec.approximation,
-            "estimation_se": dec.estimation_se, "approximation_se": dec.approximation_se,
-            "eu_target": dec.eu_target, "f_hat": f_hat,
-        }  # fmt: skip
+            "estimation": dec.estimation,
+            "approximation": dec.approximation,
+            "estimation_se": dec.estimation_se,
+            "approximation_se": dec.approximation_se,
+            "eu_target": dec.eu_target,
+            "f_hat": f_hat,
+        }
         t0 = time.perf_counter()
         part, exact = projection_part(run, task, f_hat, dec, target_var)  # blr, gp_linear
         if part:

@@ -41,8 +41,9 @@ def affine_class(
     return np.full(N, own.y_mean), X_pool - own.x_mean, False
 
 
-def projection_part(run: Any, task: Any, f_hat: np.ndarray, mc: Any, target_var: float
-                    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:  # fmt: skip
+def projection_part(
+    run: Any, task: Any, f_hat: np.ndarray, mc: Any, target_var: float
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The projection form of one diagnosis and its relation to the Monte Carlo split
     ``mc`` (:class:`udora.scoring.decomposition.Decomposition`): ``({}, {})`` for a method
     without an affine class, else the record part (pool means raw and normalised by
@@ -76,8 +77,10 @@ def projection_part(run: Any, task: Any, f_hat: np.ndarray, mc: Any, target_var:
             "references fit another class, so its relation to the projection form "
             "(in-class share, finite-K remainder) is not computed"
         )
-    arrays = {"projection_estimation": proj.estimation,
-              "projection_approximation": proj.approximation}  # fmt: skip
+    arrays = {
+        "projection_estimation": proj.estimation,
+        "projection_approximation": proj.approximation,
+    }
     if intercept:
         arrays["in_class_variance"] = proj.in_class_variance
     return record, arrays

@@ -107,13 +107,20 @@ def run_diagnoses(
     return summary
 
 
-def _run(spec: ExecutorSpec, todo: list[Diagnosis], out: Path, dd: str | None,
-         console: Console, summary: DiagnoseSummary) -> None:  # fmt: skip
+def _run(
+    spec: ExecutorSpec,
+    todo: list[Diagnosis],
+    out: Path,
+    dd: str | None,
+    console: Console,
+    summary: DiagnoseSummary,
+) -> None:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=console) as progress:
         noun = "diagnosis" if len(todo) == 1 else "diagnoses"
-        bar = progress.add_task(f"{len(todo)} {noun} ({summary.already} already done)",
-                                total=len(todo))  # fmt: skip
+        bar = progress.add_task(
+            f"{len(todo)} {noun} ({summary.already} already done)", total=len(todo)
+        )
 
         def done(job: Diagnosis, status: str, error: str) -> None:
             summary.done += 1
@@ -128,8 +135,9 @@ def _run(spec: ExecutorSpec, todo: list[Diagnosis], out: Path, dd: str | None,
 
         def crashed(args: tuple, reason: str) -> None:
             job = args[0]
-            write_diagnosis(job.folder(out), {"schema": SCHEMA, "status": "failed",
-                                              "error": reason}, {})  # fmt: skip
+            write_diagnosis(
+                job.folder(out), {"schema": SCHEMA, "status": "failed", "error": reason}, {}
+            )
             done(job, "failed", reason)
 
         finished: Callable[[tuple, tuple[str, str]], None] = lambda a, v: done(a[0], *v)  # noqa: E731

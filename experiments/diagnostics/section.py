@@ -24,13 +24,20 @@ def diagnostics_section(results_dir: str | Path, out: Path) -> list[str]:
         summary = write_summary(folder)
         name = "this folder" if folder == root else f"`{folder.name}/`"
         lines += [f"### Diagnoses in {name}", "", markdown(summary["groups"]), ""]
-        lines += [f"![{p.stem}]({os.path.relpath(p, out)})" for p in summary["written"]
-                  if p.suffix == ".png"] + [""]  # fmt: skip
+        lines += [
+            f"![{p.stem}]({os.path.relpath(p, out)})"
+            for p in summary["written"]
+            if p.suffix == ".png"
+        ] + [""]
     if not lines:
         return []
-    return ["## Diagnostics: estimation and approximation parts of the EU target", "",
-            "Pool means normalised by the variance of the pool's targets (docs/diagnostics.md).",
-            "", *lines]  # fmt: skip
+    return [
+        "## Diagnostics: estimation and approximation parts of the EU target",
+        "",
+        "Pool means normalised by the variance of the pool's targets (docs/diagnostics.md).",
+        "",
+        *lines,
+    ]
 
 
 def _write(ctx: ReportContext) -> list[str]:

@@ -52,23 +52,44 @@ def collect(folder: str | Path) -> pd.DataFrame:
             continue
         norm = record["normalised"]
         proj = (record.get("projection") or {}).get("normalised", {})
-        rows.append({
-            "preset": record["preset"], "method": record["method"],
-            "config": json.dumps(record["config"], sort_keys=True),
-            "setting": _setting(record["overrides"]), "seed": record["seed"],
-            "draws": record["draws"], "scale": record["scale"],
-            "n": int(record["overrides"].get("preset.n_train", 0)), "n_train": record["n_train"],
-            **{k: norm[k] for k in VALUES},
-            **{f"{k}_se": norm[f"{k}_se"] for k in ("estimation", "approximation", "sum")},
-            "sum_check_z": record["sum_check"]["z"], "sum_check_p": record["sum_check"]["p"],
-            "estimation_share": record["shares"]["estimation_share"],
-            **{f"projection_{k}": proj.get(k, np.nan) for k in PROJECTION},
-            "seconds": sum(record["timings"].get(k, 0.0) for k in ("fit", "draws", "references")),
-            "folder": str(path.parent.relative_to(folder)),
-        })  # fmt: skip
-    columns = ["preset", *GROUP, "n_train", *VALUES, "estimation_se", "approximation_se", "sum_se",
-               "sum_check_z", "sum_check_p", "estimation_share",
-               *[f"projection_{k}" for k in PROJECTION], "seconds", "folder"]  # fmt: skip
+        rows.append(
+            {
+                "preset": record["preset"],
+                "method": record["method"],
+                "config": json.dumps(record["config"], sort_keys=True),
+                "setting": _setting(record["overrides"]),
+                "seed": record["seed"],
+                "draws": record["draws"],
+                "scale": record["scale"],
+                "n": int(record["overrides"].get("preset.n_train", 0)),
+                "n_train": record["n_train"],
+                **{k: norm[k] for k in VALUES},
+                **{f"{k}_se": norm[f"{k}_se"] for k in ("estimation", "approximation", "sum")},
+                "sum_check_z": record["sum_check"]["z"],
+                "sum_check_p": record["sum_check"]["p"],
+                "estimation_share": record["shares"]["estimation_share"],
+                **{f"projection_{k}": proj.get(k, np.nan) for k in PROJECTION},
+                "seconds": sum(
+                    record["timings"].get(k, 0.0) for k in ("fit", "draws", "references")
+                ),
+                "folder": str(path.parent.relative_to(folder)),
+            }
+        )
+    columns = [
+        "preset",
+        *GROUP,
+        "n_train",
+        *VALUES,
+        "estimation_se",
+        "approximation_se",
+        "sum_se",
+        "sum_check_z",
+        "sum_check_p",
+        "estimation_share",
+        *[f"projection_{k}" for k in PROJECTION],
+        "seconds",
+        "folder",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -118,8 +139,9 @@ def group_means(rows: pd.DataFrame, matched: bool = False) -> pd.DataFrame:
         for name in PROJECTION:
             column = part.get(f"projection_{name}", pd.Series(np.nan, index=part.index))
             values = column.to_numpy(dtype=float)
-            entry[f"projection_{name}"] = float(values.mean()) if np.isfinite(values).all() \
-                else np.nan  # fmt: skip
+            entry[f"projection_{name}"] = (
+                float(values.mean()) if np.isfinite(values).all() else np.nan
+            )
         entry["seconds"] = float(part["seconds"].sum())
         out.append(entry)
     return pd.DataFrame(out)
@@ -181,8 +203,11 @@ def _series_labels(groups: pd.DataFrame) -> dict[tuple, str]:
     for key, _ in groups.groupby(SERIES, sort=True):
         entry = dict(zip(SERIES, key, strict=True))
         same = groups[groups["method"] == entry["method"]].groupby(SERIES).ngroups
-        extra = f" [{entry['setting']}, seed {entry['seed']}, M {entry['draws']}, K " \
-                f"{entry['scale']}]" if same > 1 else ""  # fmt: skip
+        extra = (
+            f" [{entry['setting']}, seed {entry['seed']}, M {entry['draws']}, K {entry['scale']}]"
+            if same > 1
+            else ""
+        )
         labels[key] = f"{entry['method']}{extra}"
     return labels
 
@@ -199,8 +224,15 @@ def errors_by_n_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     for i, (key, part) in enumerate(groups.groupby(SERIES, sort=True)):
         part = part.sort_values("n")
         for name, style in (("estimation", "o-"), ("approximation", "s--")):
-            ax.errorbar(part["n"], part[name], yerr=part[f"{name}_se"], fmt=style,
-                        color=f"C{i}", capsize=3, label=f"{labels[key]}: {name}")  # fmt: skip
+            ax.errorbar(
+                part["n"],
+                part[name],
+                yerr=part[f"{name}_se"],
+                fmt=style,
+                color=f"C{i}",
+                capsize=3,
+                label=f"{labels[key]}: {name}",
+            )
     ax.set_xscale("log")
     means = groups[["estimation", "approximation"]].to_numpy(dtype=float)
     low = means - groups[["estimation_se", "approximation_se"]].fillna(0).to_numpy(dtype=float)
@@ -209,9 +241,12 @@ def errors_by_n_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     else:  # a mean below zero (estimation is a difference): linear around zero
         ax.set_yscale("symlog", linthresh=1e-3)
     presets = sorted(set(",".join(groups["preset_names"]).split(",")))
-    ax.set(xlabel="training points n", ylabel="error / Var(y), mean over presets",
-           title=f"Estimation and approximation error against n\n({len(presets)} presets "
-                 "with every n)")  # fmt: skip
+    ax.set(
+        xlabel="training points n",
+        ylabel="error / Var(y), mean over presets",
+        title=f"Estimation and approximation error against n\n({len(presets)} presets "
+        "with every n)",
+    )
     ax.legend(fontsize=8)
     return save_figure(fig, stem)
 
@@ -223,8 +258,10 @@ def shares_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
 
     labels = _series_labels(groups)
     groups = groups.sort_values("estimation_share")
-    names = [labels[tuple(g[k] for k in SERIES)] + (f" (n={g['n']})" if g["n"] else "")
-             for _, g in groups.iterrows()]  # fmt: skip
+    names = [
+        labels[tuple(g[k] for k in SERIES)] + (f" (n={g['n']})" if g["n"] else "")
+        for _, g in groups.iterrows()
+    ]
     y = np.arange(len(groups))
     fig, ax = plt.subplots(figsize=(7.6, 1.6 + 0.42 * len(groups)))
     est = groups["estimation"].to_numpy(dtype=float)
@@ -233,8 +270,7 @@ def shares_figure(groups: pd.DataFrame, stem: Path) -> list[Path]:
     ax.barh(y, est, left=app, color="C0", label="estimation")
     ax.plot(groups["eu_target"], y, "k|", markersize=14, label="EU target")
     ax.set_yticks(y, names, fontsize=8)
-    ax.set(xlabel="error / Var(y), mean over presets",
-           title="Where the epistemic risk comes from")  # fmt: skip
+    ax.set(xlabel="error / Var(y), mean over presets", title="Where the epistemic risk comes from")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return save_figure(fig, stem)
 
@@ -247,15 +283,16 @@ def write_summary(folder: str | Path) -> dict[str, Any]:
     groups = group_means(rows)
     written = [folder / "summary.csv", folder / "summary.md"]
     rows.to_csv(written[0], index=False)
-    text = (f"# Diagnostics: {folder.name}\n\nPool means normalised by the variance of the "
-            "pool's targets, averaged over presets within one method config, n, seed, M "
-            "and K (docs/diagnostics.md).\n\n" + markdown(groups))  # fmt: skip
+    text = (
+        f"# Diagnostics: {folder.name}\n\nPool means normalised by the variance of the "
+        "pool's targets, averaged over presets within one method config, n, seed, M "
+        "and K (docs/diagnostics.md).\n\n" + markdown(groups)
+    )
     by_n = group_means(rows, matched=True)
     by_n = by_n[by_n["n"] > 0] if not by_n.empty else by_n  # --n levels only
     several = not by_n.empty and by_n.groupby(SERIES)["n"].nunique().max() > 1
     if several:
-        text += ("\n## Against n, over the presets that have every n\n\n"
-                 + markdown(by_n))  # fmt: skip
+        text += "\n## Against n, over the presets that have every n\n\n" + markdown(by_n)
     written[1].write_text(text)
     if not groups.empty:
         if several:

@@ -107,8 +107,10 @@ class GridSummary:
 
     def line(self) -> str:
         """The closing line: how many ran, failed, were skipped, were already done."""
-        return (f"{self.done} ran, {self.failed} failed, {self.not_run} skipped, "
-                f"{self.skipped} already done")  # fmt: skip
+        return (
+            f"{self.done} ran, {self.failed} failed, {self.not_run} skipped, "
+            f"{self.skipped} already done"
+        )
 
 
 def clean_temporaries(out_dir: Path) -> None:
@@ -152,8 +154,7 @@ def run_grid(
         try:
             out.mkdir(parents=True, exist_ok=True)
             with results_lock(out, wait=wait_lock):
-                _run_locked(runs, out, summary, executor, data_dir, wandb, console,
-                            config_sources)  # fmt: skip
+                _run_locked(runs, out, summary, executor, data_dir, wandb, console, config_sources)
         except KeyboardInterrupt:
             # a Ctrl-C before the runs started (while waiting for the lock, say)
             interrupts.stopping()
@@ -171,8 +172,9 @@ def _run_locked(
     console: Console,
     config_sources: dict[tuple[str, str], Any] | None = None,
 ) -> None:
-    sources = {(r.preset_arg, r.method): (config_sources or {}).get((r.preset_arg, r.method))
-               for r in runs}  # fmt: skip
+    sources = {
+        (r.preset_arg, r.method): (config_sources or {}).get((r.preset_arg, r.method)) for r in runs
+    }
     clean_temporaries(out)
     summary.legacy = len(legacy_results(out))
     if summary.legacy:
@@ -185,8 +187,12 @@ def _run_locked(
             summary.skipped += 1
             continue
         if previous.problem and not previous.legacy and previous.folder.is_dir():
-            console.print(f"rerunning {run.rel_dir}: its result.json {previous.problem}",
-                          highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+            console.print(
+                f"rerunning {run.rel_dir}: its result.json {previous.problem}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
         pending.append(run)
     missing = missing_data([run.preset for run in pending], data_dir)
     todo = []
@@ -202,8 +208,12 @@ def _run_locked(
             f"[yellow]skipped[/] {plural(count, 'run')} of {escape(name)}: {escape(reason)}"
         )
     dd = str(data_dir) if data_dir is not None else None
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeRemainingColumn())  # fmt: skip
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=console) as progress:
         head = f"{plural(len(todo), 'run')} ({summary.skipped} already done)"
         bar = progress.add_task(head, total=len(todo))

@@ -67,9 +67,12 @@ def run_on(
     def finished(args: tuple, value: tuple[str, str]) -> None:
         run = args[0]
         if value[0] == "ok" and not (run.run_dir(out) / "result.json").is_file():
-            value = ("failed", f"its result folder is not under {out} on this machine: on "
-                     "a cluster, the results folder must be shared by every node "
-                     "(docs/scaling.md)")  # fmt: skip
+            value = (
+                "failed",
+                f"its result folder is not under {out} on this machine: on "
+                "a cluster, the results folder must be shared by every node "
+                "(docs/scaling.md)",
+            )
         done(run, *value)
 
     def crashed(args: tuple, reason: str) -> None:

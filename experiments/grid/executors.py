@@ -82,8 +82,11 @@ class ExecutorSpec:
             return RayPool(self.jobs, self.address, self.cpus_per_run or 1)
         if self.jobs == 1 and self.cpus_per_run is None:
             return InProcess()
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-            os.cpu_count() or 1)  # fmt: skip
+        cores = (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1)
+        )
         if self.jobs == 1 and self.cpus_per_run >= cores:
             return InProcess()
         # one pinned worker when a single job asks for fewer cores than this process has

@@ -88,9 +88,11 @@ class LocalPool:
             cores = sorted(os.sched_getaffinity(0))
             slot = ctx.Value("i", 0)  # each worker of this pool takes the next core slot
             self._pool = cf.ProcessPoolExecutor(
-                self.capacity, mp_context=ctx, initializer=init_worker,
+                self.capacity,
+                mp_context=ctx,
+                initializer=init_worker,
                 initargs=(cores, self.cpus_per_run, slot),
-            )  # fmt: skip
+            )
             self._procs = {}
         return self._pool
 
@@ -153,8 +155,11 @@ class LocalPool:
         for proc in self._procs.values():  # joined, so their exit codes are known
             proc.join(timeout=5)
         broken = cf.process.BrokenProcessPool
-        out = [self._pop(f) for f in list(self._futures)
-               if f.done() and not isinstance(f.exception(), broken)]  # fmt: skip
+        out = [
+            self._pop(f)
+            for f in list(self._futures)
+            if f.done() and not isinstance(f.exception(), broken)
+        ]
         codes = {proc.pid: proc.exitcode for proc in self._procs.values()}
         crashed: dict[int, int | None] = {}
         for marker in self.marker_dir.iterdir():
@@ -166,8 +171,10 @@ class LocalPool:
         culprits = {t: code for t, code in crashed.items() if code not in (-signal.SIGTERM, None)}
         self._empty_breaks = 0 if culprits else self._empty_breaks + 1
         if self._empty_breaks >= MAX_EMPTY_BREAKS:
-            raise RuntimeError(f"worker processes died {MAX_EMPTY_BREAKS} times in a row "
-                               "with no run to blame; is the environment broken?")  # fmt: skip
+            raise RuntimeError(
+                f"worker processes died {MAX_EMPTY_BREAKS} times in a row "
+                "with no run to blame; is the environment broken?"
+            )
         for ticket, code in culprits.items():
             del self._calls[ticket]
             out.append((ticket, Outcome(crash=crash_reason(code))))

@@ -39,8 +39,10 @@ def describe(info: dict[str, Any]) -> str:
     """``pid 123 on host (udora bench ...) since 2025-01-01 12:00:00``."""
     if not info:
         return "another process"
-    return (f"pid {info.get('pid', '?')} on {info.get('host', '?')} "
-            f"({info.get('command', '?')}) since {info.get('since', '?')}")  # fmt: skip
+    return (
+        f"pid {info.get('pid', '?')} on {info.get('host', '?')} "
+        f"({info.get('command', '?')}) since {info.get('since', '?')}"
+    )
 
 
 @contextmanager

@@ -46,18 +46,26 @@ class RayPool:
             cores = len(os.sched_getaffinity(0))
             kw: dict[str, Any] = {"address": address} if address else {"num_cpus": cores}
             try:
-                ray.init(**kw, runtime_env=env, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False)  # fmt: skip
+                ray.init(
+                    **kw,
+                    runtime_env=env,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
             except (ConnectionError, RuntimeError, ValueError) as err:
                 raise UsageError(
                     f"--address {address}: cannot reach a Ray cluster: {err}"
                 ) from None
-        biggest = max((n.get("Resources", {}).get("CPU", 0) for n in ray.nodes() if n.get("Alive")),
-                      default=0)  # fmt: skip
+        biggest = max(
+            (n.get("Resources", {}).get("CPU", 0) for n in ray.nodes() if n.get("Alive")), default=0
+        )
         if cpus_per_run > biggest:
             self.close()
-            raise UsageError(f"--cpus-per-run {cpus_per_run}: the largest Ray node has "
-                             f"{biggest:g} CPUs; no run could start")  # fmt: skip
+            raise UsageError(
+                f"--cpus-per-run {cpus_per_run}: the largest Ray node has "
+                f"{biggest:g} CPUs; no run could start"
+            )
         self._task = ray.remote(max_retries=0, num_cpus=cpus_per_run)(_ray_call)
         cluster = max(1, int(ray.cluster_resources().get("CPU", 1)) // cpus_per_run)
         self.capacity = jobs or cluster
@@ -96,8 +104,12 @@ class RayPool:
             except RayTaskError as err:  # the call itself raised: a bug, not a crash
                 raise err.as_instanceof_cause() from None
             except RayError as err:  # its worker (or node) died
-                out.append((ticket, Outcome(crash=f"the Ray worker running it died "
-                                                 f"({type(err).__name__})")))  # fmt: skip
+                out.append(
+                    (
+                        ticket,
+                        Outcome(crash=f"the Ray worker running it died ({type(err).__name__})"),
+                    )
+                )
         self._fill()
         return out
 

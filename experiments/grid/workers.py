@@ -59,8 +59,9 @@ def thread_env(cpus: int) -> dict[str, str]:
     """Environment that caps a run's OpenMP, BLAS and (for one core) XLA threads at
     ``cpus``; set before JAX or numpy start their thread pools. CatBoost's threads are a
     method config field (``thread_count``, default 1)."""
-    env = {name: str(cpus) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                        "MKL_NUM_THREADS")}  # fmt: skip
+    env = {
+        name: str(cpus) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    }
     if cpus == 1:
         flags = os.environ.get("XLA_FLAGS", "")
         if "xla_cpu_multi_thread_eigen" not in flags:
@@ -122,9 +123,12 @@ def crash_reason(exitcode: int) -> str:
     """Why a run failed when the worker process running it died, from its exit code."""
     if exitcode < 0:
         name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else ""
-        hint = {"SIGKILL": " (killed: out of memory, or kill -9)",
-                "SIGSEGV": " (a native crash)", "SIGBUS": " (a native crash)",
-                "SIGABRT": " (a native abort)"}.get(name, "")  # fmt: skip
+        hint = {
+            "SIGKILL": " (killed: out of memory, or kill -9)",
+            "SIGSEGV": " (a native crash)",
+            "SIGBUS": " (a native crash)",
+            "SIGABRT": " (a native abort)",
+        }.get(name, "")
         return f"the worker process running it died of {name or -exitcode}{hint}"
     return f"the worker process running it exited with code {exitcode}"
 

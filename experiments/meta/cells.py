@@ -46,8 +46,15 @@ class Cell:
     def where(self, keep: np.ndarray) -> Cell:
         """The same cell with only the runs where ``keep`` (one bool per run) holds."""
         preds = [p for p, k in zip(self.predictions, keep, strict=True) if k]
-        return Cell(self.preset, self.seed, self.runs[keep], self.task, preds, self.blocks,
-                    self.scored_blocks)  # fmt: skip
+        return Cell(
+            self.preset,
+            self.seed,
+            self.runs[keep],
+            self.task,
+            preds,
+            self.blocks,
+            self.scored_blocks,
+        )
 
 
 def load_cells(
@@ -87,8 +94,9 @@ def load_cells(
 
             if progress is not None:
                 progress(f"rebuilding the task of {preset}, seed {run_seed}")
-            task = build_task(Preset.model_validate(record["preset_config"]), int(run_seed),
-                              data_dir=data_dir)  # fmt: skip
+            task = build_task(
+                Preset.model_validate(record["preset_config"]), int(run_seed), data_dir=data_dir
+            )
         found = task.meta.get("data_source") or {}
         if used != {found.get("sha256")}:  # other data: other f, y and targets
             ran = sorted(
@@ -103,8 +111,12 @@ def load_cells(
             )
         preds = [load_predictions(f) for f in checked]
         N = task.X.shape[0]
-        blocks = nearest_blocks(task.X, min(N // BLOCK_SIZE, MAX_BLOCKS), BLOCK_SIZE,
-                                np.random.default_rng(int(run_seed)))  # fmt: skip
+        blocks = nearest_blocks(
+            task.X,
+            min(N // BLOCK_SIZE, MAX_BLOCKS),
+            BLOCK_SIZE,
+            np.random.default_rng(int(run_seed)),
+        )
         cells.append(Cell(str(preset), int(run_seed), runs, task, preds, blocks))
         if on_cell is not None:  # e.g. start its rescoring while the next cell loads
             on_cell(len(cells) - 1, cells[-1])
@@ -226,14 +238,20 @@ def submit_subsample_taus(
 
     def collect() -> pd.DataFrame:
         rows = [row for future in futures for row in future.result()]
-        return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points",
-                                           "tau"])  # fmt: skip
+        return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
 
     return collect
 
 
-def _cell_subsample_taus(k: int, cell: Cell, sizes: tuple[int, ...], repeats: int, seed: int,
-                         oracle: str, min_methods: int) -> list[dict]:  # fmt: skip
+def _cell_subsample_taus(
+    k: int,
+    cell: Cell,
+    sizes: tuple[int, ...],
+    repeats: int,
+    seed: int,
+    oracle: str,
+    min_methods: int,
+) -> list[dict]:
     """The rows of :func:`subsample_taus` for the ``k``-th cell."""
     rows: list[dict] = []
     cell = cell.where(np.isfinite(ORACLE[oracle](cell.runs).to_numpy()))
@@ -248,16 +266,23 @@ def _cell_subsample_taus(k: int, cell: Cell, sizes: tuple[int, ...], repeats: in
         if size >= N:
             points, picked = np.arange(N)[None], np.arange(B)[None]
         else:
-            drawn = [(rng.choice(N, size=size, replace=False),
-                      rng.choice(B, size=max(1, min(B, size // BLOCK_SIZE)), replace=False))
-                     for _ in range(repeats)]  # fmt: skip
+            drawn = [
+                (
+                    rng.choice(N, size=size, replace=False),
+                    rng.choice(B, size=max(1, min(B, size // BLOCK_SIZE)), replace=False),
+                )
+                for _ in range(repeats)
+            ]
             points, picked = (np.stack(part) for part in zip(*drawn, strict=True))
         # one vectorised scoring per run over all subsets; rows (subset, run) as before
-        per_run = [_score_subsets(cell.task, p, points) | {name: np.mean(v[picked], axis=1)
-                   for name, v in blocks[i].items()}
-                   for i, p in enumerate(cell.predictions)]  # fmt: skip
-        scored = pd.DataFrame({name: np.stack([r[name] for r in per_run], axis=1).ravel()
-                               for name in per_run[0]})  # fmt: skip
+        per_run = [
+            _score_subsets(cell.task, p, points)
+            | {name: np.mean(v[picked], axis=1) for name, v in blocks[i].items()}
+            for i, p in enumerate(cell.predictions)
+        ]
+        scored = pd.DataFrame(
+            {name: np.stack([r[name] for r in per_run], axis=1).ravel() for name in per_run[0]}
+        )
         seen = goodness(scored, OBSERVABLE)  # one frame for every subset: pandas once
         taus: dict[str, list[float]] = {}
         n = len(cell.predictions)
@@ -271,9 +296,16 @@ def _cell_subsample_taus(k: int, cell: Cell, sizes: tuple[int, ...], repeats: in
                     tau = next(fast) if all_fine else kendall_tau(row[fine], truth[fine])
                     taus.setdefault(obs, []).append(tau)
         for obs, values in taus.items():
-            rows.append({"preset": cell.preset, "seed": cell.seed, "observable": obs,
-                         "size": size, "points": min(size, N),
-                         "tau": float(np.nanmean(values))})  # fmt: skip
+            rows.append(
+                {
+                    "preset": cell.preset,
+                    "seed": cell.seed,
+                    "observable": obs,
+                    "size": size,
+                    "points": min(size, N),
+                    "tau": float(np.nanmean(values)),
+                }
+            )
     return rows
 
 
@@ -285,7 +317,9 @@ def _score_subsets(task, prediction: dict, idx: np.ndarray) -> dict[str, np.ndar
 
     members = prediction.get("member_means")
     return observable_arrays(
-        y=task.y[idx], mean=prediction["mean"][idx], aleatoric=prediction["aleatoric"][idx],
+        y=task.y[idx],
+        mean=prediction["mean"][idx],
+        aleatoric=prediction["aleatoric"][idx],
         epistemic=prediction["epistemic"][idx],
         member_means=None if members is None else members[:, idx],
-    )  # fmt: skip
+    )

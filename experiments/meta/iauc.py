@@ -24,14 +24,16 @@ def iauc_regions(
     Returns:
         One row per (preset, seed, config, level): ``above``, ``overlap``, ``below``.
     """
-    return iauc_frame([row for k, cell in enumerate(cells)
-                       for row in cell_regions(k, cell, levels, quantile)])  # fmt: skip
+    return iauc_frame(
+        [row for k, cell in enumerate(cells) for row in cell_regions(k, cell, levels, quantile)]
+    )
 
 
 def iauc_frame(rows: list[dict]) -> pd.DataFrame:
     """The frame of :func:`iauc_regions` from its rows (of :func:`cell_regions`)."""
-    return pd.DataFrame(rows, columns=["preset", "seed", "config", "level", "above",
-                                       "overlap", "below"])  # fmt: skip
+    return pd.DataFrame(
+        rows, columns=["preset", "seed", "config", "level", "above", "overlap", "below"]
+    )
 
 
 def cell_regions(k: int, cell: Any, levels: tuple[float, ...], quantile: float) -> list[dict]:
@@ -41,13 +43,26 @@ def cell_regions(k: int, cell: Any, levels: tuple[float, ...], quantile: float) 
     del k
     rows = []
     task = cell.task
-    for i, (config, pred) in enumerate(zip(cell.runs["config"], cell.predictions,
-                                           strict=True)):  # fmt: skip
-        out = exceedance_regions(task.f, pred["mean"], pred["epistemic"], task.post_mean,
-                                 task.post_var, quantile=quantile, levels=levels)  # fmt: skip
+    for i, (config, pred) in enumerate(zip(cell.runs["config"], cell.predictions, strict=True)):
+        out = exceedance_regions(
+            task.f,
+            pred["mean"],
+            pred["epistemic"],
+            task.post_mean,
+            task.post_var,
+            quantile=quantile,
+            levels=levels,
+        )
         sources = [(config, out["method"])] + ([("oracle", out["oracle"])] if i == 0 else [])
         for name, by_level in sources:
             for level, regions in by_level.items():
-                rows.append({"preset": cell.preset, "seed": cell.seed, "config": name,
-                             "level": level, **regions})  # fmt: skip
+                rows.append(
+                    {
+                        "preset": cell.preset,
+                        "seed": cell.seed,
+                        "config": name,
+                        "level": level,
+                        **regions,
+                    }
+                )
     return rows

@@ -43,11 +43,17 @@ def tau_matrix(pooled: pd.DataFrame, column: str = "tau") -> pd.DataFrame:
 def markdown(pooled: pd.DataFrame) -> str:
     """Pooled tau and its 95% interval per observable (rows) and oracle metric (columns)."""
     tau, low, high = (tau_matrix(pooled, c) for c in ("tau", "low", "high"))
-    lines = ["| observable | " + " | ".join(tau.columns) + " |",
-             "|---|" + "---|" * len(tau.columns)]  # fmt: skip
+    lines = [
+        "| observable | " + " | ".join(tau.columns) + " |",
+        "|---|" + "---|" * len(tau.columns),
+    ]
     for obs in tau.index:
-        cells = [f"{tau.loc[obs, c]:+.2f} [{low.loc[obs, c]:+.2f}, {high.loc[obs, c]:+.2f}]"
-                 if np.isfinite(tau.loc[obs, c]) else "n/a" for c in tau.columns]  # fmt: skip
+        cells = [
+            f"{tau.loc[obs, c]:+.2f} [{low.loc[obs, c]:+.2f}, {high.loc[obs, c]:+.2f}]"
+            if np.isfinite(tau.loc[obs, c])
+            else "n/a"
+            for c in tau.columns
+        ]
         lines.append(f"| {obs} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -65,8 +71,15 @@ def heatmap(pooled: pd.DataFrame, stem: Path, title: str) -> list[Path]:
         for j in range(tau.shape[1]):
             value = tau.iat[i, j]
             if np.isfinite(value):
-                ax.text(j, i, f"{value:+.2f}", ha="center", va="center", fontsize=8,
-                        color="white" if abs(value) > 0.6 else "black")  # fmt: skip
+                ax.text(
+                    j,
+                    i,
+                    f"{value:+.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if abs(value) > 0.6 else "black",
+                )
     ax.set(xlabel="oracle metric", ylabel="observable metric", title=title)
     fig.colorbar(image, ax=ax, label="Kendall's tau-b (mean over presets)")
     return save_figure(fig, stem)
@@ -82,13 +95,14 @@ def size_figure(by_size: pd.DataFrame, stem: Path, oracle: str) -> list[Path]:
     for i, obs in enumerate(m for m in OBSERVABLE if m in mean.columns):
         # 8 colours, then a new line style and marker: each (colour, style) pair once
         style, marker = (("-", "o"), ("--", "s"), (":", "^"))[(i // 8) % 3]
-        ax.plot(mean.index, mean[obs], ls=style, marker=marker, color=OKABE_ITO[i % 8],
-                label=obs)  # fmt: skip
+        ax.plot(mean.index, mean[obs], ls=style, marker=marker, color=OKABE_ITO[i % 8], label=obs)
     ax.set_xscale("log")
     ax.axhline(0.0, color="grey", lw=0.8)
-    ax.set(xlabel="evaluation points (random subsets of the pool; a size past N: all N)",
-           ylabel=f"Kendall's tau with {oracle} (mean over cells)",
-           title="How many points an observable metric needs")  # fmt: skip
+    ax.set(
+        xlabel="evaluation points (random subsets of the pool; a size past N: all N)",
+        ylabel=f"Kendall's tau with {oracle} (mean over cells)",
+        title="How many points an observable metric needs",
+    )
     ax.legend(
         fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, handlelength=3.5
     )  # long enough to show the dashes
@@ -104,14 +118,19 @@ def iauc_figure(regions: pd.DataFrame, stem: Path, level: float = 0.9) -> list[P
     mean = at.groupby("config")[["above", "overlap", "below"]].mean().sort_values("above")
     fig, ax = plt.subplots(figsize=(7.6, 1.6 + 0.36 * len(mean)))
     left = np.zeros(len(mean))
-    for name, colour, label in (("above", "#2166ac", "P(I1 > I0): confidently right"),
-                                ("overlap", "#bbbbbb", "P(overlap)"),
-                                ("below", "#b2182b", "P(I1 < I0): confidently wrong")):  # fmt: skip
+    for name, colour, label in (
+        ("above", "#2166ac", "P(I1 > I0): confidently right"),
+        ("overlap", "#bbbbbb", "P(overlap)"),
+        ("below", "#b2182b", "P(I1 < I0): confidently wrong"),
+    ):
         ax.barh(range(len(mean)), mean[name], left=left, color=colour, label=label)
         left += mean[name].to_numpy()
     ax.set_yticks(range(len(mean)), mean.index, fontsize=8)
-    ax.set(xlim=(0, 1), xlabel="share of (exceeding, not exceeding) pairs, mean over cells",
-           title=f"Ranking f's top decile with EU intervals ({level:.0%} nominal)")  # fmt: skip
+    ax.set(
+        xlim=(0, 1),
+        xlabel="share of (exceeding, not exceeding) pairs, mean over cells",
+        title=f"Ranking f's top decile with EU intervals ({level:.0%} nominal)",
+    )
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return save_figure(fig, stem)
 
@@ -123,19 +142,27 @@ def iauc_curves_figure(regions: pd.DataFrame, stem: Path) -> list[Path]:
     import matplotlib.pyplot as plt  # Agg: set by udora.experiments.results.figures
 
     mean = regions.groupby(["config", "level"])[["above", "overlap", "below"]].mean()
-    at90 = mean.xs(0.9, level="level")["above"] if 0.9 in mean.index.get_level_values(1) else (
-        mean.groupby("config")["above"].mean())  # fmt: skip
+    at90 = (
+        mean.xs(0.9, level="level")["above"]
+        if 0.9 in mean.index.get_level_values(1)
+        else (mean.groupby("config")["above"].mean())
+    )
     order = sorted(at90.index, key=lambda c: (c != "oracle", -at90[c]))
     cols = 4
     rows = -(-len(order) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(10.0, 1.0 + 1.9 * rows), sharex=True,
-                             sharey=True, squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(10.0, 1.0 + 1.9 * rows), sharex=True, sharey=True, squeeze=False
+    )
     colours = {"above": "#2166ac", "overlap": "#bbbbbb", "below": "#b2182b"}
     labels = {"above": "P(I1 > I0)", "overlap": "P(overlap)", "below": "P(I1 < I0)"}
     for ax, config in zip(axes.flat, order, strict=False):
         part = mean.loc[config]
-        ax.stackplot(part.index, *(part[k] for k in colours), colors=list(colours.values()),
-                     labels=list(labels.values()))  # fmt: skip
+        ax.stackplot(
+            part.index,
+            *(part[k] for k in colours),
+            colors=list(colours.values()),
+            labels=list(labels.values()),
+        )
         ax.set_title(config, fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in axes.flat[len(order) :]:
@@ -148,8 +175,11 @@ def iauc_curves_figure(regions: pd.DataFrame, stem: Path) -> list[Path]:
     for ax in axes[:, 0]:
         ax.set_ylabel("share of pairs", fontsize=7)
     axes.flat[0].legend(fontsize=6, loc="lower left")
-    fig.suptitle("Interval AUC regions of EU intervals over nominal levels (f > its 0.9 "
-                 "quantile; mean over cells)", fontsize=10)  # fmt: skip
+    fig.suptitle(
+        "Interval AUC regions of EU intervals over nominal levels (f > its 0.9 "
+        "quantile; mean over cells)",
+        fontsize=10,
+    )
     return save_figure(fig, stem)
 
 
@@ -187,8 +217,17 @@ def write_meta(
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    stale = [] if rescore else ["meta_iauc.csv", "meta_iauc.png", "meta_iauc.pdf",
-                                "meta_iauc_curves.png", "meta_iauc_curves.pdf"]  # fmt: skip
+    stale = (
+        []
+        if rescore
+        else [
+            "meta_iauc.csv",
+            "meta_iauc.png",
+            "meta_iauc.pdf",
+            "meta_iauc_curves.png",
+            "meta_iauc_curves.pdf",
+        ]
+    )
     if not (sizes and rescore) and not keep_sizes:
         stale += ["meta_by_size.csv", "meta_by_size.png", "meta_by_size.pdf"]
     for name in stale:  # outputs of an earlier call that this one does not write
@@ -209,8 +248,9 @@ def write_meta(
             table = with_block_metrics(table, loaded)  # the values above: nothing computed
         subsets = None
         if sizes and rescore:  # rescoring subsets runs while this process ranks and draws
-            subsets = submit_subsample_taus(loaded, pool, sizes, repeats, 0, "spearman_eu",
-                                            min_methods)  # fmt: skip
+            subsets = submit_subsample_taus(
+                loaded, pool, sizes, repeats, 0, "spearman_eu", min_methods
+            )
         cells = cell_taus(table, min_methods=min_methods)
         if cells.empty:
             raise ValueError(
@@ -223,14 +263,16 @@ def write_meta(
         pooled.to_csv(written[1], index=False)
         presets = cells["preset"].nunique()
         n_cells = len(cells[["preset", "seed"]].drop_duplicates())
-        text = ("# Which observable metrics rank methods like the oracle\n\n"
-                f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
-                f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
-                "over presets (docs/metrics.md). " + left_out_line(left_out) + "\n\n"
-                + markdown(pooled))  # fmt: skip
+        text = (
+            "# Which observable metrics rank methods like the oracle\n\n"
+            f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
+            f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
+            "over presets (docs/metrics.md). " + left_out_line(left_out) + "\n\n" + markdown(pooled)
+        )
         written[2].write_text(text)
-        written += heatmap(pooled, out / "meta_tau", f"Observable vs oracle rankings "
-                           f"({presets} presets)")  # fmt: skip
+        written += heatmap(
+            pooled, out / "meta_tau", f"Observable vs oracle rankings ({presets} presets)"
+        )
         regions = by_size = None
         if rescore:
             step("interval AUC")
@@ -247,8 +289,14 @@ def write_meta(
             written.append(out / "meta_by_size.csv")
             if not by_size.empty:
                 written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
-        return {"cells": cells, "pooled": pooled, "by_size": by_size, "iauc": regions,
-                "written": written, "left_out": left_out}  # fmt: skip
+        return {
+            "cells": cells,
+            "pooled": pooled,
+            "by_size": by_size,
+            "iauc": regions,
+            "written": written,
+            "left_out": left_out,
+        }
 
 
 def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -267,8 +315,11 @@ def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, s
     method = table["method"] if "method" in table else table["config"]  # a table of labels
     pairs = pd.DataFrame({"config": table["config"], "method": method})
     pairs = pairs.drop_duplicates().sort_values("config")
-    left_out = {c: "reads the task's generating prior, which no practitioner has"
-                for c, m in pairs.itertuples(index=False) if reads_prior(m)}  # fmt: skip
+    left_out = {
+        c: "reads the task's generating prior, which no practitioner has"
+        for c, m in pairs.itertuples(index=False)
+        if reads_prior(m)
+    }
     if "prediction_form" in table:  # total-only external runs have no AU/EU to rank
         for c in sorted(set(table.loc[table["prediction_form"] != "split", "config"])):
             left_out[c] = "total-only predictions (no AU/EU split)"

@@ -34,38 +34,62 @@ def meta_section(table: pd.DataFrame, out: Path, data_dir: str | None = None) ->
     note = []
     try:
         try:
-            report = write_meta(table, out / "meta", data_dir=data_dir, keep_sizes=True,
-                                jobs=len(os.sched_getaffinity(0)))  # fmt: skip
+            report = write_meta(
+                table,
+                out / "meta",
+                data_dir=data_dir,
+                keep_sizes=True,
+                jobs=len(os.sched_getaffinity(0)),
+            )
         except (FileNotFoundError, OSError, ValueError) as err:  # e.g. other data found now
             report = write_meta(table, out / "meta", rescore=False, keep_sizes=True)
-            note = [f"The block scores and the interval AUC are left out: the tasks could not "
-                    f"be rebuilt ({err}).", ""]  # fmt: skip
+            note = [
+                f"The block scores and the interval AUC are left out: the tasks could not "
+                f"be rebuilt ({err}).",
+                "",
+            ]
     except ValueError as err:  # e.g. every ranking undefined: say so, keep the report
         return [title, "", f"Not computed: {err}.", ""]
     pooled, cells = report["pooled"], report["cells"]
     n_cells = len(cells[["preset", "seed"]].drop_duplicates())
-    lines = [title, "",
-             f"Kendall's tau-b between the ranking of the configs by each observable metric "
-             f"(rows) and by each oracle metric (columns), {n_cells} (preset, seed) cells with "
-             "at least 4 configs, mean over seeds then presets, 95% bootstrap interval over "
-             "presets (docs/metrics.md). " + left_out_line(report["left_out"])
-             + " The same against the number of evaluation points: `udora meta RESULTS`.", "",
-             *note, markdown(pooled),
-             "![observable vs oracle tau](meta/meta_tau.png)", ""]  # fmt: skip
+    lines = [
+        title,
+        "",
+        f"Kendall's tau-b between the ranking of the configs by each observable metric "
+        f"(rows) and by each oracle metric (columns), {n_cells} (preset, seed) cells with "
+        "at least 4 configs, mean over seeds then presets, 95% bootstrap interval over "
+        "presets (docs/metrics.md). "
+        + left_out_line(report["left_out"])
+        + " The same against the number of evaluation points: `udora meta RESULTS`.",
+        "",
+        *note,
+        markdown(pooled),
+        "![observable vs oracle tau](meta/meta_tau.png)",
+        "",
+    ]
     names = {p.name for p in report["written"]}
     if "meta_iauc.png" in names:
-        lines += ["Interval AUC of each config's EU intervals on the exceedance task "
-                  "(f above its 0.9 quantile), the exact posterior as the `oracle` row:", "",
-                  "![interval AUC](meta/meta_iauc.png)", "",
-                  "![interval AUC over levels](meta/meta_iauc_curves.png)", ""]  # fmt: skip
+        lines += [
+            "Interval AUC of each config's EU intervals on the exceedance task "
+            "(f above its 0.9 quantile), the exact posterior as the `oracle` row:",
+            "",
+            "![interval AUC](meta/meta_iauc.png)",
+            "",
+            "![interval AUC over levels](meta/meta_iauc_curves.png)",
+            "",
+        ]
     by_size = out / "meta" / "meta_by_size.png"
     if by_size.is_file():  # written by `udora meta`, which this section does not rerun
         import datetime
 
         when = datetime.datetime.fromtimestamp(by_size.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
-        lines += [f"Agreement against the number of evaluation points, as `udora meta` wrote "
-                  f"it on {when} (rerun it after adding runs):", "",
-                  "![agreement by number of points](meta/meta_by_size.png)", ""]  # fmt: skip
+        lines += [
+            f"Agreement against the number of evaluation points, as `udora meta` wrote "
+            f"it on {when} (rerun it after adding runs):",
+            "",
+            "![agreement by number of points](meta/meta_by_size.png)",
+            "",
+        ]
     return lines
 
 

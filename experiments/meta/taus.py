@@ -102,19 +102,30 @@ def cell_taus(table: pd.DataFrame, min_methods: int = 4) -> pd.DataFrame:
         S, T = seen.to_numpy(np.float64), truth.to_numpy(np.float64)  # (configs, metrics)
         whole = np.all(np.isfinite(S), axis=0)
         # the observables finite for every config: each oracle's taus in one pass
-        fast = {j: iter(kendall_tau_rows(S[:, whole].T, T[:, j]))
-                for j in range(T.shape[1]) if np.all(np.isfinite(T[:, j]))}  # fmt: skip
+        fast = {
+            j: iter(kendall_tau_rows(S[:, whole].T, T[:, j]))
+            for j in range(T.shape[1])
+            if np.all(np.isfinite(T[:, j]))
+        }
         for i, obs in enumerate(seen):
             for j, orc in enumerate(truth):
                 both = np.isfinite(S[:, i]) & np.isfinite(T[:, j])
                 if both.sum() < min_methods:
                     continue
-                tau = (next(fast[j]) if whole[i] and j in fast
-                       else kendall_tau(S[both, i], T[both, j]))  # fmt: skip
-                rows.append({"preset": preset, "seed": seed, "observable": obs,
-                             "oracle": orc, "tau": tau, "methods": int(both.sum())})  # fmt: skip
-    return pd.DataFrame(rows, columns=["preset", "seed", "observable", "oracle", "tau",
-                                       "methods"])  # fmt: skip
+                tau = (
+                    next(fast[j]) if whole[i] and j in fast else kendall_tau(S[both, i], T[both, j])
+                )
+                rows.append(
+                    {
+                        "preset": preset,
+                        "seed": seed,
+                        "observable": obs,
+                        "oracle": orc,
+                        "tau": tau,
+                        "methods": int(both.sum()),
+                    }
+                )
+    return pd.DataFrame(rows, columns=["preset", "seed", "observable", "oracle", "tau", "methods"])
 
 
 def pooled_taus(cells: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -133,9 +144,17 @@ def pooled_taus(cells: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd.Da
         rng = np.random.default_rng(seed)  # per pair: an interval never depends on the others
         draws = rng.integers(0, per_preset.size, size=(n_boot, per_preset.size))
         boot = per_preset[draws].mean(axis=1)
-        rows.append({"observable": obs, "oracle": orc, "tau": float(per_preset.mean()),
-                     "low": float(np.quantile(boot, 0.025)),
-                     "high": float(np.quantile(boot, 0.975)),
-                     "presets": int(per_preset.size), "cells": len(part)})  # fmt: skip
-    return pd.DataFrame(rows, columns=["observable", "oracle", "tau", "low", "high",
-                                       "presets", "cells"])  # fmt: skip
+        rows.append(
+            {
+                "observable": obs,
+                "oracle": orc,
+                "tau": float(per_preset.mean()),
+                "low": float(np.quantile(boot, 0.025)),
+                "high": float(np.quantile(boot, 0.975)),
+                "presets": int(per_preset.size),
+                "cells": len(part),
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["observable", "oracle", "tau", "low", "high", "presets", "cells"]
+    )

@@ -47,11 +47,11 @@ def estimator_from_path(path: str, **kwargs: Any) -> Any:
             target = getattr(target, part)
         estimator = target(**kwargs)
     except (ImportError, AttributeError, TypeError, ValueError) as err:
-        raise ValueError(f"{path!r}: cannot build an estimator ({type(err).__name__}: "
-                         f"{err})") from None  # fmt: skip
+        raise ValueError(
+            f"{path!r}: cannot build an estimator ({type(err).__name__}: {err})"
+        ) from None
     if not hasattr(estimator, "fit") or not hasattr(estimator, "predict"):
-        raise ValueError(f"{path!r}: built a {type(estimator).__name__}, which has no "
-                         f"fit/predict")  # fmt: skip
+        raise ValueError(f"{path!r}: built a {type(estimator).__name__}, which has no fit/predict")
     return estimator
 
 
@@ -85,8 +85,10 @@ def _gp_noise(gp: Any, X: np.ndarray) -> np.ndarray:
         return (kernel.diag(X) - quiet.diag(X)) * scale
     alpha = np.asarray(gp.alpha, dtype=float)
     if alpha.size != 1:
-        raise ValueError("GaussianProcessRegressor: a per-sample alpha has no value on the "
-                         "pool; give the kernel a WhiteKernel term for the noise")  # fmt: skip
+        raise ValueError(
+            "GaussianProcessRegressor: a per-sample alpha has no value on the "
+            "pool; give the kernel a WhiteKernel term for the noise"
+        )
     return np.full(X.shape[0], float(alpha) * scale)
 
 
@@ -123,17 +125,21 @@ def sklearn_fields(estimator: Any, task: PublicTask) -> dict[str, Any]:
     name = type(model).__name__
     ngboost = hasattr(model, "pred_dist")
     if not ngboost and not _takes_return_std(model):
-        raise ValueError(f"{name}.predict has no return_std: sklearn_fields needs a model "
-                         f"that predicts a standard deviation (predict(X, return_std=True), "
-                         f"or NGBoost's pred_dist); for any other regressor use "
-                         f"bagged_fields(make_estimator, task)")  # fmt: skip
+        raise ValueError(
+            f"{name}.predict has no return_std: sklearn_fields needs a model "
+            f"that predicts a standard deviation (predict(X, return_std=True), "
+            f"or NGBoost's pred_dist); for any other regressor use "
+            f"bagged_fields(make_estimator, task)"
+        )
     estimator.fit(task.X_train, task.y_train)
     X = task.X_pool
     if ngboost:
         params = model.pred_dist(_transformed(estimator, X)).params
         if set(params) != {"loc", "scale"}:
-            raise ValueError(f"{name}: expected a Normal predictive (loc, scale); got the "
-                             f"parameters {sorted(params)}")  # fmt: skip
+            raise ValueError(
+                f"{name}: expected a Normal predictive (loc, scale); got the "
+                f"parameters {sorted(params)}"
+            )
         mean, var = np.asarray(params["loc"]), np.asarray(params["scale"]) ** 2
         return {"mean": mean, "variance": var, "task_hash": task.task_hash}
     mean, std = estimator.predict(X, return_std=True)
@@ -181,8 +187,7 @@ def bagged_fields(
     high AU. EU is the spread of the member means (:func:`forms.parse`). Training rows
     repeated in the task may sit on both sides of a bag."""
     if n_members < 2:
-        raise ValueError(f"n_members: a bagged ensemble needs at least 2 members, got "
-                         f"{n_members}")  # fmt: skip
+        raise ValueError(f"n_members: a bagged ensemble needs at least 2 members, got {n_members}")
     make = _member_maker(make_estimator)
     rng = np.random.default_rng(seed)
     X, y = task.X_train, task.y_train
@@ -195,11 +200,16 @@ def bagged_fields(
             member.set_params(random_state=int(rng.integers(2**31)))
         out_of_bag = np.setdiff1d(np.arange(n), rows)
         if out_of_bag.size == 0:
-            raise ValueError(f"member {k}: its resample left no out-of-bag row to measure "
-                             f"the noise on ({n} training rows)")  # fmt: skip
+            raise ValueError(
+                f"member {k}: its resample left no out-of-bag row to measure "
+                f"the noise on ({n} training rows)"
+            )
         member.fit(X[rows], y[rows])
         residual = y[out_of_bag] - np.asarray(member.predict(X[out_of_bag]), dtype=float)
         means.append(np.asarray(member.predict(task.X_pool), dtype=float))
         variances.append(np.full(task.n_pool, float(np.mean(residual**2))))
-    return {"member_means": np.stack(means), "member_variances": np.stack(variances),
-            "task_hash": task.task_hash}  # fmt: skip
+    return {
+        "member_means": np.stack(means),
+        "member_variances": np.stack(variances),
+        "task_hash": task.task_hash,
+    }

@@ -32,8 +32,10 @@ def _row(task: PublicTask, method: str, form: str, metrics: Mapping[str, Any]) -
 
 def _as_task(task: PublicTask | str | Path | None, what: str) -> PublicTask:
     if task is None:
-        raise ValueError(f"evaluate: {what} needs task= (a PublicTask of load_task, or a "
-                         f"task folder of `udora export`)")  # fmt: skip
+        raise ValueError(
+            f"evaluate: {what} needs task= (a PublicTask of load_task, or a "
+            f"task folder of `udora export`)"
+        )
     return task if isinstance(task, PublicTask) else read_task(task)
 
 
@@ -73,13 +75,15 @@ def evaluate(
     metric (NaN where undefined, or where a total-only form has no value: score.py).
     Bad input is a ValueError naming the field."""
     if isinstance(what, type):
-        raise ValueError(f"evaluate: got the class {what.__name__}; pass an instance, "
-                         f"{what.__name__}()")  # fmt: skip
+        raise ValueError(
+            f"evaluate: got the class {what.__name__}; pass an instance, {what.__name__}()"
+        )
     if _is_estimator(what) and not isinstance(what, (Predictions, Mapping, str, Path)):
         return _evaluate_estimator(what, task, presets, seeds, data_dir, method)
     if presets is not None:
-        raise ValueError("evaluate: presets= is for an estimator; predictions are scored on "
-                         "their one task=")  # fmt: skip
+        raise ValueError(
+            "evaluate: presets= is for an estimator; predictions are scored on their one task="
+        )
     if isinstance(what, Predictions):
         return pd.DataFrame([_scored(what, _as_task(task, "Predictions"), method, data_dir)])
     if isinstance(what, Mapping):
@@ -89,8 +93,10 @@ def evaluate(
         found = _as_task(task, "a predictions file")
         record = score_file(what, found, method, data_dir=data_dir)
         return pd.DataFrame([_row(found, method, record["external"]["form"], record["metrics"])])
-    raise ValueError(f"evaluate: expected Predictions, a dict of fields, a predictions file "
-                     f"or an estimator; got {type(what).__name__}")  # fmt: skip
+    raise ValueError(
+        f"evaluate: expected Predictions, a dict of fields, a predictions file "
+        f"or an estimator; got {type(what).__name__}"
+    )
 
 
 def _evaluate_estimator(estimator, task, presets, seeds, data_dir, method) -> pd.DataFrame:
@@ -108,6 +114,7 @@ def _evaluate_estimator(estimator, task, presets, seeds, data_dir, method) -> pd
     rows = []
     for found in tasks:
         fields = sklearn_fields(clone(estimator, safe=False), found)
-        rows.append(_scored(parse(fields, found, type(estimator).__name__), found, method,
-                            data_dir))  # fmt: skip
+        rows.append(
+            _scored(parse(fields, found, type(estimator).__name__), found, method, data_dir)
+        )
     return pd.DataFrame(rows)

@@ -20,8 +20,12 @@ import pandas as pd
 
 from udora.experiments.open.tasks import FORMS, PublicTask
 
-STACKED = {"member_means": "member_mean", "member_variances": "member_variance",
-           "latent_draws": "latent_draw", "samples": "sample"}  # fmt: skip
+STACKED = {
+    "member_means": "member_mean",
+    "member_variances": "member_variance",
+    "latent_draws": "latent_draw",
+    "samples": "sample",
+}
 IDS = ("row_id", "task_hash")
 
 
@@ -98,25 +102,32 @@ def _form(fields: dict[str, Any], where: str) -> str:
     if len(found) != 1:
         forms = "; ".join(f"{n}: {', '.join(need)}" for n, need in FORMS.items())
         got = ", ".join(sorted(present)) or "none"
-        raise ValueError(f"{where}: expected the fields of one prediction form ({forms}); "
-                         f"got {got}")  # fmt: skip
+        raise ValueError(
+            f"{where}: expected the fields of one prediction form ({forms}); got {got}"
+        )
     allowed = set(FORMS[found[0]]) | ({"member_means"} if found[0] == "split" else set())
     extra = sorted(present - allowed)
     if extra:
-        raise ValueError(f"{where}: field {extra[0]!r} is not part of the {found[0]} form "
-                         f"({', '.join(sorted(allowed))})")  # fmt: skip
+        raise ValueError(
+            f"{where}: field {extra[0]!r} is not part of the {found[0]} form "
+            f"({', '.join(sorted(allowed))})"
+        )
     return found[0]
 
 
 def _pool_order(fields: dict[str, Any], task: PublicTask, where: str) -> np.ndarray | None:
     """Indices that put the file's rows in pool order (None: already in it)."""
     if "row_id" not in fields and "task_hash" not in fields:
-        raise ValueError(f"{where}: must say which pool it predicts: a 'row_id' field "
-                         f"(0..{task.n_pool - 1}) or 'task_hash' ({task.task_hash})")  # fmt: skip
+        raise ValueError(
+            f"{where}: must say which pool it predicts: a 'row_id' field "
+            f"(0..{task.n_pool - 1}) or 'task_hash' ({task.task_hash})"
+        )
     if "task_hash" in fields and fields["task_hash"] != task.task_hash:
-        raise ValueError(f"{where}: field 'task_hash' is {fields['task_hash']!r}, a prediction "
-                         f"for another task; this task ({task.preset}, seed {task.seed}) is "
-                         f"{task.task_hash}")  # fmt: skip
+        raise ValueError(
+            f"{where}: field 'task_hash' is {fields['task_hash']!r}, a prediction "
+            f"for another task; this task ({task.preset}, seed {task.seed}) is "
+            f"{task.task_hash}"
+        )
     if "row_id" not in fields:
         return None
     ids = np.asarray(fields["row_id"])
@@ -124,8 +135,10 @@ def _pool_order(fields: dict[str, Any], task: PublicTask, where: str) -> np.ndar
         raise ValueError(f"{where}: field 'row_id' must be integers, one per pool row")
     ids = ids.astype(np.int64)
     if len(ids) != task.n_pool or not np.array_equal(np.sort(ids), np.arange(task.n_pool)):
-        raise ValueError(f"{where}: field 'row_id' must hold each pool row 0..{task.n_pool - 1} "
-                         f"once; got {len(ids)} rows, {len(np.unique(ids))} distinct")  # fmt: skip
+        raise ValueError(
+            f"{where}: field 'row_id' must hold each pool row 0..{task.n_pool - 1} "
+            f"once; got {len(ids)} rows, {len(np.unique(ids))} distinct"
+        )
     return np.argsort(ids)
 
 
@@ -137,14 +150,15 @@ def _array(fields, name: str, task: PublicTask, where: str, order) -> np.ndarray
     ndim = 2 if name in STACKED or name == "quantiles" else 1
     if value.ndim != ndim or value.shape[-1] != task.n_pool:
         shape = f"(K, {task.n_pool})" if ndim == 2 else f"({task.n_pool},)"
-        raise ValueError(f"{where}: field {name!r} has shape {value.shape}; expected {shape} "
-                         f"for the {task.n_pool} pool rows")  # fmt: skip
+        raise ValueError(
+            f"{where}: field {name!r} has shape {value.shape}; expected {shape} "
+            f"for the {task.n_pool} pool rows"
+        )
     if not np.all(np.isfinite(value)):
         bad = int(np.sum(~np.isfinite(value)))
         raise ValueError(f"{where}: field {name!r} has {bad} values that are NaN or infinite")
     if ("variance" in name or name in ("aleatoric", "epistemic")) and value.min() < 0:
-        raise ValueError(f"{where}: field {name!r} has negative variances (min "
-                         f"{value.min():g})")  # fmt: skip
+        raise ValueError(f"{where}: field {name!r} has negative variances (min {value.min():g})")
     return value if order is None else value[..., order]
 
 
@@ -155,14 +169,22 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
     need = [*FORMS[form], *(["member_means"] if "member_means" in fields else [])]
     a = {name: _array(fields, name, task, where, order) for name in need}
     if form == "split":
-        return Predictions(form, a["mean"], a["aleatoric"] + a["epistemic"], a["aleatoric"],
-                           a["epistemic"], a.get("member_means"))  # fmt: skip
+        return Predictions(
+            form,
+            a["mean"],
+            a["aleatoric"] + a["epistemic"],
+            a["aleatoric"],
+            a["epistemic"],
+            a.get("member_means"),
+        )
     if form in ("members", "draws"):
         draws = a["member_means"] if form == "members" else a["latent_draws"]
         if draws.shape[0] < 2:
             field = "member_means" if form == "members" else "latent_draws"
-            raise ValueError(f"{where}: field {field!r} needs at least 2 rows (members or "
-                             f"draws); got {draws.shape[0]}")  # fmt: skip
+            raise ValueError(
+                f"{where}: field {field!r} needs at least 2 rows (members or "
+                f"draws); got {draws.shape[0]}"
+            )
         mean = draws.mean(axis=0)
         epistemic = np.mean((draws - mean) ** 2, axis=0)
         aleatoric = a["member_variances"].mean(axis=0) if form == "members" else a["aleatoric"]
@@ -176,15 +198,17 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
         return Predictions(form, s.mean(axis=0), s.var(axis=0, ddof=1), samples=s)
     levels, q = a["quantile_levels"], a["quantiles"]
     if levels.shape != (q.shape[0],) or not np.all((levels > 0) & (levels < 1)):
-        raise ValueError(f"{where}: field 'quantile_levels' must be {q.shape[0]} levels in "
-                         f"(0, 1); got {levels.tolist()}")  # fmt: skip
+        raise ValueError(
+            f"{where}: field 'quantile_levels' must be {q.shape[0]} levels in "
+            f"(0, 1); got {levels.tolist()}"
+        )
     if np.any(np.diff(levels) <= 0):
-        raise ValueError(f"{where}: field 'quantile_levels' must increase; got "
-                         f"{levels.tolist()}")  # fmt: skip
+        raise ValueError(f"{where}: field 'quantile_levels' must increase; got {levels.tolist()}")
     crossing = int(np.any(np.diff(q, axis=0) < 0, axis=0).sum())
     if crossing:
-        raise ValueError(f"{where}: field 'quantiles' decreases between levels at "
-                         f"{crossing} pool rows")  # fmt: skip
+        raise ValueError(
+            f"{where}: field 'quantiles' decreases between levels at {crossing} pool rows"
+        )
     if not levels[0] < 0.5 < levels[-1]:  # 0.5 not inside: the nearest end, as np.interp
         middle = q[0] if levels[0] >= 0.5 else q[-1]
     else:  # linear between the two levels around 0.5, np.interp at every point at once

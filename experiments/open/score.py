@@ -28,16 +28,47 @@ from udora.experiments.open.tasks import PublicTask
 from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
 from udora.experiments.run.spec import identity_hash
 
-_MEAN = ("spearman_mean_f", "pearson_mean_f", "mse_mean_f", "spearman_mean_post",
-         "pearson_mean_post", "mse_mean_post")  # fmt: skip
-_SQUARED_TOTAL = ("spearman_total", "pearson_total", "mse_total", "scale_ratio_total",
-                  "calib_abs_log_ratio_total", "calib_log_ratio_total", "aurc_total",
-                  "nAURC_total", "nAURC_total_realised")  # fmt: skip
-_GAUSSIAN = ("spearman_total_crps", "pearson_total_crps", "spearman_total_nll",
-             "pearson_total_nll", "nAURC_total_crps", "nAURC_total_nll", "nll", "crps",
-             "coverage_50", "coverage_80", "coverage_90", "coverage_95", "miscal_area",
-             "interval_score_50", "interval_score_90", "interval_score_95", "util_selective",
-             "util_selective_oracle", "util_topk", "util_topk_oracle")  # fmt: skip
+_MEAN = (
+    "spearman_mean_f",
+    "pearson_mean_f",
+    "mse_mean_f",
+    "spearman_mean_post",
+    "pearson_mean_post",
+    "mse_mean_post",
+)
+_SQUARED_TOTAL = (
+    "spearman_total",
+    "pearson_total",
+    "mse_total",
+    "scale_ratio_total",
+    "calib_abs_log_ratio_total",
+    "calib_log_ratio_total",
+    "aurc_total",
+    "nAURC_total",
+    "nAURC_total_realised",
+)
+_GAUSSIAN = (
+    "spearman_total_crps",
+    "pearson_total_crps",
+    "spearman_total_nll",
+    "pearson_total_nll",
+    "nAURC_total_crps",
+    "nAURC_total_nll",
+    "nll",
+    "crps",
+    "coverage_50",
+    "coverage_80",
+    "coverage_90",
+    "coverage_95",
+    "miscal_area",
+    "interval_score_50",
+    "interval_score_90",
+    "interval_score_95",
+    "util_selective",
+    "util_selective_oracle",
+    "util_topk",
+    "util_topk_oracle",
+)
 TOTAL_METRICS = {
     "gaussian": (*_MEAN, *_SQUARED_TOTAL, *_GAUSSIAN),
     "samples": (*_MEAN, *_SQUARED_TOTAL, "crps"),
@@ -53,9 +84,11 @@ def _oracle(task: PublicTask, data_dir: str | Path | None):
     oracle = cached_task(Preset.model_validate(task.preset_config), task.seed, data_dir)
     found = (oracle.meta.get("data_source") or {}).get("sha256")
     if task.data_sha256 is not None and found != task.data_sha256:
-        raise ValueError(f"{task.preset}, seed {task.seed}: the task was exported from data "
-                         f"with sha256 {task.data_sha256[:12]}, but the data found now has "
-                         f"{str(found)[:12]}; give --data-dir as the export had it")  # fmt: skip
+        raise ValueError(
+            f"{task.preset}, seed {task.seed}: the task was exported from data "
+            f"with sha256 {task.data_sha256[:12]}, but the data found now has "
+            f"{str(found)[:12]}; give --data-dir as the export had it"
+        )
     return oracle
 
 
@@ -68,11 +101,21 @@ def score_predictions(
 
     o = _oracle(task, data_dir)
     p = predictions
-    truth = {"f": o.f, "y": o.y, "noise_var": o.noise_var, "post_mean": o.post_mean,
-             "post_var": o.post_var}  # fmt: skip
+    truth = {
+        "f": o.f,
+        "y": o.y,
+        "noise_var": o.noise_var,
+        "post_mean": o.post_mean,
+        "post_var": o.post_var,
+    }
     if p.split:
-        arrays = {**truth, "mean": p.mean, "aleatoric": p.aleatoric, "epistemic": p.epistemic,
-                  "member_means": p.member_means}  # fmt: skip
+        arrays = {
+            **truth,
+            "mean": p.mean,
+            "aleatoric": p.aleatoric,
+            "epistemic": p.epistemic,
+            "member_means": p.member_means,
+        }
         return score_arrays(**arrays), curves_arrays(**arrays)
     half = p.total / 2  # any split of the total: the metrics kept below do not depend on it
     every = score_arrays(**truth, mean=p.mean, aleatoric=half, epistemic=half)
@@ -137,21 +180,47 @@ def score_file(
     identity = external_identity(task, method, sha)
     digest = identity_hash(identity)
     record = {
-        "schema": SCHEMA, "preset": task.preset, "preset_arg": task.preset, "method": method,
-        "seed": task.seed, "overrides": {}, "label": "external", "config": {},
-        "config_hash": digest, "task_hash": task.task_hash, "identity": identity,
-        "preset_config": task.preset_config, "versions": _versions(method), "status": "ok",
+        "schema": SCHEMA,
+        "preset": task.preset,
+        "preset_arg": task.preset,
+        "method": method,
+        "seed": task.seed,
+        "overrides": {},
+        "label": "external",
+        "config": {},
+        "config_hash": digest,
+        "task_hash": task.task_hash,
+        "identity": identity,
+        "preset_config": task.preset_config,
+        "versions": _versions(method),
+        "status": "ok",
         "error": None,
         "metrics": {k: (float(v) if np.isfinite(v) else None) for k, v in metrics.items()},
-        "curves": _summarise(curves), "timings": {}, "config_source": "external",
-        "external": {"form": predictions.form, "file": str(path), "sha256": sha,
-                     "split": predictions.split},
-    }  # fmt: skip
+        "curves": _summarise(curves),
+        "timings": {},
+        "config_source": "external",
+        "external": {
+            "form": predictions.form,
+            "file": str(path),
+            "sha256": sha,
+            "split": predictions.split,
+        },
+    }
     if out is None:
         return record
-    arrays = {k: v for k in ("mean", "aleatoric", "epistemic", "member_means", "samples",
-                             "quantiles", "levels")
-              if (v := getattr(predictions, k)) is not None}  # fmt: skip
+    arrays = {
+        k: v
+        for k in (
+            "mean",
+            "aleatoric",
+            "epistemic",
+            "member_means",
+            "samples",
+            "quantiles",
+            "levels",
+        )
+        if (v := getattr(predictions, k)) is not None
+    }
     if not predictions.split:
         arrays["total"] = predictions.total
     final = Path(out) / task.preset / method / digest / f"seed-{task.seed}"

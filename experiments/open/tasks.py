@@ -143,13 +143,23 @@ def read_task(folder: str | Path) -> PublicTask:
     try:
         info = json.loads(path.read_text())
         with np.load(folder / "train.npz") as train, np.load(folder / "pool.npz") as pool:
-            arrays = {"X_train": train["X"], "y_train": train["y"], "rows": train["rows"],
-                      "X_pool": pool["X"]}  # fmt: skip
+            arrays = {
+                "X_train": train["X"],
+                "y_train": train["y"],
+                "rows": train["rows"],
+                "X_pool": pool["X"],
+            }
         keys = ("preset", "seed", "task_hash", "data_kind", "data_sha256")
         fields = {k: info[k] for k in keys}
         names, config = tuple(info["feature_names"]), info["preset_config"]
     except (OSError, ValueError, KeyError) as err:
         raise ValueError(f"{folder}: not a task folder of `udora export` ({err})") from None
-    return PublicTask(**fields, feature_names=names, X_train=arrays["X_train"],
-                      y_train=arrays["y_train"], X_pool=arrays["X_pool"],
-                      train_rows=arrays["rows"], preset_config=config)  # fmt: skip
+    return PublicTask(
+        **fields,
+        feature_names=names,
+        X_train=arrays["X_train"],
+        y_train=arrays["y_train"],
+        X_pool=arrays["X_pool"],
+        train_rows=arrays["rows"],
+        preset_config=config,
+    )

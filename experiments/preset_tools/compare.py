@@ -13,11 +13,25 @@ from udora.oracle.task import build_task
 SIGMA_F = ("train", "pool", "away")  # where the median posterior std is taken
 WITHIN = 1.5  # "matches the paper": ratio in [1/WITHIN, WITHIN]
 COLUMNS = (
-    "preset", "d", "pool", "n_train", "kernel", "variance", "paper variance",
-    "lengthscales", "paper lengthscales", "sigma_eps", "paper sigma_eps",
-    "sigma_f train", "sigma_f pool", "sigma_f away", "paper sigma_f",
-    "ratio train", "ratio pool", "ratio away",
-)  # fmt: skip
+    "preset",
+    "d",
+    "pool",
+    "n_train",
+    "kernel",
+    "variance",
+    "paper variance",
+    "lengthscales",
+    "paper lengthscales",
+    "sigma_eps",
+    "paper sigma_eps",
+    "sigma_f train",
+    "sigma_f pool",
+    "sigma_f away",
+    "paper sigma_f",
+    "ratio train",
+    "ratio pool",
+    "ratio away",
+)
 
 
 def _variances(kernel: list[dict[str, Any]]) -> str:
@@ -97,16 +111,32 @@ def markdown_table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
     counts = within_counts(rows)
-    lines += ["", f"Within x{WITHIN} of the paper's sigma_f, of {len(rows)} presets: "
-              + ", ".join(f"{counts[k]} ({k})" for k in SIGMA_F) + "."]  # fmt: skip
+    lines += [
+        "",
+        f"Within x{WITHIN} of the paper's sigma_f, of {len(rows)} presets: "
+        + ", ".join(f"{counts[k]} ({k})" for k in SIGMA_F)
+        + ".",
+    ]
     return "\n".join(lines) + "\n"
 
 
 PAPER_COLUMNS = (
-    "preset", "rows", "free mll/pt", "paper-constrained mll/pt", "paper lengthscales",
-    "fitted lengthscales", "sigma_f train", "sigma_f pool", "sigma_f away", "paper sigma_f",
-    "ratio train free", "ratio train", "ratio pool", "ratio away", "command",
-)  # fmt: skip
+    "preset",
+    "rows",
+    "free mll/pt",
+    "paper-constrained mll/pt",
+    "paper lengthscales",
+    "fitted lengthscales",
+    "sigma_f train",
+    "sigma_f pool",
+    "sigma_f away",
+    "paper sigma_f",
+    "ratio train free",
+    "ratio train",
+    "ratio pool",
+    "ratio away",
+    "command",
+)
 
 
 def paper_variant_row(

@@ -50,11 +50,19 @@ def fit_and_write(
         for key in ("variance", "lengthscale", "period"):
             if key in new:
                 table.add_row(
-                    f"{i} {new['type']}", key, _fmt(old.get(key)), _fmt(new[key]),
+                    f"{i} {new['type']}",
+                    key,
+                    _fmt(old.get(key)),
+                    _fmt(new[key]),
                     _fmt(ref.get("ls" if key == "lengthscale" else key)),
-                )  # fmt: skip
-    table.add_row("mean", "value", _fmt(preset.mean.value), _fmt(fitted.mean.value),
-                  _fmt(preset.paper.get("mean")))  # fmt: skip
+                )
+    table.add_row(
+        "mean",
+        "value",
+        _fmt(preset.mean.value),
+        _fmt(fitted.mean.value),
+        _fmt(preset.paper.get("mean")),
+    )
     table.add_row("noise", "variance (fit)", "-", _fmt(result.noise_variance), "-")
     console.print(table)
     console.print(
@@ -112,16 +120,26 @@ def fit_paper_and_write(
         for key in ("variance", "lengthscale", "period"):
             if key in new:
                 table.add_row(
-                    f"{i} {new['type']}", key, _fmt(free.get(key)), _fmt(new[key]),
+                    f"{i} {new['type']}",
+                    key,
+                    _fmt(free.get(key)),
+                    _fmt(new[key]),
                     _fmt(ref.get("ls" if key == "lengthscale" else key)),
-                )  # fmt: skip
-    table.add_row("mean", "value", _fmt(preset.mean.value), _fmt(mean.value),
-                  _fmt(preset.paper.get("mean")))  # fmt: skip
+                )
+    table.add_row(
+        "mean", "value", _fmt(preset.mean.value), _fmt(mean.value), _fmt(preset.paper.get("mean"))
+    )
     free_rec = preset.fit or {}
-    table.add_row("noise", "variance (fit)", _fmt(free_rec.get("noise_variance")),
-                  _fmt(result.noise_variance), "-")  # fmt: skip
-    table.add_row("mll/pt", "", _fmt(free_rec.get("mll_per_point")),
-                  _fmt(result.mll_per_point), "-")  # fmt: skip
+    table.add_row(
+        "noise",
+        "variance (fit)",
+        _fmt(free_rec.get("noise_variance")),
+        _fmt(result.noise_variance),
+        "-",
+    )
+    table.add_row(
+        "mll/pt", "", _fmt(free_rec.get("mll_per_point")), _fmt(result.mll_per_point), "-"
+    )
     console.print(table)
     console.print(
         f"paper-constrained log marginal likelihood per point {result.mll_per_point:.4f} on "

@@ -62,8 +62,11 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
         table, found = load_runs(folder)
         root = Path(folder).resolve()
         table["run"] = [str(Path(d).resolve().relative_to(root)) for d in table["run_dir"]]
-        for r, key in zip(table["run"], table[["preset", "method", "config", "seed"]]
-                          .itertuples(index=False, name=None), strict=True):  # fmt: skip
+        for r, key in zip(
+            table["run"],
+            table[["preset", "method", "config", "seed"]].itertuples(index=False, name=None),
+            strict=True,
+        ):
             curves[r] = found.get(key, {})
         tables.append(table.drop(columns="run_dir"))
     table = pd.concat(tables, ignore_index=True)
@@ -71,8 +74,10 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
     twice = table[table.assign(_k=kind).duplicated(["preset", "config", "seed", "_k"], keep=False)]
     if not twice.empty:
         r = twice.iloc[0]
-        raise ValueError(f"{r.preset} {r.config} seed {r.seed}: more than one run (in one "
-                         "folder or several); build a release from distinct runs")  # fmt: skip
+        raise ValueError(
+            f"{r.preset} {r.config} seed {r.seed}: more than one run (in one "
+            "folder or several); build a release from distinct runs"
+        )
     if table["task_hash"].isna().any():
         r = table[table["task_hash"].isna()].iloc[0]
         raise ValueError(f"{r.run}: no task hash in its result.json; rerun it with this udora")
@@ -93,8 +98,14 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
     out.mkdir(parents=True, exist_ok=True)
     table.to_parquet(out / f".{TABLE}.tmp", index=False)
     os.replace(out / f".{TABLE}.tmp", out / TABLE)
-    keyed = [{"key": [r.preset, r.method, r.config, int(r.seed)], "run": r.run,
-              "curves": curves.get(r.run, {})} for r in table.itertuples(index=False)]  # fmt: skip
+    keyed = [
+        {
+            "key": [r.preset, r.method, r.config, int(r.seed)],
+            "run": r.run,
+            "curves": curves.get(r.run, {}),
+        }
+        for r in table.itertuples(index=False)
+    ]
     blob = json.dumps(keyed, separators=(",", ":"), allow_nan=True).encode()
     _atomic(out / CURVES, gzip.compress(blob, mtime=0))
     failed = table[table["status"] != "ok"]
@@ -162,25 +173,32 @@ def read_release(folder: str | Path) -> tuple[pd.DataFrame, dict, dict]:
     naming a missing file and ValueError naming a file whose checksum does not match."""
     folder = Path(folder)
     if not (folder / MANIFEST).is_file():
-        raise FileNotFoundError(f"{folder / MANIFEST}: no release manifest (build one with "
-                                "udora release build)")  # fmt: skip
+        raise FileNotFoundError(
+            f"{folder / MANIFEST}: no release manifest (build one with udora release build)"
+        )
     manifest = json.loads((folder / MANIFEST).read_text())
     listed = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(listed, dict) or {TABLE, CURVES} - set(listed):
-        raise ValueError(f"{folder / MANIFEST}: expected 'files' with the SHA-256 of {TABLE} "
-                         f"and {CURVES}")  # fmt: skip
+        raise ValueError(
+            f"{folder / MANIFEST}: expected 'files' with the SHA-256 of {TABLE} and {CURVES}"
+        )
     for name, digest in listed.items():
         path = folder / name
         if not path.is_file():
             raise FileNotFoundError(f"{path}: listed in {MANIFEST} but missing")
         if _sha256(path) != digest:
-            raise ValueError(f"{path}: its SHA-256 is not the one {MANIFEST} records; the "
-                             "file was changed after the release was built")  # fmt: skip
+            raise ValueError(
+                f"{path}: its SHA-256 is not the one {MANIFEST} records; the "
+                "file was changed after the release was built"
+            )
     table = pd.read_parquet(folder / TABLE)
     keyed = json.loads(gzip.decompress((folder / CURVES).read_bytes()))
     primary = set(primary_rows(table)["run"]) if "run" in table else None
-    curves = {tuple(k["key"]): k["curves"] for k in keyed  # the report's rows: primary ones
-              if primary is None or k.get("run") in primary}  # fmt: skip
+    curves = {
+        tuple(k["key"]): k["curves"]
+        for k in keyed  # the report's rows: primary ones
+        if primary is None or k.get("run") in primary
+    }
     return table, curves, manifest
 
 
@@ -203,8 +221,9 @@ def load_baseline(source: str | Path) -> pd.DataFrame:
     elif path.suffix == ".csv":
         table = pd.read_csv(path)
     else:
-        raise FileNotFoundError(f"{path}: expected 'release', a results folder, or a "
-                                ".parquet or .csv results table")  # fmt: skip
+        raise FileNotFoundError(
+            f"{path}: expected 'release', a results folder, or a .parquet or .csv results table"
+        )
     missing = [c for c in NEEDED if c not in table]
     if missing:
         raise ValueError(f"{path}: the baseline table has no column {', '.join(missing)}")

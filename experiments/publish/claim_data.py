@@ -14,8 +14,7 @@ import pandas as pd
 from udora.experiments.rankings.stats import within_ranks
 from udora.experiments.results.aggregate import kendall_w
 
-NN8 = ("edl", "nn_bagging", "nn_ensemble", "nn_dropout", "laplace", "fsp_laplace", "swag",
-       "deup")  # fmt: skip
+NN8 = ("edl", "nn_bagging", "nn_ensemble", "nn_dropout", "laplace", "fsp_laplace", "swag", "deup")
 P14 = (*NN8, "blr", "dkl", "ngboost_nig", "ngboost_bag", "catboost_ps", "catboost_kgb")
 NONNN = ("blr", "ngboost_nig", "ngboost_bag", "catboost_ps", "catboost_kgb")
 TREES = ("ngboost_bag", "ngboost_nig", "catboost_ps", "catboost_kgb")
@@ -81,8 +80,10 @@ class ClaimData:
         """95 % percentile interval of ``stat(values)`` over presets resampled."""
         rng = np.random.default_rng(self.seed)
         x = values.to_numpy()
-        draws = [stat(pd.DataFrame(x[rng.integers(0, len(x), len(x))], columns=values.columns))
-                 for _ in range(n_boot)]  # fmt: skip
+        draws = [
+            stat(pd.DataFrame(x[rng.integers(0, len(x), len(x))], columns=values.columns))
+            for _ in range(n_boot)
+        ]
         lo, hi = np.nanpercentile(np.asarray(draws, dtype=float), [2.5, 97.5])
         return float(lo), float(hi)
 

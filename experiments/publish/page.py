@@ -24,8 +24,7 @@ IMAGES = Path("img") / "leaderboard"  # under the docs folder
 def _protocol(table: pd.DataFrame) -> str:
     if "tuning_protocol" not in table or table["tuning_protocol"].isna().all():
         return "Every config is a method's default (no tuning)."
-    found = {json.dumps(json.loads(p), sort_keys=True)
-             for p in table["tuning_protocol"].dropna()}  # fmt: skip
+    found = {json.dumps(json.loads(p), sort_keys=True) for p in table["tuning_protocol"].dropna()}
     parts = []
     for text in sorted(found):
         p = json.loads(text)
@@ -69,8 +68,9 @@ def _section(table: pd.DataFrame, docs: Path, tag: str) -> list[str]:
     lines = write(ReportContext(images, images, table, {}))
     out = []
     for line in lines:
-        line = re.sub(r"\]\((rank_cd_[^)]+)\)",
-                      lambda m: f"]({(IMAGES / tag / m.group(1)).as_posix()})", line)  # fmt: skip
+        line = re.sub(
+            r"\]\((rank_cd_[^)]+)\)", lambda m: f"]({(IMAGES / tag / m.group(1)).as_posix()})", line
+        )
         out.append("#" + line if line.startswith("#") else line)
     return out
 
@@ -126,14 +126,27 @@ def write_page(release: str | Path, docs: str | Path, command: str) -> Path:
     for metric in ("nll", "crps"):
         pivot = per_dataset(table, metric)
         if not pivot.empty:
-            lines += [f"## {metric.upper()} per preset (mean over seeds; in the target's units)",
-                      "", markdown_table(pivot.T), ""]  # fmt: skip
+            lines += [
+                f"## {metric.upper()} per preset (mean over seeds; in the target's units)",
+                "",
+                markdown_table(pivot.T),
+                "",
+            ]
     if manifest["failed"]:
-        lines += ["## Failed runs", "", markdown_table(pd.DataFrame(manifest["failed"]),
-                                                       index=False), ""]  # fmt: skip
-    lines += ["## Regenerate", "", "    " + command, "",
-              "The HTML report of the release: `udora report release --out release-report`.",
-              ""]  # fmt: skip
+        lines += [
+            "## Failed runs",
+            "",
+            markdown_table(pd.DataFrame(manifest["failed"]), index=False),
+            "",
+        ]
+    lines += [
+        "## Regenerate",
+        "",
+        "    " + command,
+        "",
+        "The HTML report of the release: `udora report release --out release-report`.",
+        "",
+    ]
     docs.mkdir(parents=True, exist_ok=True)
     path = docs / "leaderboard.md"
     path.write_text("\n".join(lines))

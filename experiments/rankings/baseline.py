@@ -42,8 +42,10 @@ def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
     theirs_ok = theirs[theirs["status"] == "ok"]
     for side, rows in (("your runs", mine_ok), ("the baseline", theirs_ok)):
         if "task_hash" not in rows or rows["task_hash"].isna().any():
-            raise ValueError(f"{side}: some ok runs have no task hash (written before task "
-                             "hashes were recorded); rerun them with this udora")  # fmt: skip
+            raise ValueError(
+                f"{side}: some ok runs have no task hash (written before task "
+                "hashes were recorded); rerun them with this udora"
+            )
     their_tasks = theirs_ok.drop_duplicates("task_hash")
     their_tasks = {k: g for k, g in their_tasks.groupby(["preset", "seed"])}
     refused, unmatched, keep = [], [], set()
@@ -62,14 +64,22 @@ def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
             options = options[options["data_kind"] == ours.get("data_kind")]
         want = options.iloc[0]
         if "data_sha256" in part and ours.get("data_sha256") != want.get("data_sha256"):
-            why = (f"the data differ (checksum {str(ours.get('data_sha256'))[:12]} here, "
-                   f"{str(want.get('data_sha256'))[:12]} in the baseline)")  # fmt: skip
+            why = (
+                f"the data differ (checksum {str(ours.get('data_sha256'))[:12]} here, "
+                f"{str(want.get('data_sha256'))[:12]} in the baseline)"
+            )
         else:
             why = "the preset's task fields differ (an override or an edited preset)"
-        refused.append(f"{preset} seed {seed}: task {sorted(hashes)} is not the baseline's "
-                       f"{want['task_hash']}: {why}")  # fmt: skip
-    return Matched(mine_ok[mine_ok["task_hash"].isin(keep)],
-                   theirs_ok[theirs_ok["task_hash"].isin(keep)], refused, unmatched)  # fmt: skip
+        refused.append(
+            f"{preset} seed {seed}: task {sorted(hashes)} is not the baseline's "
+            f"{want['task_hash']}: {why}"
+        )
+    return Matched(
+        mine_ok[mine_ok["task_hash"].isin(keep)],
+        theirs_ok[theirs_ok["task_hash"].isin(keep)],
+        refused,
+        unmatched,
+    )
 
 
 def _paired(m: Matched, mine_cfg: str, their_cfg: str, metric: str) -> pd.DataFrame:
@@ -104,14 +114,22 @@ def compare(m: Matched, alpha: float = 0.05) -> pd.DataFrame:
                 pair = _paired(m, mine_cfg, their_cfg, metric)
                 d = (pair["mine"] - pair["theirs"]).to_numpy()
                 d = d if better == "higher" else -d  # > 0: yours is better
-                p = (float(wilcoxon(d).pvalue)
-                     if len(d) >= 2 and np.any(d != 0) else np.nan)  # fmt: skip
+                p = float(wilcoxon(d).pvalue) if len(d) >= 2 and np.any(d != 0) else np.nan
                 gain = float(np.median(d)) if len(d) else np.nan
-                block.append({"config": mine_cfg, "metric": LABELS[metric],
-                              "baseline": their_cfg, "reference": fam.get(their_cfg) == REFERENCE,
-                              "presets": len(d), "median_gain": gain,
-                              "wins": int((d > 0).sum()), "ties": int((d == 0).sum()),
-                              "losses": int((d < 0).sum()), "p": p})  # fmt: skip
+                block.append(
+                    {
+                        "config": mine_cfg,
+                        "metric": LABELS[metric],
+                        "baseline": their_cfg,
+                        "reference": fam.get(their_cfg) == REFERENCE,
+                        "presets": len(d),
+                        "median_gain": gain,
+                        "wins": int((d > 0).sum()),
+                        "ties": int((d == 0).sum()),
+                        "losses": int((d < 0).sum()),
+                        "p": p,
+                    }
+                )
             ps = np.array([r["p"] for r in block])
             family = np.isfinite(ps) & ~np.array([r["reference"] for r in block], dtype=bool)
             holm = np.full(len(ps), np.nan)
@@ -119,12 +137,17 @@ def compare(m: Matched, alpha: float = 0.05) -> pd.DataFrame:
                 holm[family] = multipletests(ps[family], alpha=alpha, method="holm")[1]
             for r, ph in zip(block, holm, strict=True):
                 r["p_holm"] = float(ph)
-                r["verdict"] = ("no paired presets (a metric one side lacks)"
-                                if r["presets"] == 0 else
-                                "GP reference, not tested" if r["reference"] else
-                                "better" if ph < alpha and r["median_gain"] > 0 else
-                                "worse" if ph < alpha and r["median_gain"] < 0 else
-                                "no detectable difference")  # fmt: skip
+                r["verdict"] = (
+                    "no paired presets (a metric one side lacks)"
+                    if r["presets"] == 0
+                    else "GP reference, not tested"
+                    if r["reference"]
+                    else "better"
+                    if ph < alpha and r["median_gain"] > 0
+                    else "worse"
+                    if ph < alpha and r["median_gain"] < 0
+                    else "no detectable difference"
+                )
             rows += block
     return pd.DataFrame(rows)
 
@@ -149,8 +172,11 @@ def would_rank(m: Matched, metric: str, better: str) -> pd.DataFrame:
         x, others = pair.pop("_mine").to_numpy()[:, None], pair.to_numpy()
         beat = others > x if better == "higher" else others < x
         ranks = 1 + beat.sum(axis=1) + 0.5 * (others == x).sum(axis=1)
-        out[cfg] = {"would_rank": float(ranks.mean()), "of": others.shape[1] + 1,
-                    "presets": len(pair)}  # fmt: skip
+        out[cfg] = {
+            "would_rank": float(ranks.mean()),
+            "of": others.shape[1] + 1,
+            "presets": len(pair),
+        }
     return pd.DataFrame.from_dict(out, orient="index").rename_axis("config")
 
 
@@ -165,25 +191,36 @@ def baseline_lines(mine: pd.DataFrame, theirs: pd.DataFrame, markdown) -> list[s
     m = match(mine, theirs)
     lines = ["## Beside the baseline", ""]
     n_tasks = m.mine["task_hash"].nunique()
-    lines += [f"{n_tasks} of your tasks (preset and seed) are in the baseline and match "
-              "its task hash; the baseline's rows on them are compared with yours. Its own "
-              "ranks are not recomputed. Pairs are over presets (seed means over the shared "
-              "seeds); `median_gain` is yours minus theirs, signed so that > 0 favours "
-              "yours; Wilcoxon's signed-rank test, two-sided, Holm over the baseline configs "
-              "other than the GP references at alpha = 0.05 (with N presets no p is below "
-              "2/2^N). See docs/rankings.md.", ""]  # fmt: skip
+    lines += [
+        f"{n_tasks} of your tasks (preset and seed) are in the baseline and match "
+        "its task hash; the baseline's rows on them are compared with yours. Its own "
+        "ranks are not recomputed. Pairs are over presets (seed means over the shared "
+        "seeds); `median_gain` is yours minus theirs, signed so that > 0 favours "
+        "yours; Wilcoxon's signed-rank test, two-sided, Holm over the baseline configs "
+        "other than the GP references at alpha = 0.05 (with N presets no p is below "
+        "2/2^N). See docs/rankings.md.",
+        "",
+    ]
     if m.refused:
         lines += ["Refused (not the baseline's task):", "", *[f"- {r}" for r in m.refused], ""]
-        warnings.warn(f"{len(m.refused)} of your tasks are not the baseline's and are left "
-                      f"out of the comparison; the first: {m.refused[0]} (report.md, "
-                      "'Beside the baseline', lists them)", BaselineMismatchWarning,
-                      stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{len(m.refused)} of your tasks are not the baseline's and are left "
+            f"out of the comparison; the first: {m.refused[0]} (report.md, "
+            "'Beside the baseline', lists them)",
+            BaselineMismatchWarning,
+            stacklevel=2,
+        )
     elif m.mine.empty:
-        warnings.warn("none of your tasks is in the baseline: nothing to compare",
-                      BaselineMismatchWarning, stacklevel=2)  # fmt: skip
+        warnings.warn(
+            "none of your tasks is in the baseline: nothing to compare",
+            BaselineMismatchWarning,
+            stacklevel=2,
+        )
     if m.unmatched:
-        lines += ["Not in the baseline: " + ", ".join(f"{p} seed {s}" for p, s in m.unmatched)
-                  + ".", ""]  # fmt: skip
+        lines += [
+            "Not in the baseline: " + ", ".join(f"{p} seed {s}" for p, s in m.unmatched) + ".",
+            "",
+        ]
     if m.mine.empty:
         return [*lines, "Nothing to compare: no task of yours is in the baseline.", ""]
     for metric, better in RANKED:

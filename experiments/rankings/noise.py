@@ -43,11 +43,17 @@ def noise_floor(table: pd.DataFrame, metrics=tuple(m for m, _ in RANKED)) -> pd.
             across = across[across["count"] >= 2]
             own = float(fixed["std"].median()) if len(fixed) else np.nan
             data = float(across["std"].median()) if len(across) else np.nan
-            rows.append({"config": base, "metric": LABELS.get(metric, metric),
-                         "fixed_task_sd": own, "tasks": len(fixed),
-                         "fit_seeds": float(fixed["count"].median()) if len(fixed) else np.nan,
-                         "task_seed_sd": data,
-                         "ratio": own / data if data > 0 else np.nan})  # fmt: skip
+            rows.append(
+                {
+                    "config": base,
+                    "metric": LABELS.get(metric, metric),
+                    "fixed_task_sd": own,
+                    "tasks": len(fixed),
+                    "fit_seeds": float(fixed["count"].median()) if len(fixed) else np.nan,
+                    "task_seed_sd": data,
+                    "ratio": own / data if data > 0 else np.nan,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -56,10 +62,15 @@ def noise_lines(table: pd.DataFrame, markdown) -> list[str]:
     floor = noise_floor(table)
     if floor.empty:
         return []
-    return ["## The noise floor: the method's own seed on a fixed task", "",
-            "`fixed_task_sd`: the median over (preset, task seed) of the sd over fit seeds "
-            "(`--set method_seed=M`; a run without it is fitted at its task seed); "
-            "`task_seed_sd`: the median over presets of the sd over task seeds (data and "
-            "method randomness together). A difference between two configs smaller than "
-            "`fixed_task_sd` is within what the method's own seed moves.", "",
-            markdown(floor.set_index(["config", "metric"]), 4), ""]  # fmt: skip
+    return [
+        "## The noise floor: the method's own seed on a fixed task",
+        "",
+        "`fixed_task_sd`: the median over (preset, task seed) of the sd over fit seeds "
+        "(`--set method_seed=M`; a run without it is fitted at its task seed); "
+        "`task_seed_sd`: the median over presets of the sd over task seeds (data and "
+        "method randomness together). A difference between two configs smaller than "
+        "`fixed_task_sd` is within what the method's own seed moves.",
+        "",
+        markdown(floor.set_index(["config", "metric"]), 4),
+        "",
+    ]

@@ -31,10 +31,16 @@ def tied_with_best(table: pd.DataFrame) -> dict[str, dict]:
     r = rank(blocks(table, PRIMARY, better)) if PRIMARY in table else None
     if r is None:
         return {}
-    return {c: {"mean_rank": float(s.mean_rank), "low": float(s.ci_low),
-                "high": float(s.ci_high), "tied_best": bool(s.tied_best),
-                "presets": int(r.ranks.shape[0])}
-            for c, s in r.summary.iterrows()}  # fmt: skip
+    return {
+        c: {
+            "mean_rank": float(s.mean_rank),
+            "low": float(s.ci_low),
+            "high": float(s.ci_high),
+            "tied_best": bool(s.tied_best),
+            "presets": int(r.ranks.shape[0]),
+        }
+        for c, s in r.summary.iterrows()
+    }
 
 
 def _not_ranked(left_out: dict[str, str]) -> str:
@@ -53,9 +59,12 @@ def _cd_figure(ctx: ReportContext, r: Ranking) -> str:
 
     ax = plot_stats(r.autorank, allow_insignificant=True, width=7)
     fig = ax.get_figure()
-    fig.suptitle(f"{LABELS[r.blocks.metric]}: mean rank, Nemenyi CD = {_cd(r.cd)}"
-                 f"{'' if r.significant else ' (omnibus test not significant)'}",
-                 fontsize=9, y=1.08)  # fmt: skip
+    fig.suptitle(
+        f"{LABELS[r.blocks.metric]}: mean rank, Nemenyi CD = {_cd(r.cd)}"
+        f"{'' if r.significant else ' (omnibus test not significant)'}",
+        fontsize=9,
+        y=1.08,
+    )
     stem = f"rank_cd_{r.blocks.metric}"
     for ext in ("png", "pdf"):
         fig.savefig(ctx.out / f"{stem}.{ext}", dpi=130, bbox_inches="tight")
@@ -84,8 +93,10 @@ def _ranking_lines(ctx: ReportContext) -> list[str]:
         return []
     if all(r is None for r in found.values()):
         n = max(b.means.shape[0] for b in blocks_of.values())
-        why = (f"Not ranked: a ranking needs {MIN_BLOCKS} presets on which at least two "
-               f"configs (GP references aside) have results; this folder has {n}.")  # fmt: skip
+        why = (
+            f"Not ranked: a ranking needs {MIN_BLOCKS} presets on which at least two "
+            f"configs (GP references aside) have results; this folder has {n}."
+        )
         return ["## Rankings: which differences are real", "", why, ""]
     lines = [
         "## Rankings: which differences are real",
@@ -105,14 +116,18 @@ def _ranking_lines(ctx: ReportContext) -> list[str]:
     for metric, r in found.items():
         b = blocks_of[metric]
         if r is None:
-            lines.append(f"| {LABELS[metric]} | {b.means.shape[0]} | {b.means.shape[1]} | "
-                         f"not ranked: needs {MIN_BLOCKS} complete presets and 2 configs "
-                         "| | | | |")  # fmt: skip
+            lines.append(
+                f"| {LABELS[metric]} | {b.means.shape[0]} | {b.means.shape[1]} | "
+                f"not ranked: needs {MIN_BLOCKS} complete presets and 2 configs "
+                "| | | | |"
+            )
             continue
         tied = ", ".join(r.summary.index[r.summary["tied_best"]])
-        lines.append(f"| {LABELS[metric]} | {r.ranks.shape[0]} | {r.ranks.shape[1]} | "
-                     f"{r.test} | {_p(r.p_friedman)} | {_p(r.p_adjusted)} | {_cd(r.cd)} "
-                     f"| {tied} |")  # fmt: skip
+        lines.append(
+            f"| {LABELS[metric]} | {r.ranks.shape[0]} | {r.ranks.shape[1]} | "
+            f"{r.test} | {_p(r.p_friedman)} | {_p(r.p_adjusted)} | {_cd(r.cd)} "
+            f"| {tied} |"
+        )
     lines.append("")
     for metric, r in found.items():
         b = blocks_of[metric]
@@ -129,16 +144,26 @@ def _ranking_lines(ctx: ReportContext) -> list[str]:
             if r.test == "friedman":  # autorank draws no diagram for Wilcoxon's test
                 lines += [f"![CD diagram]({_cd_figure(ctx, r)})", ""]
         if b.presets_left_out:
-            lines += [f"Presets left out (not every ranked config has them): "
-                      f"{', '.join(b.presets_left_out)}.", ""]  # fmt: skip
+            lines += [
+                f"Presets left out (not every ranked config has them): "
+                f"{', '.join(b.presets_left_out)}.",
+                "",
+            ]
         if b.left_out:
             lines += [_not_ranked(b.left_out), ""]
         if metric == PRIMARY and r is not None:
             order = list(r.summary.index)
             wins = win_rates(b).reindex(index=order, columns=order)
-            lines += ["Win rate (share of presets where the row beats the column):", "",
-                      ctx.markdown(wins, digits=2), "", "Rank per preset:", "",
-                      ctx.markdown(r.ranks[order], digits=1), ""]  # fmt: skip
+            lines += [
+                "Win rate (share of presets where the row beats the column):",
+                "",
+                ctx.markdown(wins, digits=2),
+                "",
+                "Rank per preset:",
+                "",
+                ctx.markdown(r.ranks[order], digits=1),
+                "",
+            ]
     return lines
 
 

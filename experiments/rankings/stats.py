@@ -104,8 +104,12 @@ def friedman_nemenyi(b: Blocks, alpha: float):
     data = b.means.reset_index(drop=True).rename_axis(None, axis=1)
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # its Shapiro tests on few blocks
-        return autorank(data, alpha=alpha, force_mode="nonparametric",
-                        order="descending" if b.better == "higher" else "ascending")  # fmt: skip
+        return autorank(
+            data,
+            alpha=alpha,
+            force_mode="nonparametric",
+            order="descending" if b.better == "higher" else "ascending",
+        )
 
 
 def win_rates(b: Blocks) -> pd.DataFrame:
@@ -130,8 +134,9 @@ def rank(b: Blocks, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> R
     mean_rank = ranks.mean(axis=0)
     boot = bootstrap_mean_ranks(b, n_boot, seed)
     low, high = np.percentile(boot, [2.5, 97.5], axis=0)
-    summary = pd.DataFrame({"mean_rank": mean_rank, "ci_low": low, "ci_high": high},
-                           index=b.means.columns)  # fmt: skip
+    summary = pd.DataFrame(
+        {"mean_rank": mean_rank, "ci_low": low, "ci_high": high}, index=b.means.columns
+    )
     summary = summary.sort_values("mean_rank", kind="stable")
     if n_configs == 2:  # autorank's two-config test is one-sided, its side from the data
         from scipy.stats import wilcoxon
@@ -152,8 +157,9 @@ def _marked(r: Ranking) -> Ranking:
     cd = r.cd if np.isfinite(r.cd) else 0.0
     tied = (gap <= cd) if r.significant else True
     summary = r.summary.assign(tied_best=tied)
-    return Ranking(r.blocks, r.ranks, summary, r.p_friedman, r.p_adjusted, r.cd, r.alpha,
-                   r.autorank, r.test)  # fmt: skip
+    return Ranking(
+        r.blocks, r.ranks, summary, r.p_friedman, r.p_adjusted, r.cd, r.alpha, r.autorank, r.test
+    )
 
 
 def holm(rankings: dict[str, Ranking], primary: str) -> dict[str, Ranking]:
@@ -169,7 +175,17 @@ def holm(rankings: dict[str, Ranking], primary: str) -> dict[str, Ranking]:
     out = dict(rankings)
     for m, p in zip(secondary, adjusted, strict=True):
         r = rankings[m]
-        out[m] = _marked(Ranking(r.blocks, r.ranks, r.summary.drop(columns="tied_best"),
-                                 r.p_friedman, float(p), r.cd, r.alpha, r.autorank,
-                                 r.test))  # fmt: skip
+        out[m] = _marked(
+            Ranking(
+                r.blocks,
+                r.ranks,
+                r.summary.drop(columns="tied_best"),
+                r.p_friedman,
+                float(p),
+                r.cd,
+                r.alpha,
+                r.autorank,
+                r.test,
+            )
+        )
     return out

@@ -14,8 +14,12 @@ from udora.experiments.results.figures_summary import FAMILY_COLOURS, families, 
 
 def _embed(fig, div_id: str) -> str:
     """``fig`` as a ``<div>`` with its script; Plotly's bundle is loaded by the page."""
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
-                       config={"displaylogo": False, "responsive": True})  # fmt: skip
+    return fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=div_id,
+        config={"displaylogo": False, "responsive": True},
+    )
 
 
 def strip_chart(table: pd.DataFrame, metric: str, title: str, div_id: str) -> str:
@@ -33,21 +37,37 @@ def strip_chart(table: pd.DataFrame, metric: str, title: str, div_id: str) -> st
     for family in dict.fromkeys(fam[c] for c in order):
         part = ok[ok["config"].map(fam) == family]
         colour = FAMILY_COLOURS.get(family, FAMILY_COLOURS["other"])
-        fig.add_trace(go.Box(  # a box with only its points shown: a jittered strip chart
-            x=part["config"], y=part[metric], name=family, boxpoints="all", jitter=0.5,
-            pointpos=0, hoveron="points", line={"color": "rgba(0,0,0,0)"},
-            fillcolor="rgba(0,0,0,0)", marker={"color": colour, "size": 6, "opacity": 0.75},
-            customdata=np.stack([part["preset"], part["seed"]], axis=1),
-            hovertemplate="%{x}<br>preset %{customdata[0]}, seed %{customdata[1]}"
-                          "<br>" + metric + " = %{y:.3f}<extra></extra>",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Box(  # a box with only its points shown: a jittered strip chart
+                x=part["config"],
+                y=part[metric],
+                name=family,
+                boxpoints="all",
+                jitter=0.5,
+                pointpos=0,
+                hoveron="points",
+                line={"color": "rgba(0,0,0,0)"},
+                fillcolor="rgba(0,0,0,0)",
+                marker={"color": colour, "size": 6, "opacity": 0.75},
+                customdata=np.stack([part["preset"], part["seed"]], axis=1),
+                hovertemplate="%{x}<br>preset %{customdata[0]}, seed %{customdata[1]}"
+                "<br>" + metric + " = %{y:.3f}<extra></extra>",
+            )
+        )
     fig.update_layout(
-        title={"text": title}, height=440, margin={"l": 60, "r": 20, "t": 50, "b": 140},
-        xaxis={"categoryorder": "array", "categoryarray": order, "tickangle": -40,
-               "title": {"text": "config (grouped by family, best mean first)"}},
+        title={"text": title},
+        height=440,
+        margin={"l": 60, "r": 20, "t": 50, "b": 140},
+        xaxis={
+            "categoryorder": "array",
+            "categoryarray": order,
+            "tickangle": -40,
+            "title": {"text": "config (grouped by family, best mean first)"},
+        },
         yaxis={"title": {"text": "Spearman's ρ with the oracle target"}, "range": [-1.05, 1.05]},
-        legend={"title": {"text": "family"}}, template="plotly_white",
-    )  # fmt: skip
+        legend={"title": {"text": "family"}},
+        template="plotly_white",
+    )
     return _embed(fig, div_id)
 
 
@@ -58,23 +78,37 @@ def parts_chart(table: pd.DataFrame, div_id: str) -> str:
     import plotly.graph_objects as go
 
     ok = table[table["status"] == "ok"]
-    named = (("spearman_eu", "EU target"), ("spearman_eu_var", "posterior variance"),
-             ("spearman_eu_bias", "squared bias"))  # fmt: skip
+    named = (
+        ("spearman_eu", "EU target"),
+        ("spearman_eu_var", "posterior variance"),
+        ("spearman_eu_bias", "squared bias"),
+    )
     parts = [(k, name) for k, name in named if k in ok]
     if ok.empty or not parts:
         return ""
     order = [c for c in ordered(table, "spearman_eu") if c in set(ok["config"])]
     means = ok.groupby("config")[[k for k, _ in parts]].mean().reindex(order)
-    fig = go.Figure([go.Bar(x=order, y=means[k], name=name, marker_color=OKABE_ITO[i],
-                            hovertemplate="%{x}<br>" + name + ": %{y:.3f}<extra></extra>")
-                     for i, (k, name) in enumerate(parts)])  # fmt: skip
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=order,
+                y=means[k],
+                name=name,
+                marker_color=OKABE_ITO[i],
+                hovertemplate="%{x}<br>" + name + ": %{y:.3f}<extra></extra>",
+            )
+            for i, (k, name) in enumerate(parts)
+        ]
+    )
     fig.update_layout(
         title={"text": "What the EU estimate tracks (Spearman, mean over seeds)"},
-        barmode="group", height=420, margin={"l": 60, "r": 20, "t": 50, "b": 140},
+        barmode="group",
+        height=420,
+        margin={"l": 60, "r": 20, "t": 50, "b": 140},
         xaxis={"tickangle": -40, "title": {"text": "config (grouped by family)"}},
         yaxis={"title": {"text": "Spearman's ρ of the EU estimate"}, "range": [-1.05, 1.05]},
         template="plotly_white",
-    )  # fmt: skip
+    )
     return _embed(fig, div_id)
 
 
@@ -99,19 +133,35 @@ def calibration_chart(curves: dict, preset: str, kind: str, div_id: str) -> str:
             continue
         lo = min(lo, est[keep].min(), tgt[keep].min())
         hi = max(hi, est[keep].max(), tgt[keep].max())
-        fig.add_trace(go.Scatter(x=est[keep], y=tgt[keep], mode="lines+markers", name=config,
-                                 line={"color": styles[config]["color"]},
-                                 hovertemplate=config + "<br>estimate %{x:.3g}<br>target %{y:.3g}"
-                                               "<extra></extra>"))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=est[keep],
+                y=tgt[keep],
+                mode="lines+markers",
+                name=config,
+                line={"color": styles[config]["color"]},
+                hovertemplate=config + "<br>estimate %{x:.3g}<br>target %{y:.3g}<extra></extra>",
+            )
+        )
     if not np.isfinite(lo):
         return ""
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="estimate = target",
-                             line={"color": "black", "dash": "dot"}, hoverinfo="skip"))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, hi],
+            y=[lo, hi],
+            mode="lines",
+            name="estimate = target",
+            line={"color": "black", "dash": "dot"},
+            hoverinfo="skip",
+        )
+    )
     name = kind.upper()
     fig.update_layout(
         title={"text": f"{name} calibration (binned; above the diagonal: underestimates)"},
-        height=440, margin={"l": 70, "r": 20, "t": 50, "b": 60}, template="plotly_white",
+        height=440,
+        margin={"l": 70, "r": 20, "t": 50, "b": 60},
+        template="plotly_white",
         xaxis={"type": "log", "title": {"text": f"mean {name} estimate"}},
         yaxis={"type": "log", "title": {"text": f"mean {name} target"}},
-    )  # fmt: skip
+    )
     return _embed(fig, div_id)

@@ -71,26 +71,32 @@ def preset_html(table, curves, preset: str, nav) -> str:
     suite = part["suite"].iloc[0] if "suite" in part else ""
     charts = "".join(
         f'<div class="plot">{chart}</div>'
-        for chart in (strip_chart(part, "spearman_eu", "EU Spearman per run", "plot-eu"),
-                      strip_chart(part, "spearman_au", "AU Spearman per run", "plot-au"),
-                      parts_chart(part, "plot-parts"),
-                      calibration_chart(curves, preset, "eu", "plot-calibration-eu"),
-                      calibration_chart(curves, preset, "au", "plot-calibration-au"))
+        for chart in (
+            strip_chart(part, "spearman_eu", "EU Spearman per run", "plot-eu"),
+            strip_chart(part, "spearman_au", "AU Spearman per run", "plot-au"),
+            parts_chart(part, "plot-parts"),
+            calibration_chart(curves, preset, "eu", "plot-calibration-eu"),
+            calibration_chart(curves, preset, "au", "plot-calibration-au"),
+        )
         if chart
-    )  # fmt: skip
+    )
     shown = {
         "Risk-coverage: retained mean EU target against coverage (solid: ordered by the "
         "EU estimate; dashed: by the target)": f"risk_coverage_{preset}.png"
     }
     links = {c: config_page(c) for c in means.index}
-    body = (f"<h1>{esc(preset)}</h1>\n<p class=\"lead\">Suite {esc(suite or 'n/a')}; "
-            f"{plural(len(part), 'run')} ({len(ok)} ok), "
-            f"seeds {esc(sorted(part['seed'].unique().tolist()))}."
-            " Means over seeds.</p>\n" + _table_html(means, links=links)
-            + f'<div class="plots">{charts}</div>\n'
-            + "".join(_figure(src, alt) for alt, src in shown.items()))  # fmt: skip
-    return page(preset, body, nav, "presets.html",
-                head='<script src="assets/plotly.min.js"></script>\n')  # fmt: skip
+    body = (
+        f'<h1>{esc(preset)}</h1>\n<p class="lead">Suite {esc(suite or "n/a")}; '
+        f"{plural(len(part), 'run')} ({len(ok)} ok), "
+        f"seeds {esc(sorted(part['seed'].unique().tolist()))}."
+        " Means over seeds.</p>\n"
+        + _table_html(means, links=links)
+        + f'<div class="plots">{charts}</div>\n'
+        + "".join(_figure(src, alt) for alt, src in shown.items())
+    )
+    return page(
+        preset, body, nav, "presets.html", head='<script src="assets/plotly.min.js"></script>\n'
+    )
 
 
 def _search_space(method: str) -> str:
@@ -123,13 +129,17 @@ def config_html(table, config: str, out: Path, nav) -> str:
     if len(set(resolved.values())) == 1:
         config_text = f"<pre>{esc(next(iter(resolved.values())))}</pre>\n"
     else:
-        config_text = "".join(f"<h3>{esc(p)}</h3><pre>{esc(t)}</pre>\n"
-                              for p, t in resolved.items())  # fmt: skip
+        config_text = "".join(
+            f"<h3>{esc(p)}</h3><pre>{esc(t)}</pre>\n" for p, t in resolved.items()
+        )
     rows = []
     for r in runs.itertuples(index=False):
         href = os.path.relpath(Path(r.run_dir) / "result.json", out)
-        cells = [f'<a href="{esc(preset_page(r.preset))}">{esc(r.preset)}</a>', esc(r.seed),
-                 esc(r.status)]  # fmt: skip
+        cells = [
+            f'<a href="{esc(preset_page(r.preset))}">{esc(r.preset)}</a>',
+            esc(r.seed),
+            esc(r.status),
+        ]
         for key in (*HEADLINE, "time_fit"):
             v = getattr(r, key, float("nan")) if key in runs else float("nan")
             cells.append("n/a" if pd.isna(v) else f"{v:.3f}")
@@ -137,16 +147,27 @@ def config_html(table, config: str, out: Path, nav) -> str:
         cells.append(esc(r.error or "") if r.status != "ok" else "")
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     label = {k: h for k, h, *_ in COLUMNS}
-    head = "".join(f"<th>{esc(h)}</th>" for h in ("preset", "seed", "status",
-                                                   *(label[k] for k in HEADLINE),
-                                                   "fit time (s)", "record", "error"))  # fmt: skip
+    head = "".join(
+        f"<th>{esc(h)}</th>"
+        for h in (
+            "preset",
+            "seed",
+            "status",
+            *(label[k] for k in HEADLINE),
+            "fit time (s)",
+            "record",
+            "error",
+        )
+    )
     summary = esc(info.summary) if info else ""
     family = esc(info.family) if info else "other"
-    body = (f"<h1>{esc(config)}</h1>\n<p class=\"lead\">Method <code>{esc(method)}</code> "
-            f"({family}): {summary}</p>\n<h2>Resolved config</h2>\n{config_text}"
-            f"<h2>Search space of <code>{esc(method)}</code></h2>\n"
-            f"<pre>{esc(_search_space(method))}</pre>\n<h2>Runs</h2>\n<table><thead>"
-            f"<tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>\n")  # fmt: skip
+    body = (
+        f'<h1>{esc(config)}</h1>\n<p class="lead">Method <code>{esc(method)}</code> '
+        f"({family}): {summary}</p>\n<h2>Resolved config</h2>\n{config_text}"
+        f"<h2>Search space of <code>{esc(method)}</code></h2>\n"
+        f"<pre>{esc(_search_space(method))}</pre>\n<h2>Runs</h2>\n<table><thead>"
+        f"<tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>\n"
+    )
     return page(config, body, nav, "methods.html")
 
 
@@ -164,8 +185,9 @@ def section_html(name: str, text: str, nav) -> str:
     return page(titles()[name], body, nav, f"{name}.html")
 
 
-def write_site(table, curves, out: Path, sections: dict[str, str],
-               summary_figures: dict[str, str]) -> Path:  # fmt: skip
+def write_site(
+    table, curves, out: Path, sections: dict[str, str], summary_figures: dict[str, str]
+) -> Path:
     """Write the whole site under ``out`` (the report folder): ``index.html`` (leaderboard,
     per-run charts, ``summary_figures`` {alt: png}), ``presets.html`` and a page per preset,
     ``methods.html`` and a page per config, a page per Markdown section in ``sections``
@@ -173,8 +195,11 @@ def write_site(table, curves, out: Path, sections: dict[str, str],
     and the assets; the pages of an earlier report that this one does not write are
     removed. Returns index.html."""
     out = Path(out)
-    stale = [*out.glob("method-*.html"), *out.glob("preset-*.html"),
-             *(out / f"{name}.html" for name in titles())]  # fmt: skip
+    stale = [
+        *out.glob("method-*.html"),
+        *out.glob("preset-*.html"),
+        *(out / f"{name}.html" for name in titles()),
+    ]
     for path in stale:  # pages of an earlier report: configs or sections gone since
         path.unlink(missing_ok=True)
     write_assets(out)
@@ -182,20 +207,34 @@ def write_site(table, curves, out: Path, sections: dict[str, str],
     (out / "index.html").write_text(index_html(table, nav, summary_figures), encoding="utf-8")
     presets = sorted(table["preset"].unique())
     for preset in presets:
-        (out / preset_page(preset)).write_text(preset_html(table, curves, preset, nav),
-                                               encoding="utf-8")  # fmt: skip
+        (out / preset_page(preset)).write_text(
+            preset_html(table, curves, preset, nav), encoding="utf-8"
+        )
     counts = table.groupby("preset").size()
-    (out / "presets.html").write_text(list_html(
-        "Presets", [(preset_page(p), p, plural(counts[p], "run")) for p in presets], nav,
-        "presets.html"), encoding="utf-8")  # fmt: skip
+    (out / "presets.html").write_text(
+        list_html(
+            "Presets",
+            [(preset_page(p), p, plural(counts[p], "run")) for p in presets],
+            nav,
+            "presets.html",
+        ),
+        encoding="utf-8",
+    )
     fam = figures_summary.families(table)
     labels = configs(table)
     for config in labels:
-        (out / config_page(config)).write_text(config_html(table, config, out, nav),
-                                               encoding="utf-8")  # fmt: skip
-    (out / "methods.html").write_text(list_html(
-        "Methods and configs", [(config_page(c), c, fam[c]) for c in labels], nav,
-        "methods.html"), encoding="utf-8")  # fmt: skip
+        (out / config_page(config)).write_text(
+            config_html(table, config, out, nav), encoding="utf-8"
+        )
+    (out / "methods.html").write_text(
+        list_html(
+            "Methods and configs",
+            [(config_page(c), c, fam[c]) for c in labels],
+            nav,
+            "methods.html",
+        ),
+        encoding="utf-8",
+    )
     for name, text in sections.items():
         (out / f"{name}.html").write_text(section_html(name, text, nav), encoding="utf-8")
     return out / "index.html"

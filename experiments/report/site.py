@@ -63,8 +63,14 @@ def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def page(title: str, body: str, nav: list[tuple[str, str]], current: str,
-         head: str = "", scripts: str = "") -> str:  # fmt: skip
+def page(
+    title: str,
+    body: str,
+    nav: list[tuple[str, str]],
+    current: str,
+    head: str = "",
+    scripts: str = "",
+) -> str:
     """One HTML page: the navigation bar (``nav``: (href, label); ``current`` marked), the
     body, the shared stylesheet; ``head`` (e.g. Plotly's script) and ``scripts`` (at the
     end of the body) as given."""
@@ -126,21 +132,42 @@ def leaderboard_data(table: pd.DataFrame) -> dict:
         for preset in sorted(runs.loc[runs["status"] == "ok", "preset"].unique()):
             values[preset] = {
                 key: _finite(frame.at[preset, config])
-                if preset in frame.index and config in frame.columns else None
+                if preset in frame.index and config in frame.columns
+                else None
                 for key, frame in means.items()
-            }  # fmt: skip
-        counts = {p: [len(part), int((part["status"] != "ok").sum())]
-                  for p, part in runs.groupby("preset")}  # fmt: skip
-        rows.append({"config": config, "method": str(runs["method"].iloc[0]),
-                     "family": fam[config], "reference": fam[config] == REFERENCE,
-                     "page": config_page(config), "counts": counts,
-                     "values": values, "rank": ranks.get(config)})  # fmt: skip
+            }
+        counts = {
+            p: [len(part), int((part["status"] != "ok").sum())]
+            for p, part in runs.groupby("preset")
+        }
+        rows.append(
+            {
+                "config": config,
+                "method": str(runs["method"].iloc[0]),
+                "family": fam[config],
+                "reference": fam[config] == REFERENCE,
+                "page": config_page(config),
+                "counts": counts,
+                "values": values,
+                "rank": ranks.get(config),
+            }
+        )
     suites = table.drop_duplicates("preset").set_index("preset")["suite"]
-    presets = [{"name": p, "suite": str(suites.get(p, "")), "page": preset_page(p)}
-               for p in sorted(table["preset"].unique())]  # fmt: skip
-    columns = [{"key": k, "label": label, "better": better, "digits": digits,
-                "per_preset": k in PER_PRESET}
-               for k, label, better, digits in COLUMNS if k in means]  # fmt: skip
+    presets = [
+        {"name": p, "suite": str(suites.get(p, "")), "page": preset_page(p)}
+        for p in sorted(table["preset"].unique())
+    ]
+    columns = [
+        {
+            "key": k,
+            "label": label,
+            "better": better,
+            "digits": digits,
+            "per_preset": k in PER_PRESET,
+        }
+        for k, label, better, digits in COLUMNS
+        if k in means
+    ]
     return {"columns": columns, "rows": rows, "presets": presets, "default_sort": "spearman_eu"}
 
 
@@ -153,12 +180,16 @@ def leaderboard_html(data: dict) -> str:
     """The filters and the (script-filled) leaderboard table."""
     suites = sorted({p["suite"] for p in data["presets"] if p["suite"]})
     suite_options = "".join(f'<option value="{esc(s)}">{esc(s)}</option>' for s in suites)
-    preset_options = "".join(f'<option value="{esc(p["name"])}">{esc(p["name"])}</option>'
-                             for p in data["presets"])  # fmt: skip
-    heads = "".join(f'<th class="num" data-key="{esc(c["key"])}" data-better="{c["better"]}" '
-                    f'title="{"higher" if c["better"] == "higher" else "lower"} is better'
-                    f'{"; in the target units: choose one preset" if c["per_preset"] else ""}">'
-                    f'{esc(c["label"])}</th>' for c in data["columns"])  # fmt: skip
+    preset_options = "".join(
+        f'<option value="{esc(p["name"])}">{esc(p["name"])}</option>' for p in data["presets"]
+    )
+    heads = "".join(
+        f'<th class="num" data-key="{esc(c["key"])}" data-better="{c["better"]}" '
+        f'title="{"higher" if c["better"] == "higher" else "lower"} is better'
+        f'{"; in the target units: choose one preset" if c["per_preset"] else ""}">'
+        f"{esc(c['label'])}</th>"
+        for c in data["columns"]
+    )
     return (
         '<div class="controls">'
         f'<label>Suite <select id="filter-suite"><option value="">all</option>{suite_options}'
@@ -179,8 +210,11 @@ def leaderboard_html(data: dict) -> str:
 
 def nav_links(sections: dict[str, str]) -> list[tuple[str, str]]:
     """The navigation bar: leaderboard, presets, methods, the sections present, report.md."""
-    links = [("index.html", "Leaderboard"), ("presets.html", "Presets"),
-             ("methods.html", "Methods")]  # fmt: skip
+    links = [
+        ("index.html", "Leaderboard"),
+        ("presets.html", "Presets"),
+        ("methods.html", "Methods"),
+    ]
     links += [(f"{name}.html", title) for name, title in titles().items() if name in sections]
     return [*links, ("report.md", "report.md"), ("results.csv", "results.csv")]
 
@@ -191,17 +225,21 @@ def index_html(table: pd.DataFrame, nav: list[tuple[str, str]], figures: dict[st
     ok = int((table["status"] == "ok").sum())
     seeds = sorted(table["seed"].unique().tolist())
     runs = plural(len(table), "run")
-    intro = (f'<h1>udora leaderboard</h1>\n<p class="lead">{runs} ({ok} ok, '
-             f"{len(table) - ok} failed) of {plural(len(configs(table)), 'config')} on "
-             f"{plural(table['preset'].nunique(), 'preset')}, seeds {esc(seeds)}. "
-             "Each number is a mean "
-             "over presets of the config's mean over seeds; configs are never averaged "
-             "together. Click a header to sort.</p>\n")  # fmt: skip
+    intro = (
+        f'<h1>udora leaderboard</h1>\n<p class="lead">{runs} ({ok} ok, '
+        f"{len(table) - ok} failed) of {plural(len(configs(table)), 'config')} on "
+        f"{plural(table['preset'].nunique(), 'preset')}, seeds {esc(seeds)}. "
+        "Each number is a mean "
+        "over presets of the config's mean over seeds; configs are never averaged "
+        "together. Click a header to sort.</p>\n"
+    )
     charts = "".join(
         f'<div class="plot">{strip_chart(table, m, t, d)}</div>'
-        for m, t, d in (("spearman_eu", "EU Spearman per run", "plot-eu"),
-                        ("spearman_au", "AU Spearman per run", "plot-au"))
-    )  # fmt: skip
+        for m, t, d in (
+            ("spearman_eu", "EU Spearman per run", "plot-eu"),
+            ("spearman_au", "AU Spearman per run", "plot-au"),
+        )
+    )
     failed = table[table["status"] != "ok"]
     if not failed.empty:  # never silent: each failed run, its config page and its error
         items = "".join(
@@ -213,11 +251,22 @@ def index_html(table: pd.DataFrame, nav: list[tuple[str, str]], figures: dict[st
             f'<details id="failed-runs"><summary>{len(failed)} failed runs</summary>'
             f"<ul>{items}</ul></details>\n"
         )
-    body = (intro + '<h2 id="leaderboard-heading">Leaderboard</h2>\n' + leaderboard_html(data)
-            + "<h2>Every run (hover a point for its preset and seed)</h2>\n"
-            + f'<div class="plots">{charts}</div>\n<h2>Summary</h2>\n'
-            + "".join(f'<figure><img src="{esc(src)}" alt="{esc(alt)}"></figure>\n'
-                      for alt, src in figures.items()))  # fmt: skip
-    return page("Leaderboard", body, nav, "index.html",
-                head='<script src="assets/plotly.min.js"></script>\n',
-                scripts='<script src="assets/leaderboard.js"></script>\n')  # fmt: skip
+    body = (
+        intro
+        + '<h2 id="leaderboard-heading">Leaderboard</h2>\n'
+        + leaderboard_html(data)
+        + "<h2>Every run (hover a point for its preset and seed)</h2>\n"
+        + f'<div class="plots">{charts}</div>\n<h2>Summary</h2>\n'
+        + "".join(
+            f'<figure><img src="{esc(src)}" alt="{esc(alt)}"></figure>\n'
+            for alt, src in figures.items()
+        )
+    )
+    return page(
+        "Leaderboard",
+        body,
+        nav,
+        "index.html",
+        head='<script src="assets/plotly.min.js"></script>\n',
+        scripts='<script src="assets/leaderboard.js"></script>\n',
+    )

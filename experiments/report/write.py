@@ -106,8 +106,10 @@ def write_report(
         "calib_au": _save(figures.calibration(curves, "au"), out, "calibration_au"),
         "calib_eu": _save(figures.calibration(curves, "eu"), out, "calibration_eu"),
     }
-    rc = [_save(figures.risk_coverage(curves, p), out, f"risk_coverage_{p}")
-          for p in sorted(table["preset"].unique())]  # fmt: skip
+    rc = [
+        _save(figures.risk_coverage(curves, p), out, f"risk_coverage_{p}")
+        for p in sorted(table["preset"].unique())
+    ]
 
     failed = table[table["status"] != "ok"][["preset", "method", "config", "seed", "error"]]
     lines = [
@@ -171,9 +173,16 @@ def write_report(
     report = out / "report.md"
     report.write_text("\n".join(lines))
     step("the HTML pages")
-    write_site(table, curves, out, {k: "\n".join(v) for k, v in sections.items() if v},
-               {"EU and AU Spearman per config, one dot per dataset": images["spearman"],
-                "What the EU estimate tracks": images["eu_parts"]})  # fmt: skip
+    write_site(
+        table,
+        curves,
+        out,
+        {k: "\n".join(v) for k, v in sections.items() if v},
+        {
+            "EU and AU Spearman per config, one dot per dataset": images["spearman"],
+            "What the EU estimate tracks": images["eu_parts"],
+        },
+    )
     return report
 
 
@@ -183,8 +192,14 @@ def _external_lines(table) -> list[str]:
     if "external" not in table or not table["external"].any():
         return []
     rows = table[table["external"]].drop_duplicates("config")
-    parts = [f"`{r.config}` ({r.prediction_form} form"
-             + ("" if r.prediction_form in ("split", "members", "draws")
-                else ": total only, its AU and EU metrics are NaN") + ")"
-             for r in rows.itertuples()]  # fmt: skip
+    parts = [
+        f"`{r.config}` ({r.prediction_form} form"
+        + (
+            ""
+            if r.prediction_form in ("split", "members", "draws")
+            else ": total only, its AU and EU metrics are NaN"
+        )
+        + ")"
+        for r in rows.itertuples()
+    ]
     return [f"Scored from predictions files (`udora score`): {', '.join(parts)}.", ""]

@@ -22,8 +22,7 @@ from udora.experiments.results.summaries import natural_key
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 # Okabe & Ito (2008), "Color Universal Design": eight colours told apart by most readers.
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
-             "#000000")  # fmt: skip
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
 
 def save_figure(fig, stem: Path) -> list[Path]:
@@ -120,15 +119,25 @@ def calibration(curves: dict, kind: str):
         if keep.any():
             drawn.add((preset, config))
             style = styles[config]
-            ax.loglog(est[keep], tgt[keep], "-", lw=0.8, ms=3, **style,
-                      label=config if config not in labelled else "_nolegend_")  # fmt: skip
+            ax.loglog(
+                est[keep],
+                tgt[keep],
+                "-",
+                lw=0.8,
+                ms=3,
+                **style,
+                label=config if config not in labelled else "_nolegend_",
+            )
             labelled.add(config)
             lo = min(lo, est[keep].min(), tgt[keep].min())
             hi = max(hi, est[keep].max(), tgt[keep].max())
     if np.isfinite(lo):
         ax.plot([lo, hi], [lo, hi], "k:", lw=1)
-    ax.set(xlabel=f"mean {kind.upper()} estimate", ylabel=f"mean {kind.upper()} target",
-           title=f"{kind.upper()} calibration (one line per config and preset)")  # fmt: skip
+    ax.set(
+        xlabel=f"mean {kind.upper()} estimate",
+        ylabel=f"mean {kind.upper()} target",
+        title=f"{kind.upper()} calibration (one line per config and preset)",
+    )
     _legend(ax, len(labelled))
     fig.tight_layout()
     return fig

@@ -22,9 +22,15 @@ from matplotlib.patches import Patch
 from udora.experiments.results.summaries import configs, per_dataset
 from udora.methods.base import FAMILIES
 
-FAMILY_COLOURS = {"NN": "#0072B2", "Bayesian NN": "#CC79A7", "trees": "#009E73",
-                  "linear & kernel": "#E69F00", "other": "#D55E00",
-                  "GP reference": "#999999", "external": "#56B4E9"}  # fmt: skip
+FAMILY_COLOURS = {
+    "NN": "#0072B2",
+    "Bayesian NN": "#CC79A7",
+    "trees": "#009E73",
+    "linear & kernel": "#E69F00",
+    "other": "#D55E00",
+    "GP reference": "#999999",
+    "external": "#56B4E9",
+}
 REFERENCE = "GP reference"
 
 
@@ -36,8 +42,10 @@ def families(table: pd.DataFrame) -> dict[str, str]:
     of_method = {info.name: info.family for info in method_infos()}
     external = table["external"] if "external" in table else pd.Series(False, table.index)
     pairs = table.assign(external=external)[["method", "config", "external"]].drop_duplicates()
-    return {c: "external" if e else of_method.get(m, "other")
-            for m, c, e in pairs.itertuples(index=False)}  # fmt: skip
+    return {
+        c: "external" if e else of_method.get(m, "other")
+        for m, c, e in pairs.itertuples(index=False)
+    }
 
 
 def ordered(table: pd.DataFrame, metric: str) -> list[str]:
@@ -51,8 +59,12 @@ def ordered(table: pd.DataFrame, metric: str) -> list[str]:
 
     def key(label: str) -> tuple:
         value = mean.get(label, np.nan)
-        return (rank.get(fam[label], len(FAMILIES)), np.isnan(value),
-                -value if np.isfinite(value) else 0.0, label)  # fmt: skip
+        return (
+            rank.get(fam[label], len(FAMILIES)),
+            np.isnan(value),
+            -value if np.isfinite(value) else 0.0,
+            label,
+        )
 
     return sorted(configs(table), key=key)
 
@@ -79,8 +91,9 @@ def score_panels(
     n = len(configs(table))
     presets = table.loc[table["status"] == "ok", "preset"].nunique()
     width = 4.6 if len(panels) < 3 else 3.3  # three panels stay legible on a page
-    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels) + 0.6, 1.6 + 0.3 * n),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(width * len(panels) + 0.6, 1.6 + 0.3 * n), squeeze=False
+    )
     fam = families(table)
     rng = np.random.default_rng(0)  # jitter of the dots only
     for ax, (metric, label) in zip(axes[0], panels, strict=True):
@@ -90,13 +103,27 @@ def score_panels(
         mean = pivot.mean() if not pivot.empty else pd.Series(np.nan, index=order)
         colours = [FAMILY_COLOURS.get(fam[c], FAMILY_COLOURS["other"]) for c in order]
         hatch = ["//" if fam[c] == REFERENCE else "" for c in order]
-        ax.barh(y, mean.reindex(order).to_numpy(), color=colours, hatch=hatch, alpha=0.85,
-                edgecolor="white", height=0.7)  # fmt: skip
+        ax.barh(
+            y,
+            mean.reindex(order).to_numpy(),
+            color=colours,
+            hatch=hatch,
+            alpha=0.85,
+            edgecolor="white",
+            height=0.7,
+        )
         for j, config in enumerate(order):
             values = pivot[config].dropna().to_numpy() if config in pivot else np.array([])
             if values.size == 0:  # e.g. a constant AU estimate has no Spearman
-                ax.text(0.02, y[j], "n/a", va="center", fontsize=7, color="#555555",
-                        transform=ax.get_yaxis_transform())  # fmt: skip
+                ax.text(
+                    0.02,
+                    y[j],
+                    "n/a",
+                    va="center",
+                    fontsize=7,
+                    color="#555555",
+                    transform=ax.get_yaxis_transform(),
+                )
             jitter = rng.uniform(-0.22, 0.22, size=values.size)
             ax.scatter(values, y[j] + jitter, s=10, color="black", alpha=0.65, lw=0, zorder=3)
         ax.set_yticks(y, order, fontsize=8)
@@ -115,15 +142,35 @@ def score_panels(
         ax.grid(axis="x", color="#dddddd", lw=0.6)
         ax.set_axisbelow(True)
     shown = [f for f in FAMILIES if f in set(fam.values())]
-    handles = [Patch(facecolor=FAMILY_COLOURS[f], hatch="//" if f == REFERENCE else "",
-                     label=f + (" (knows the kernel)" if f == REFERENCE else ""))
-               for f in shown]  # fmt: skip
-    handles.append(Line2D([], [], marker="o", ls="", color="black", alpha=0.65, ms=4,
-                          label="one dataset (mean over seeds)" if by == "preset"
-                          else "one seed"))  # fmt: skip
+    handles = [
+        Patch(
+            facecolor=FAMILY_COLOURS[f],
+            hatch="//" if f == REFERENCE else "",
+            label=f + (" (knows the kernel)" if f == REFERENCE else ""),
+        )
+        for f in shown
+    ]
+    handles.append(
+        Line2D(
+            [],
+            [],
+            marker="o",
+            ls="",
+            color="black",
+            alpha=0.65,
+            ms=4,
+            label="one dataset (mean over seeds)" if by == "preset" else "one seed",
+        )
+    )
     handles.append(Patch(facecolor="#cccccc", label=f"bar: mean over {unit}s"))
-    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4), fontsize=7,
-               frameon=False, bbox_to_anchor=(0.5, 0.0))  # fmt: skip
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncol=min(len(handles), 4),
+        fontsize=7,
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.0),
+    )
     fig.suptitle(f"{title} ({presets} {unit}{'s' if presets != 1 else ''})", fontsize=11)
     fig.tight_layout(rect=(0, 0.06 + 0.25 / max(n, 4), 1, 1))
     return fig
@@ -131,16 +178,26 @@ def score_panels(
 
 def spearman_summary(table: pd.DataFrame, by: str = "preset"):
     """EU and AU Spearman with the oracle per config (the paper's Fig. 2, by family)."""
-    return score_panels(table, (("spearman_eu", "Epistemic (EU)"),
-                                ("spearman_au", "Aleatoric (AU)")),
-                        title="Do methods rank uncertainty like the oracle?", by=by)  # fmt: skip
+    return score_panels(
+        table,
+        (("spearman_eu", "Epistemic (EU)"), ("spearman_au", "Aleatoric (AU)")),
+        title="Do methods rank uncertainty like the oracle?",
+        by=by,
+    )
 
 
 def eu_parts(table: pd.DataFrame, by: str = "preset"):
     """Spearman of the EU estimate with the EU target and with its two parts, posterior
     variance and squared bias, in the order of the EU target's."""
-    return score_panels(table, (("spearman_eu", "EU target (variance + bias^2)"),
-                                ("spearman_eu_var", "posterior variance"),
-                                ("spearman_eu_bias", "squared bias")),
-                        title="What the EU estimate tracks", order_by="spearman_eu",
-                        xlabel="Spearman's rho of the EU estimate", by=by)  # fmt: skip
+    return score_panels(
+        table,
+        (
+            ("spearman_eu", "EU target (variance + bias^2)"),
+            ("spearman_eu_var", "posterior variance"),
+            ("spearman_eu_bias", "squared bias"),
+        ),
+        title="What the EU estimate tracks",
+        order_by="spearman_eu",
+        xlabel="Spearman's rho of the EU estimate",
+        by=by,
+    )

@@ -23,8 +23,17 @@ from udora.experiments.run.overrides import METHOD_SEED
 from udora.experiments.run.records import RESULT, RUN_GLOB, read_run
 
 KEYS = ("preset", "method", "config")  # what a summary row is keyed by; seeds are averaged
-BASE_COLUMNS = ("preset", "suite", "method", "config", "config_hash", "seed", "status", "error",
-                "run_dir")  # fmt: skip
+BASE_COLUMNS = (
+    "preset",
+    "suite",
+    "method",
+    "config",
+    "config_hash",
+    "seed",
+    "status",
+    "error",
+    "run_dir",
+)
 
 
 class LegacyRunsWarning(UserWarning):
@@ -124,8 +133,9 @@ def _split_tuning_protocols(frame: pd.DataFrame) -> pd.DataFrame:
     counts = frame[tuned].groupby("config")["tuning_protocol"].transform("nunique")
     clash = counts[counts > 1].index
     if len(clash):
-        digest = [hashlib.sha256(p.encode()).hexdigest()[:6]
-                  for p in frame.loc[clash, "tuning_protocol"]]  # fmt: skip
+        digest = [
+            hashlib.sha256(p.encode()).hexdigest()[:6] for p in frame.loc[clash, "tuning_protocol"]
+        ]
         suffix = "~" + pd.Series(digest, index=clash)
         frame.loc[clash, "config"] = frame.loc[clash, "config"] + suffix
     return frame

@@ -37,9 +37,20 @@ from udora.oracle.preset import Preset
 if TYPE_CHECKING:
     from udora.oracle.task import OracleTask
 
-__all__ = ["PRESET_PREFIX", "ResolvedRun", "RunResult", "RunSpec", "is_current", "load_result",
-           "parse_set", "record_skipped", "resolve", "run_one", "run_resolved",
-           "split_overrides"]  # fmt: skip
+__all__ = [
+    "PRESET_PREFIX",
+    "ResolvedRun",
+    "RunResult",
+    "RunSpec",
+    "is_current",
+    "load_result",
+    "parse_set",
+    "record_skipped",
+    "resolve",
+    "run_one",
+    "run_resolved",
+    "split_overrides",
+]
 _LIBRARIES = {"ngboost": "ngboost", "catboost": "catboost", "gp": "gpjax", "laplace": "laplax"}
 
 
@@ -101,8 +112,10 @@ def _check_unchanged(task: OracleTask, before: str) -> None:
     dropped from the cache first, so later runs rebuild it as it should be."""
     if task.fingerprint() != before:
         _cached_task.cache_clear()
-        raise RuntimeError("the method changed the task's arrays or prior in place; the "
-                           "task is rebuilt for later runs")  # fmt: skip
+        raise RuntimeError(
+            "the method changed the task's arrays or prior in place; the "
+            "task is rebuilt for later runs"
+        )
 
 
 def run_one(
@@ -176,8 +189,9 @@ def run_resolved(
     try:
         knowledge = task.knowledge(with_prior=type(model).uses_task_prior)
         t0 = time.perf_counter()  # the method gets copies: the cached task stays as built
-        model.fit(np.array(task.X_train), np.array(task.y_train), seed=run.fit_seed,
-                  knowledge=knowledge)  # fmt: skip
+        model.fit(
+            np.array(task.X_train), np.array(task.y_train), seed=run.fit_seed, knowledge=knowledge
+        )
         timings["fit"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         prediction = model.predict(np.array(task.X))
@@ -276,8 +290,7 @@ def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> N
             files = {PREDICTIONS: file_sha256(tmp / PREDICTIONS)}
         else:
             files = {}
-        (tmp / RESULT).write_text(json.dumps({**record, "files": files}, indent=1,
-                                             allow_nan=False))  # fmt: skip
+        (tmp / RESULT).write_text(json.dumps({**record, "files": files}, indent=1, allow_nan=False))
 
     def check_old(folder: Path) -> None:
         previous = load_result(folder)

@@ -24,8 +24,15 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_state = {"count": 0, "stopping": False, "depth": 0, "ignore": False, "signal": None,
-          "defer": 0, "pending": False}  # fmt: skip
+_state = {
+    "count": 0,
+    "stopping": False,
+    "depth": 0,
+    "ignore": False,
+    "signal": None,
+    "defer": 0,
+    "pending": False,
+}
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 

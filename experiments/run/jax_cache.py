@@ -77,9 +77,12 @@ def configure_compilation_cache(path: str | Path | None = None) -> Path | None:
     if why:
         if str(folder) not in _WARNED:
             _WARNED.add(str(folder))
-            warnings.warn(f"JAX compilation cache {folder} {why}; running without the cache "
-                          "(set UDORA_JAX_CACHE to a writable folder, or off)",
-                          CacheUnusableWarning, stacklevel=2)  # fmt: skip
+            warnings.warn(
+                f"JAX compilation cache {folder} {why}; running without the cache "
+                "(set UDORA_JAX_CACHE to a writable folder, or off)",
+                CacheUnusableWarning,
+                stacklevel=2,
+            )
         _set("jax_compilation_cache_dir", None)
         os.environ["UDORA_JAX_CACHE"] = "off"  # spawned workers inherit it: no repeat
         return None

@@ -65,10 +65,15 @@ def store(root: str | Path, task_hash: str, task: Any) -> Path:
     fields, ``preset``, ``seed`` and ``meta``).
     """
     meta = {k: v for k, v in task.meta.items() if _is_json(v)}
-    entry = {"task_hash": task_hash, "seed": int(task.seed),
-             "preset_config": task.preset.model_dump(mode="json"), "meta": meta}  # fmt: skip
-    return _write(root, task_hash, {name: np.asarray(getattr(task, name)) for name in ARRAYS},
-                  entry)  # fmt: skip
+    entry = {
+        "task_hash": task_hash,
+        "seed": int(task.seed),
+        "preset_config": task.preset.model_dump(mode="json"),
+        "meta": meta,
+    }
+    return _write(
+        root, task_hash, {name: np.asarray(getattr(task, name)) for name in ARRAYS}, entry
+    )
 
 
 def _write(root: str | Path, name: str, arrays: dict[str, np.ndarray], entry: dict) -> Path:
@@ -80,8 +85,9 @@ def _write(root: str | Path, name: str, arrays: dict[str, np.ndarray], entry: di
     npz.parent.mkdir(parents=True, exist_ok=True)
     blob = _npz_bytes(arrays)
     atomic_write(npz, lambda fh: fh.write(blob))  # the record last: it means whole arrays
-    text = json.dumps({**entry, "sha256": hashlib.sha256(blob).hexdigest()}, indent=1,
-                      sort_keys=True).encode()  # fmt: skip
+    text = json.dumps(
+        {**entry, "sha256": hashlib.sha256(blob).hexdigest()}, indent=1, sort_keys=True
+    ).encode()
     atomic_write(record, lambda fh: fh.write(text))
     return npz
 
@@ -103,15 +109,19 @@ def _read(
         entry = json.loads(record.read_text(encoding="utf-8"))
         expected = entry["sha256"]
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{record}: not a record of stored arrays ({type(err).__name__}: "
-                         f"{err}); delete it and {npz.name} to {again}") from err  # fmt: skip
+        raise ValueError(
+            f"{record}: not a record of stored arrays ({type(err).__name__}: "
+            f"{err}); delete it and {npz.name} to {again}"
+        ) from err
     try:
         blob = npz.read_bytes()
     except OSError as err:
         raise ValueError(f"{npz}: cannot be read ({err}); delete {record} to {again}") from err
     if hashlib.sha256(blob).hexdigest() != expected:
-        raise ValueError(f"{npz}: does not match the checksum in {record} (truncated or "
-                         f"changed?); delete both to {again}")  # fmt: skip
+        raise ValueError(
+            f"{npz}: does not match the checksum in {record} (truncated or "
+            f"changed?); delete both to {again}"
+        )
     with np.load(io.BytesIO(blob)) as data:
         missing = [f for f in fields if f not in data.files]
         if missing:
@@ -128,8 +138,9 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
         for name, array in arrays.items():
             member = io.BytesIO()
             np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
-            archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)),
-                             member.getvalue())  # fmt: skip
+            archive.writestr(
+                zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), member.getvalue()
+            )
     return buffer.getvalue()
 
 
@@ -152,8 +163,9 @@ def load(root: str | Path, task_hash: str) -> StoredTask | None:
     if found is None:
         return None
     entry, arrays = found
-    return StoredTask(entry["preset_config"], int(entry["seed"]), meta=entry.get("meta", {}),
-                      **arrays)  # fmt: skip
+    return StoredTask(
+        entry["preset_config"], int(entry["seed"]), meta=entry.get("meta", {}), **arrays
+    )
 
 
 def results_root(run_dir: str | Path) -> Path:
@@ -173,8 +185,10 @@ def store_posterior(
     root: str | Path, key: str, post_mean: np.ndarray, post_var: np.ndarray
 ) -> Path:
     """Write a fit part's posterior (N,) each under ``root`` unless a whole copy is there."""
-    arrays = {"post_mean": np.asarray(post_mean, np.float64),
-              "post_var": np.asarray(post_var, np.float64)}  # fmt: skip
+    arrays = {
+        "post_mean": np.asarray(post_mean, np.float64),
+        "post_var": np.asarray(post_var, np.float64),
+    }
     return _write(root, key, arrays, {"key": key})
 
 

@@ -29,8 +29,9 @@ def parse_set(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
 def split_overrides(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(method overrides, preset overrides): keys ``preset.X`` go to the preset;
     :data:`METHOD_SEED` goes to neither (:func:`method_seed` reads it)."""
-    method = {k: v for k, v in overrides.items()
-              if not k.startswith(PRESET_PREFIX) and k != METHOD_SEED}  # fmt: skip
+    method = {
+        k: v for k, v in overrides.items() if not k.startswith(PRESET_PREFIX) and k != METHOD_SEED
+    }
     preset = {
         k[len(PRESET_PREFIX) :]: v for k, v in overrides.items() if k.startswith(PRESET_PREFIX)
     }
@@ -66,8 +67,9 @@ def scoped_overrides(
         if not dot or head not in known:
             out[key] = value
         elif head not in method_names:
-            raise UsageError(f"--set {key}: {head} is not among the grid's methods "
-                             f"({', '.join(method_names)})")  # fmt: skip
+            raise UsageError(
+                f"--set {key}: {head} is not among the grid's methods ({', '.join(method_names)})"
+            )
         elif head == method:
             out[field] = value
     return out

@@ -45,8 +45,13 @@ def _source_files() -> list[tuple[str, Path]]:
 
 def _git(folder: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True,
-                              text=True, timeout=10, check=False)  # fmt: skip
+        done = subprocess.run(
+            ["git", "-C", str(folder), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -86,5 +91,9 @@ def compute() -> dict[str, Any]:
         "openblas": os.environ.get("OPENBLAS_NUM_THREADS"),
         "xla_multi_thread_eigen": "xla_cpu_multi_thread_eigen=false" not in flags,
     }
-    return {"cpus": cpus, "threads": threads, "jax_backend": jax.default_backend(),
-            "machine": platform.machine()}  # fmt: skip
+    return {
+        "cpus": cpus,
+        "threads": threads,
+        "jax_backend": jax.default_backend(),
+        "machine": platform.machine(),
+    }

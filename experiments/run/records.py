@@ -149,8 +149,10 @@ def _place_problem(folder: Path, record: dict[str, Any]) -> str:
     parts = folder.absolute().parts
     found = tuple(parts[-4:]) if len(parts) > 4 else tuple(parts)
     if found != expected:
-        return (f"is a run of {'/'.join(expected)}, not of the folder it is in "
-                f"({'/'.join(found)}; copied or renamed?)")  # fmt: skip
+        return (
+            f"is a run of {'/'.join(expected)}, not of the folder it is in "
+            f"({'/'.join(found)}; copied or renamed?)"
+        )
     if identity_hash(record["identity"]) != record["config_hash"]:
         return "has an identity whose hash is not its config_hash (edited?)"
     task = "task_hash" in record and "task" in record["identity"]

@@ -29,8 +29,18 @@ from udora.oracle.preset import Preset, load_preset
 _SOURCES: dict[tuple[str, str | None], dict[str, str]] = {}  # (source key, dir) -> record
 
 HASH_DIGITS = 10
-TASK_FIELDS = ("source", "features", "target", "pool_size", "pool_seed", "n_train", "kernel",
-               "mean", "noise", "shift")  # fmt: skip
+TASK_FIELDS = (
+    "source",
+    "features",
+    "target",
+    "pool_size",
+    "pool_seed",
+    "n_train",
+    "kernel",
+    "mean",
+    "noise",
+    "shift",
+)
 
 
 def scope_hint(method: str, mine: dict[str, Any], method_names: list[str]) -> str:
@@ -206,8 +216,10 @@ def config_label(overrides: dict[str, Any]) -> str:
     """A short human label of a run's overrides: ``default`` or ``k=v,k=v`` sorted by key."""
     if not overrides:
         return "default"
-    return ",".join(f"{k}={json.dumps(v, default=str, separators=(',', ':'))}" for k, v in
-                    sorted(overrides.items()))  # fmt: skip
+    return ",".join(
+        f"{k}={json.dumps(v, default=str, separators=(',', ':'))}"
+        for k, v in sorted(overrides.items())
+    )
 
 
 def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:

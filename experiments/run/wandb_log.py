@@ -56,12 +56,24 @@ def _figure(curves: dict):
 def _config(record: dict, run: ResolvedRun | None) -> dict:
     """The W&B config of a run: from the resolved run when given, else from result.json."""
     if run is not None:
-        return {"preset": run.preset.name, "method": run.method, "seed": run.seed,
-                **run.config.to_dict(), "overrides": run.overrides, "label": run.label,
-                "config_hash": run.config_hash}  # fmt: skip
-    return {"preset": record["preset"], "method": record["method"], "seed": record["seed"],
-            **record["config"], "overrides": record["overrides"],
-            "label": record.get("label"), "config_hash": record["config_hash"]}  # fmt: skip
+        return {
+            "preset": run.preset.name,
+            "method": run.method,
+            "seed": run.seed,
+            **run.config.to_dict(),
+            "overrides": run.overrides,
+            "label": run.label,
+            "config_hash": run.config_hash,
+        }
+    return {
+        "preset": record["preset"],
+        "method": record["method"],
+        "seed": record["seed"],
+        **record["config"],
+        "overrides": record["overrides"],
+        "label": record.get("label"),
+        "config_hash": record["config_hash"],
+    }
 
 
 def log_run(run_dir: str | Path, run: ResolvedRun | None = None, project: str = "udora") -> bool:

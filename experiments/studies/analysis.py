@@ -65,8 +65,10 @@ def positions(levels: Sequence, scale: Scale) -> dict[Any, float]:
     try:
         x = np.array([float(level) for level in levels])
     except (TypeError, ValueError):
-        raise ValueError(f"scale {scale!r} needs numeric levels, got {list(levels)}; "
-                         "use 'ordinal' for categories") from None  # fmt: skip
+        raise ValueError(
+            f"scale {scale!r} needs numeric levels, got {list(levels)}; "
+            "use 'ordinal' for categories"
+        ) from None
     if scale == "log2":
         if np.any(x <= 0):
             raise ValueError(f"scale 'log2' needs positive levels, got {list(levels)}")
@@ -86,16 +88,24 @@ def runs(table, factor, levels, metric, default_level=None, scale: Scale = "ordi
     x = positions(levels, scale)
     value = pd.to_numeric(ok[metric], errors="coerce").astype(float)
     frame = pd.DataFrame(
-        {"method": ok["method"], "preset": ok["preset"], "seed": ok["seed"], "level": level,
-         "x": [x[v] for v in level], "value": value.where(np.isfinite(value))}
-    )  # fmt: skip
+        {
+            "method": ok["method"],
+            "preset": ok["preset"],
+            "seed": ok["seed"],
+            "level": level,
+            "x": [x[v] for v in level],
+            "value": value.where(np.isfinite(value)),
+        }
+    )
     if "config_hash" in ok:
         hashes = ok.groupby([ok["method"], ok["preset"], frame["x"]])["config_hash"].nunique()
         if (hashes > 1).any():
             method, preset, at = hashes[hashes > 1].index[0]
             bad = next(k for k, v in x.items() if v == at)
-            raise ValueError(f"{method} on {preset} at {factor} = {bad!r} has runs of several "
-                             "config hashes; pass one config per level")  # fmt: skip
+            raise ValueError(
+                f"{method} on {preset} at {factor} = {bad!r} has runs of several "
+                "config hashes; pass one config per level"
+            )
     return frame
 
 
@@ -138,9 +148,12 @@ def slope_shares(slopes_frame: pd.DataFrame) -> dict[str, float]:
     ``negative`` and ``significant_negative`` shares in [0, 1] and ``mean_slope`` (NaN
     when no cell has a finite slope)."""
     valid = slopes_frame[np.isfinite(slopes_frame["slope"].astype(float))]  # empty: NaN means
-    return {"pairs": len(valid), "negative": float((valid["slope"] < 0).mean()),
-            "significant_negative": float(valid["significant_negative"].mean()),
-            "mean_slope": float(valid["slope"].mean())}  # fmt: skip
+    return {
+        "pairs": len(valid),
+        "negative": float((valid["slope"] < 0).mean()),
+        "significant_negative": float(valid["significant_negative"].mean()),
+        "mean_slope": float(valid["slope"].mean()),
+    }
 
 
 def method_slopes(slopes_frame: pd.DataFrame) -> pd.DataFrame:
@@ -166,8 +179,14 @@ def level_means(table, factor, levels, metric, default_level=None) -> pd.DataFra
     ``mean`` (of v), ``shift``, ``shift_sd`` (ddof 1) and ``cells`` (their count).
     """
     cells, shift = _complete_shifts(table, factor, levels, metric, default_level)
-    out = pd.DataFrame({"mean": cells.mean(axis=0), "shift": shift.mean(axis=0),
-                        "shift_sd": shift.std(axis=0, ddof=1), "cells": len(cells)})  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "mean": cells.mean(axis=0),
+            "shift": shift.mean(axis=0),
+            "shift_sd": shift.std(axis=0, ddof=1),
+            "cells": len(cells),
+        }
+    )
     return out.rename_axis(factor)
 
 
@@ -205,8 +224,12 @@ def rank_agreement(table, factor, levels, metric, default_level=None) -> dict[st
     for way, ws, count in (("levels", by_preset, "presets"), ("presets", by_level, "levels")):
         used = {k: v for k, v in ws.items() if np.isfinite(v[0])}
         w = float(np.mean([v[0] for v in used.values()])) if used else np.nan
-        out |= {f"w_{way}": w, f"one_minus_w_{way}": 1.0 - w, count: len(used),
-                f"methods_{way}": min((v[1] for v in used.values()), default=0)}  # fmt: skip
+        out |= {
+            f"w_{way}": w,
+            f"one_minus_w_{way}": 1.0 - w,
+            count: len(used),
+            f"methods_{way}": min((v[1] for v in used.values()), default=0),
+        }
     out["per_preset"] = pd.Series({k: v[0] for k, v in by_preset.items()}, dtype=float)
     out["per_level"] = pd.Series({k: v[0] for k, v in by_level.items()}, dtype=float)
     return out
@@ -229,9 +252,17 @@ def paired(table, factor, levels, metric, default_level=None) -> dict[str, Any]:
     pos, neg = int((diff > 0).sum()), int((diff < 0).sum())
     p = stats.binomtest(pos, pos + neg, 0.5).pvalue if pos + neg else np.nan
     cells = pd.DataFrame({"first": means[first], "second": means[second], "diff": diff})
-    return {"first": first, "second": second, "mean": float(diff.mean()),
-            "sd": float(diff.std(ddof=1)), "n": len(diff), "positive": pos, "negative": neg,
-            "p_value": float(p), "cells": cells}  # fmt: skip
+    return {
+        "first": first,
+        "second": second,
+        "mean": float(diff.mean()),
+        "sd": float(diff.std(ddof=1)),
+        "n": len(diff),
+        "positive": pos,
+        "negative": neg,
+        "p_value": float(p),
+        "cells": cells,
+    }
 
 
 def summarise(table, factor, levels, scale: Scale, default_level=None, metrics=METRICS):

@@ -48,13 +48,13 @@ def _heatmap(frame: pd.DataFrame, title: str, xlabel: str, ylabel: str, bar: str
     if values.size == 0:  # e.g. a metric undefined for every run
         ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
         return fig
-    image = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=-lim, vmax=lim,
-                      aspect="auto")  # fmt: skip
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
     for (i, j), v in np.ndenumerate(values):
         text = f"{v:.2f}" if np.isfinite(v) else "n/a"
         dark = np.isfinite(v) and abs(v) > 0.6 * lim
-        ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                color="white" if dark else "black")  # fmt: skip
+        ax.text(
+            j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black"
+        )
     ax.set_xticks(range(cols), [level_label(c) for c in frame.columns], rotation=30, ha="right")
     ax.set_yticks(range(rows), [str(r) for r in frame.index])
     fig.colorbar(image, ax=ax, label=bar, shrink=0.9)
@@ -65,19 +65,20 @@ def slope_heatmap(slopes: pd.DataFrame, metric: str, xname: str) -> Figure:
     """OLS slope per method x preset (:func:`~udora.experiments.studies.analysis.slopes`, index
     (method, preset), column ``slope``), annotated with 2 decimals."""
     grid = slopes["slope"].astype(float).unstack("preset")
-    return _heatmap(grid, f"Slope of {metric} per unit of {xname}", "preset", "method",
-                    "slope")  # fmt: skip
+    return _heatmap(grid, f"Slope of {metric} per unit of {xname}", "preset", "method", "slope")
 
 
 def shift_heatmap(shifts: pd.DataFrame, metric: str, factor: str) -> Figure:
     """Mean shift from the cell's mean over levels per method x level
     (:func:`~udora.experiments.studies.analysis.method_shifts`, shape (methods, L))."""
-    return _heatmap(shifts, f"{metric}: shift from the mean over {factor} levels", factor,
-                    "method", "shift")  # fmt: skip
+    return _heatmap(
+        shifts, f"{metric}: shift from the mean over {factor} levels", factor, "method", "shift"
+    )
 
 
-def level_curves(runs: pd.DataFrame, levels: Sequence, pos: dict, metric: str,
-                 factor: str) -> Figure:  # fmt: skip
+def level_curves(
+    runs: pd.DataFrame, levels: Sequence, pos: dict, metric: str, factor: str
+) -> Figure:
     """Median over presets and seeds of ``metric`` per level, one line per method.
 
     ``runs``: :func:`~udora.experiments.studies.analysis.runs` (columns ``method``, ``level``,
@@ -98,8 +99,11 @@ def level_curves(runs: pd.DataFrame, levels: Sequence, pos: dict, metric: str,
         ax.plot(x, q[1], label=method, **styles[method])
         ax.fill_between(x, q[0], q[2], color=styles[method]["color"], alpha=0.15, lw=0)
     ax.set_xticks(x, [level_label(level) for level in levels])
-    ax.set(title=f"{metric} by {factor}\n(median and 25-75% band over presets and seeds)",
-           xlabel=factor, ylabel=metric)  # fmt: skip
+    ax.set(
+        title=f"{metric} by {factor}\n(median and 25-75% band over presets and seeds)",
+        xlabel=factor,
+        ylabel=metric,
+    )
     if methods:
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -122,15 +126,19 @@ def paired_scatter(cells: pd.DataFrame, first, second, metric: str, factor: str)
     lo, hi = (float(both.min()), float(both.max())) if both.size else (-1.0, 1.0)
     ax.plot([lo, hi], [lo, hi], "k:", lw=1, label="no change")
     first, second = level_label(first), level_label(second)
-    ax.set(title=f"{metric}: {factor} = {first} vs {second}", xlabel=f"{metric}, {first}",
-           ylabel=f"{metric}, {second}")  # fmt: skip
+    ax.set(
+        title=f"{metric}: {factor} = {first} vs {second}",
+        xlabel=f"{metric}, {first}",
+        ylabel=f"{metric}, {second}",
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
-def study_figures(r: dict, runs: pd.DataFrame, levels: Sequence, pos: dict, metric: str,
-                  factor: str, xname: str) -> dict[str, Figure]:  # fmt: skip
+def study_figures(
+    r: dict, runs: pd.DataFrame, levels: Sequence, pos: dict, metric: str, factor: str, xname: str
+) -> dict[str, Figure]:
     """Every figure of one metric's :func:`~udora.experiments.studies.analysis.summarise` entry
     ``r``, by name: ``slopes``, ``by_level``, ``shifts`` and, for two levels, ``paired``.
     ``runs`` is :func:`~udora.experiments.studies.analysis.runs` of the metric, ``pos`` maps a

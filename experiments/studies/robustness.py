@@ -60,8 +60,9 @@ def family_of(table: pd.DataFrame) -> pd.Series:
             if not pd.isna(value):  # a column with gaps holds 128 as 128.0
                 whole = isinstance(value, float) and value.is_integer()
                 spec[column[len(FAMILY_COLUMN) + 1 :]] = int(value) if whole else value
-        extra = ",".join(f"{k}={v}" for k, v in sorted(spec.items())
-                         if v is not None and v != defaults.get(k))  # fmt: skip
+        extra = ",".join(
+            f"{k}={v}" for k, v in sorted(spec.items()) if v is not None and v != defaults.get(k)
+        )
         return f"{family}[{extra}]" if extra else str(family)
 
     if FAMILY_COLUMN not in table and not fields:
@@ -69,8 +70,7 @@ def family_of(table: pd.DataFrame) -> pd.Series:
     return table.apply(name, axis=1).astype(str)
 
 
-def rank_matrix(table: pd.DataFrame, family: str, seeds, metric: str, better: str
-                ) -> pd.DataFrame:  # fmt: skip
+def rank_matrix(table: pd.DataFrame, family: str, seeds, metric: str, better: str) -> pd.DataFrame:
     """(presets, methods) ranks within each preset of the methods' seed means under
     ``family`` at ``seeds`` (complete blocks only; empty when nothing can be ranked).
 
@@ -82,9 +82,11 @@ def rank_matrix(table: pd.DataFrame, family: str, seeds, metric: str, better: st
     hashes = part.groupby(["method", "preset"])["config_hash"].nunique()  # the hash
     if (hashes > 1).any():  # covers the preset's task fields too: one per preset
         method, preset = hashes.index[hashes > 1][0]
-        raise ValueError(f"{method} has runs of {hashes[method, preset]} configs on {preset} "
-                         f"under {family} at seeds {sorted(seeds)}; run the study in its own "
-                         "folder")  # fmt: skip
+        raise ValueError(
+            f"{method} has runs of {hashes[method, preset]} configs on {preset} "
+            f"under {family} at seeds {sorted(seeds)}; run the study in its own "
+            "folder"
+        )
     part = part.assign(config=part["method"], config_base=part["method"])
     b = blocks(part, metric, better)
     return within_ranks(b.means, better) if not b.means.empty else pd.DataFrame()
@@ -116,8 +118,9 @@ def _taus(a: pd.DataFrame, b: pd.DataFrame, draws: np.ndarray) -> tuple[float, n
     per-preset tau) of two aligned rank matrices."""
     A, B = a.to_numpy(), b.to_numpy()
     tau = stats.kendalltau(A.mean(axis=0), B.mean(axis=0)).statistic
-    boot = np.array([stats.kendalltau(A[d].mean(axis=0), B[d].mean(axis=0)).statistic
-                     for d in draws])  # fmt: skip
+    boot = np.array(
+        [stats.kendalltau(A[d].mean(axis=0), B[d].mean(axis=0)).statistic for d in draws]
+    )
     per_preset = [stats.kendalltau(A[i], B[i]).statistic for i in range(A.shape[0])]
     return float(tau), boot, float(np.nanmedian(per_preset))
 
@@ -137,8 +140,13 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = 2000, seed: int = 0)
     return Comparison(tau, float(low), float(high), median, presets, methods)
 
 
-def robustness(table: pd.DataFrame, reference_seeds=(2, 3), other_seeds=(0, 1),
-               n_boot: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
+def robustness(
+    table: pd.DataFrame,
+    reference_seeds=(2, 3),
+    other_seeds=(0, 1),
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(taus, shifts) of the study in ``table`` (ok and failed runs, as ``load_runs``).
 
     Per metric every ranking is taken on the same presets and methods (those all of them
@@ -156,8 +164,10 @@ def robustness(table: pd.DataFrame, reference_seeds=(2, 3), other_seeds=(0, 1),
     taus, shifts = [], []
     rng = np.random.default_rng(seed)
     for metric, better in RANKED:
-        found = {"reference": rank_matrix(table, GP, reference_seeds, metric, better),
-                 GP: rank_matrix(table, GP, other_seeds, metric, better)}  # fmt: skip
+        found = {
+            "reference": rank_matrix(table, GP, reference_seeds, metric, better),
+            GP: rank_matrix(table, GP, other_seeds, metric, better),
+        }
         for f in families:
             found[f] = rank_matrix(table, f, other_seeds, metric, better)
         found = {k: m for k, m in found.items() if not m.empty}
@@ -174,9 +184,16 @@ def robustness(table: pd.DataFrame, reference_seeds=(2, 3), other_seeds=(0, 1),
         for name in [*[f for f in families if f in mats], GP]:
             tau, boots[name], median = _taus(mats["reference"], mats[name], draws)
             low, high = np.nanpercentile(boots[name], [2.5, 97.5])
-            row = {"metric": label, "comparison": name if name != GP else "gp (ceiling)",
-                   "tau": tau, "low": float(low), "high": float(high),
-                   "preset_median": median, "presets": presets, "methods": methods}  # fmt: skip
+            row = {
+                "metric": label,
+                "comparison": name if name != GP else "gp (ceiling)",
+                "tau": tau,
+                "low": float(low),
+                "high": float(high),
+                "preset_median": median,
+                "presets": presets,
+                "methods": methods,
+            }
             taus.append(row)
         for row in taus[-len(boots) : -1]:  # the families: paired gap to the ceiling
             gap = boots[GP] - boots[row["comparison"]]

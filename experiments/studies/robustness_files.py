@@ -28,8 +28,10 @@ def load_study_runs(results: str | Path) -> pd.DataFrame:
     results = Path(results)
     if results.is_file():
         if results.suffix != ".parquet":
-            raise ValueError(f"{results}: expected the study's results folder or the "
-                             ".parquet table a robustness page wrote")  # fmt: skip
+            raise ValueError(
+                f"{results}: expected the study's results folder or the "
+                ".parquet table a robustness page wrote"
+            )
         return pd.read_parquet(results)
     table, _ = load_runs(results)
     return table
@@ -68,8 +70,9 @@ def csv(seeds) -> str:
     return ",".join(str(s) for s in seeds)
 
 
-def how_lines(table: pd.DataFrame, reference_seeds, other_seeds, families: list[str],
-               tuned: bool, page: str) -> list[str]:  # fmt: skip
+def how_lines(
+    table: pd.DataFrame, reference_seeds, other_seeds, families: list[str], tuned: bool, page: str
+) -> list[str]:
     methods = ",".join(sorted(table["method"].unique()))
     presets = ",".join(sorted(table["preset"].unique()))
     data = table_path(page).as_posix()
@@ -92,13 +95,15 @@ def how_lines(table: pd.DataFrame, reference_seeds, other_seeds, families: list[
             "--jobs 2 --tuned release/tuned --out truth-tuned",
             f"    udora robustness truth-tuned --docs docs{page_opt}",
         ]
-        text = ("Every method is tuned per preset and family as the release is (bayes, 10 "
-                "trials, validation NLL, tuning seed 100, never scored), with the family "
-                "held in every trial's task; the GP's configs are the release's "
-                "(`release/tuned`, tuned the same way under the GP). Then each family is "
-                f"scored at seeds {csv(other_seeds)} and the GP at {seeds}. The families' "
-                "tuned files are kept in `docs/data/tuned/<family>/` (their sweeps' trial "
-                "records are not):")  # fmt: skip
+        text = (
+            "Every method is tuned per preset and family as the release is (bayes, 10 "
+            "trials, validation NLL, tuning seed 100, never scored), with the family "
+            "held in every trial's task; the GP's configs are the release's "
+            "(`release/tuned`, tuned the same way under the GP). Then each family is "
+            f"scored at seeds {csv(other_seeds)} and the GP at {seeds}. The families' "
+            "tuned files are kept in `docs/data/tuned/<family>/` (their sweeps' trial "
+            "records are not):"
+        )
     else:
         commands = [
             "    udora ablate truth --jobs 2 --out truth-study",
@@ -106,9 +111,11 @@ def how_lines(table: pd.DataFrame, reference_seeds, other_seeds, families: list[
             f"        --seeds {csv(reference_seeds)} --jobs 2 --out truth-study",
             f"    udora robustness truth-study --docs docs{page_opt}",
         ]
-        text = ("The shipped `truth` study runs every method at its default config on the "
-                f"held-out suite under the three families at seeds {csv(other_seeds)}; the "
-                f"GP's reference ranking adds seeds {csv(reference_seeds)}:")  # fmt: skip
+        text = (
+            "The shipped `truth` study runs every method at its default config on the "
+            f"held-out suite under the three families at seeds {csv(other_seeds)}; the "
+            f"GP's reference ranking adds seeds {csv(reference_seeds)}:"
+        )
     return [
         "## How the study was run",
         "",

@@ -31,13 +31,19 @@ from udora.experiments.studies.robustness_files import (
 # statement, its methods, and what "holds" means for their mean EU rank among M methods.
 PAPER = (
     ("deep ensembles are among the strongest for EU", ("nn_ensemble",), "top third"),
-    ("NN-Ens, NN-Dropout, NN-Bag and NN-FSP are the most useful neural EU rankings",
-     ("nn_ensemble", "nn_dropout", "nn_bagging", "fsp_laplace"), "top half"),
+    (
+        "NN-Ens, NN-Dropout, NN-Bag and NN-FSP are the most useful neural EU rankings",
+        ("nn_ensemble", "nn_dropout", "nn_bagging", "fsp_laplace"),
+        "top half",
+    ),
     ("DEUP is comparatively weak for EU", ("deup",), "bottom half"),
     ("NGBoost-Bag is the clearest non-neural EU ranking", ("ngboost_bag",), "top half"),
-    ("deep ensembles, FSP-Laplace and CatBoost-KGB are the most reliable starting points",
-     ("nn_ensemble", "fsp_laplace", "catboost_kgb"), "top half"),
-)  # fmt: skip
+    (
+        "deep ensembles, FSP-Laplace and CatBoost-KGB are the most reliable starting points",
+        ("nn_ensemble", "fsp_laplace", "catboost_kgb"),
+        "top half",
+    ),
+)
 
 
 def markdown_table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -73,13 +79,13 @@ def _tau_lines(taus: pd.DataFrame, families: list[str]) -> list[str]:
         cells.append(_interval(ceiling) if ceiling is not None else "n/a")
         cells += [str(part["presets"].max()), str(part["methods"].max())]
         rows.append(cells)
-    head = ["metric", *[f"GP vs {f}" for f in families], "GP vs GP (ceiling)", "presets",
-            "methods"]  # fmt: skip
+    head = ["metric", *[f"GP vs {f}" for f in families], "GP vs GP (ceiling)", "presets", "methods"]
     return markdown_table(head, rows)
 
 
-def _shift_figure(shifts: pd.DataFrame, families: list[str], docs: Path, seeds: list[int],
-                  page: str) -> str | None:  # fmt: skip
+def _shift_figure(
+    shifts: pd.DataFrame, families: list[str], docs: Path, seeds: list[int], page: str
+) -> str | None:
     import matplotlib.pyplot as plt
 
     eu = shifts[shifts["metric"] == "EU Spearman"].sort_values("rank_gp")
@@ -122,17 +128,24 @@ def write_robustness_page(
     fam = family_of(table)
     families = [f for f in sorted(fam.unique()) if f != GP]
     if not families:
-        raise ValueError(f"{results}: no run under another ground truth than the GP "
-                         "(preset.truth); run the truth study (docs/robustness.md)")  # fmt: skip
+        raise ValueError(
+            f"{results}: no run under another ground truth than the GP "
+            "(preset.truth); run the truth study (docs/robustness.md)"
+        )
     taus, shifts = robustness(table, reference_seeds, other_seeds, n_boot)
     if taus.empty:
-        raise ValueError(f"{results}: the GP has no complete ranking at seeds "
-                         f"{list(reference_seeds)} and {list(other_seeds)}")  # fmt: skip
+        raise ValueError(
+            f"{results}: the GP has no complete ranking at seeds "
+            f"{list(reference_seeds)} and {list(other_seeds)}"
+        )
     ok = table["status"] == "ok"
     tuned = is_tuned(table)
-    configs = ("tuned configs (each family's own: `udora tune --set preset.truth=FAMILY` on "
-               "the validation split of a tuning seed that is never scored)" if tuned
-               else "their default configs")  # fmt: skip
+    configs = (
+        "tuned configs (each family's own: `udora tune --set preset.truth=FAMILY` on "
+        "the validation split of a tuning seed that is never scored)"
+        if tuned
+        else "their default configs"
+    )
     page_opt = "" if page == PAGE else f" --page {page}"
     lines = [
         "# Beyond one prior: do the rankings survive other ground truths?"
@@ -173,9 +186,15 @@ def write_robustness_page(
             "",
         ]
         head = ["method", "gp", *[f"{f} (shift)" for f in families], "GP other seeds (shift)"]
-        rows = [[r["method"], f"{r['rank_gp']:.2f}",
-                 *[f"{r[f'rank_{f}']:.2f} ({r[f'shift_{f}']:+.2f})" for f in families],
-                 f"{r['shift_gp_seeds']:+.2f}"] for _, r in eu.iterrows()]  # fmt: skip
+        rows = [
+            [
+                r["method"],
+                f"{r['rank_gp']:.2f}",
+                *[f"{r[f'rank_{f}']:.2f} ({r[f'shift_{f}']:+.2f})" for f in families],
+                f"{r['shift_gp_seeds']:+.2f}",
+            ]
+            for _, r in eu.iterrows()
+        ]
         lines += [*markdown_table(head, rows), ""]
         if figure:
             lines += [f"![EU ranks per family]({figure})", ""]
@@ -185,8 +204,10 @@ def write_robustness_page(
     if failed.empty:
         lines += ["None.", ""]
     else:
-        rows = [[f, r.preset, r.method, str(r.seed), str(r.error).splitlines()[0][:160]]
-                for f, r in zip(fam[~ok], failed.itertuples(index=False), strict=True)]  # fmt: skip
+        rows = [
+            [f, r.preset, r.method, str(r.seed), str(r.error).splitlines()[0][:160]]
+            for f, r in zip(fam[~ok], failed.itertuples(index=False), strict=True)
+        ]
         lines += [*markdown_table(["family", "preset", "method", "seed", "error"], rows), ""]
     lines += how_lines(table, reference_seeds, other_seeds, families, tuned, page)
     path = docs / f"{page}.md"

@@ -51,8 +51,9 @@ def run_study(
     executor = executor or ExecutorSpec(jobs=jobs)
     if study.tune is None:
         runs = study_runs(study, data_dir, origin=origin)
-        return run_grid(runs, out, data_dir=data_dir, console=console, wait_lock=wait_lock,
-                        executor=executor)  # fmt: skip
+        return run_grid(
+            runs, out, data_dir=data_dir, console=console, wait_lock=wait_lock, executor=executor
+        )
     from udora.experiments.run.overrides import split_overrides
     from udora.experiments.tuning.tune import tune_many
     from udora.experiments.tuning.tuned_files import check_tuned_preset_fields, tuned_configs
@@ -76,18 +77,35 @@ def run_study(
     total = GridSummary()
     for name, tune, held in plans:
         folder = tuned_dir(out, name)
-        summaries = tune_many(pairs, folder, fixed=held, data_dir=data_dir,
-                              on_trial=on_trial, executor=executor, **tune)  # fmt: skip
+        summaries = tune_many(
+            pairs,
+            folder,
+            fixed=held,
+            data_dir=data_dir,
+            on_trial=on_trial,
+            executor=executor,
+            **tune,
+        )
         if any(s.interrupted for s in summaries):
             total.interrupted = True
             return total
         configs, sources, _ = tuned_configs(folder, presets, study.methods)
         check_tuned_preset_fields(sources, split_overrides(held)[1])  # holds by construction
-        runs = make_grid(presets, study.methods, study.seeds, held, data_dir=data_dir,
-                         tuned=configs)  # fmt: skip
-        _add(total, run_grid(runs, out, data_dir=data_dir, console=console,
-                             wait_lock=wait_lock, config_sources=sources,
-                             executor=executor))  # fmt: skip
+        runs = make_grid(
+            presets, study.methods, study.seeds, held, data_dir=data_dir, tuned=configs
+        )
+        _add(
+            total,
+            run_grid(
+                runs,
+                out,
+                data_dir=data_dir,
+                console=console,
+                wait_lock=wait_lock,
+                config_sources=sources,
+                executor=executor,
+            ),
+        )
         if total.interrupted:
             return total
     return total

@@ -65,16 +65,24 @@ def study_section(table, study: Study, out_dir, md) -> list[str]:
     levels = [float(v) for v in study.level_values()] if numeric else study.level_names()
     spec = {"name": study.name, "factor": study.factor, "levels": levels, "scale": study.scale}
     lines = ablation_lines(rows, spec, Path(out_dir), md)
-    head = (f"Study `{study.name}`: `{study.factor}` at {', '.join(study.level_names())} "
-            f"({study.scale} scale), {rows['method'].nunique()} methods, "
-            f"{rows['preset'].nunique()} presets, seeds {sorted(set(rows['seed']))}.")  # fmt: skip
+    head = (
+        f"Study `{study.name}`: `{study.factor}` at {', '.join(study.level_names())} "
+        f"({study.scale} scale), {rows['method'].nunique()} methods, "
+        f"{rows['preset'].nunique()} presets, seeds {sorted(set(rows['seed']))}."
+    )
     return [lines[0], "", head, *lines[1:]]
 
 
-SHOWN = {"negative": "share negative", "significant_negative": "share significantly negative",
-         "mean_slope": "mean slope", "w_levels": "W across levels",
-         "one_minus_w_levels": "1 - W across levels", "w_presets": "W across presets",
-         "one_minus_w_presets": "1 - W across presets", "shift_sd": "sd of shift"}  # fmt: skip
+SHOWN = {
+    "negative": "share negative",
+    "significant_negative": "share significantly negative",
+    "mean_slope": "mean slope",
+    "w_levels": "W across levels",
+    "one_minus_w_levels": "1 - W across levels",
+    "w_presets": "W across presets",
+    "one_minus_w_presets": "1 - W across presets",
+    "shift_sd": "sd of shift",
+}
 
 
 def _w(x: float) -> str:
@@ -125,11 +133,16 @@ def _metric_lines(name: str, metric: str, r: dict, xname: str, md: Callable) -> 
         f"{_w(ag['one_minus_w_presets'])}; {ag['levels']} levels, at least "
         f"{ag['methods_presets']} methods). W needs at least two methods ranked by at least "
         "two raters; n/a otherwise.",
-        *(() if p is None else (
-            f"{_label(p['second'])} - {_label(p['first'])}: mean {p['mean']:+.4f} (sd "
-            f"{p['sd']:.4f}) over {p['n']} pairs; {p['positive']} positive, {p['negative']} "
-            f"negative, sign test p = {p['p_value']:.3g}.",)),
-    )  # fmt: skip
+        *(
+            ()
+            if p is None
+            else (
+                f"{_label(p['second'])} - {_label(p['first'])}: mean {p['mean']:+.4f} (sd "
+                f"{p['sd']:.4f}) over {p['n']} pairs; {p['positive']} positive, {p['negative']} "
+                f"negative, sign test p = {p['p_value']:.3g}.",
+            )
+        ),
+    )
 
 
 def ablation_lines(table, study: dict, out_dir: Path, md: Callable) -> list[str]:
@@ -168,8 +181,10 @@ def ablation_lines(table, study: dict, out_dir: Path, md: Callable) -> list[str]
         per_run = runs(table, factor, levels, metric, default)
         pos = positions(levels, scale)
         drawn = figs.study_figures(r, per_run, levels, pos, metric, factor, xname[scale])
-        links = [f"![{metric} {k}]({figs.save(f, out, f'{stem}_{k}_{metric}')})"
-                 for k, f in drawn.items()]  # fmt: skip
+        links = [
+            f"![{metric} {k}]({figs.save(f, out, f'{stem}_{k}_{metric}')})"
+            for k, f in drawn.items()
+        ]
         lines += _paragraphs(" ".join(links))
     return lines
 

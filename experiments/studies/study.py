@@ -217,11 +217,17 @@ def study_from_factor(
     scale = scale if scale is not None else choose_scale(levels)[0]
     try:
         return Study(
-            name=name or key.strip().replace(".", "_"), factor=key.strip(), levels=levels,
-            scale=scale, suite=suite if presets is None else None, presets=presets,
-            methods=methods, seeds=seeds, set=dict(fixed or {}),
+            name=name or key.strip().replace(".", "_"),
+            factor=key.strip(),
+            levels=levels,
+            scale=scale,
+            suite=suite if presets is None else None,
+            presets=presets,
+            methods=methods,
+            seeds=seeds,
+            set=dict(fixed or {}),
             tune=None if tune_trials is None else TuneSpec(trials=tune_trials),
-        )  # fmt: skip
+        )
     except ValidationError as err:
         raise StudyError(f"--factor/--scale/--tune-trials: {_explain(err)}") from None
 
@@ -251,8 +257,9 @@ def study_runs(study: Study, data_dir: str | Path | None = None, *, origin: str 
     for value in study.level_values():
         overrides = dict(study.set) if tuning else {**study.set, study.factor: value}
         try:
-            runs += make_grid(study.preset_names(), study.methods, study.seeds, overrides,
-                              data_dir=data_dir)  # fmt: skip
+            runs += make_grid(
+                study.preset_names(), study.methods, study.seeds, overrides, data_dir=data_dir
+            )
         except (ValueError, KeyError) as err:
             message = err.args[0] if isinstance(err, KeyError) and err.args else err
             raise StudyError(f"{origin}: level {level_name(value)}: {message}") from None

@@ -61,8 +61,13 @@ def run_on_wandb(
             used = {t["k"] for t in load_trials(folder)}
             k = next(i for i in range(len(used) + 1) if i not in used)
             record = run_trial(folder, k, params, dd)
-            run.log({key: record.get(key) for key in ("val_nll", "val_rmse")
-                     if record.get(key) is not None})  # fmt: skip
+            run.log(
+                {
+                    key: record.get(key)
+                    for key in ("val_nll", "val_rmse")
+                    if record.get(key) is not None
+                }
+            )
             if on_trial is not None:
                 on_trial(record)
             if record["status"] != "ok":

@@ -63,8 +63,10 @@ class SweepSummary:
             over = json.dumps(best["overrides"], default=str)
             tail = f"best {best['metric']}={best['value']:.6g} (trial-{best['k']}) {over}"
 
-        return (f"{plural(len(self.trials), 'trial')} ({self.n_ok} ok, {self.n_failed} failed, "
-                f"{self.ran} ran now); {tail}; in {self.folder}")  # fmt: skip
+        return (
+            f"{plural(len(self.trials), 'trial')} ({self.n_ok} ok, {self.n_failed} failed, "
+            f"{self.ran} ran now); {tail}; in {self.folder}"
+        )
 
 
 def disk_summary(config: dict[str, Any], out: str | Path) -> SweepSummary:
@@ -82,12 +84,14 @@ def _as_sweep_runs(trials: list[dict[str, Any]], metric: str) -> list[Any]:
     runs = []
     for t in trials:
         ok = t["status"] == "ok"
-        runs.append(SweepRun(
-            name=f"trial-{t['k']}",
-            state=RunState.finished if ok else RunState.failed,
-            config={key: {"value": value} for key, value in t["params"].items()},
-            summary_metrics={metric: t["value"]} if ok else {},
-        ))  # fmt: skip
+        runs.append(
+            SweepRun(
+                name=f"trial-{t['k']}",
+                state=RunState.finished if ok else RunState.failed,
+                config={key: {"value": value} for key, value in t["params"].items()},
+                summary_metrics={metric: t["value"]} if ok else {},
+            )
+        )
     return runs
 
 

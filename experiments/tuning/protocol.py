@@ -161,9 +161,18 @@ def trial_on_task(
     targets = y_train[val_idx].astype(np.float64)
     value = objective_value(objective, pred.mean, pred.total, targets)
     return TrialResult(
-        objective, OBJECTIVES[objective], value, targets, pred.mean, pred.aleatoric,
-        pred.epistemic, fit_idx, val_idx, model.config.to_dict(), model,
-    )  # fmt: skip
+        objective,
+        OBJECTIVES[objective],
+        value,
+        targets,
+        pred.mean,
+        pred.aleatoric,
+        pred.epistemic,
+        fit_idx,
+        val_idx,
+        model.config.to_dict(),
+        model,
+    )
 
 
 ORACLE_METRICS = ("spearman_eu", "spearman_au", "spearman_total", "scale_ratio_eu", "nll")
@@ -200,10 +209,16 @@ def trial_oracle_metrics(
         post_mean, post_var = stored
     pred = result.model.predict(task.X)
     metrics = score_arrays(
-        f=task.f, y=task.y, noise_var=task.noise_var, post_mean=post_mean,
-        post_var=post_var, mean=pred.mean, aleatoric=pred.aleatoric,
-        epistemic=pred.epistemic, total=pred.total,
-    )  # fmt: skip
+        f=task.f,
+        y=task.y,
+        noise_var=task.noise_var,
+        post_mean=post_mean,
+        post_var=post_var,
+        mean=pred.mean,
+        aleatoric=pred.aleatoric,
+        epistemic=pred.epistemic,
+        total=pred.total,
+    )
     return {k: float(metrics[k]) if math.isfinite(metrics[k]) else None for k in ORACLE_METRICS}
 
 
@@ -260,8 +275,9 @@ def _fit_part_posterior(task: OracleTask, fit_idx: np.ndarray) -> tuple[np.ndarr
             reference = methods.get_method("gp_oracle")
             knowledge = dataclasses.replace(task.knowledge(with_prior=True), n=int(fit_idx.size))
             y_train = np.asarray(task.y_train)
-            reference.fit(task.X_train[fit_idx], y_train[fit_idx], seed=task.seed,
-                          knowledge=knowledge)  # fmt: skip
+            reference.fit(
+                task.X_train[fit_idx], y_train[fit_idx], seed=task.seed, knowledge=knowledge
+            )
             post = reference.predict(task.X)
             posterior = (post.mean, post.epistemic)
         if len(_POSTERIORS) >= _POSTERIORS_KEPT:

@@ -85,14 +85,16 @@ def chosen_table(table: pd.DataFrame) -> pd.DataFrame:
     for r in tuned.itertuples(index=False):
         data = _read_yaml(Path(r.tuned_file)) or {}
         trials = data.get("trials") or {}
-        rows.append({
-            "preset": r.preset,
-            "method": r.method,
-            "metric": data.get("metric"),
-            "best": data.get("value"),
-            "trials ok/failed": f"{trials.get('ok', '?')}/{trials.get('failed', '?')}",
-            "chosen": _compact(data.get("config") or {}) if data.get("tuned") else "(default)",
-        })  # fmt: skip
+        rows.append(
+            {
+                "preset": r.preset,
+                "method": r.method,
+                "metric": data.get("metric"),
+                "best": data.get("value"),
+                "trials ok/failed": f"{trials.get('ok', '?')}/{trials.get('failed', '?')}",
+                "chosen": _compact(data.get("config") or {}) if data.get("tuned") else "(default)",
+            }
+        )
     return pd.DataFrame(rows).sort_values(["method", "preset"]) if rows else pd.DataFrame()
 
 
@@ -110,14 +112,16 @@ def tuned_vs_default(table: pd.DataFrame) -> pd.DataFrame:
         default, tuned = means.loc[method], means.loc[tuned_label]
         common = default.index.intersection(tuned.index)
         d, t = default.loc[common], tuned.loc[common]
-        rows.append({
-            "method": method,
-            "presets": len(common),
-            "EU rho default": d["spearman_eu"].mean(),
-            "EU rho tuned": t["spearman_eu"].mean(),
-            "AU rho default": d["spearman_au"].mean(),
-            "AU rho tuned": t["spearman_au"].mean(),
-        })  # fmt: skip
+        rows.append(
+            {
+                "method": method,
+                "presets": len(common),
+                "EU rho default": d["spearman_eu"].mean(),
+                "EU rho tuned": t["spearman_eu"].mean(),
+                "AU rho default": d["spearman_au"].mean(),
+                "AU rho tuned": t["spearman_au"].mean(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -145,15 +149,17 @@ def objective_vs_oracle(table: pd.DataFrame) -> pd.DataFrame:
         rank = None
         if best is not None and best in ks:
             rank = int(1 + np.sum(oracle > oracle[ks == best][0]))
-        rows.append({
-            "preset": r.preset,
-            "method": r.method,
-            "trials": len(pairs),
-            "rho(-objective, oracle EU rho)": rho,
-            "chosen trial's oracle rank": rank,
-            "chosen oracle EU rho": float(oracle[ks == best][0]) if rank else None,
-            "best oracle EU rho": float(oracle.max()),
-        })  # fmt: skip
+        rows.append(
+            {
+                "preset": r.preset,
+                "method": r.method,
+                "trials": len(pairs),
+                "rho(-objective, oracle EU rho)": rho,
+                "chosen trial's oracle rank": rank,
+                "chosen oracle EU rho": float(oracle[ks == best][0]) if rank else None,
+                "best oracle EU rho": float(oracle.max()),
+            }
+        )
     return pd.DataFrame(rows).sort_values(["method", "preset"]) if rows else pd.DataFrame()
 
 
@@ -200,9 +206,11 @@ def _protocols(table: pd.DataFrame) -> set[str]:
     out = set()
     for text in _tuned_rows(table)["tuning_protocol"].dropna().unique():
         p = json.loads(text)
-        out.add(f"{p.get('search')} search, {p.get('trials')} trials, validation "
-                f"{p.get('objective')}, {p.get('tuning_val_fraction')} held out, "
-                f"seed {p.get('seed')}")  # fmt: skip
+        out.add(
+            f"{p.get('search')} search, {p.get('trials')} trials, validation "
+            f"{p.get('objective')}, {p.get('tuning_val_fraction')} held out, "
+            f"seed {p.get('seed')}"
+        )
     return out
 
 

@@ -87,8 +87,13 @@ def sweep_config(
                 f"grid search needs finite values, but {method}'s {continuous} are continuous; "
                 "use --search random or bayes"
             )
-    sweep = {"preset": preset, "method": method, "seed": seed, "objective": objective,
-             "tuning_val_fraction": val_fraction}  # fmt: skip
+    sweep = {
+        "preset": preset,
+        "method": method,
+        "seed": seed,
+        "objective": objective,
+        "tuning_val_fraction": val_fraction,
+    }
     return {
         "name": f"{preset}-{method}-{objective}",
         "method": search,
@@ -118,8 +123,11 @@ def preset_fields(params: dict[str, Any]) -> dict[str, Any]:
     """The held preset fields of a sweep's ``parameters`` (``{"truth": "warped"}``)."""
     from udora.experiments.run.overrides import PRESET_PREFIX
 
-    return {k[len(PRESET_PREFIX) :]: spec.get("value") for k, spec in params.items()
-            if k.startswith(PRESET_PREFIX) and isinstance(spec, dict)}  # fmt: skip
+    return {
+        k[len(PRESET_PREFIX) :]: spec.get("value")
+        for k, spec in params.items()
+        if k.startswith(PRESET_PREFIX) and isinstance(spec, dict)
+    }
 
 
 def _grid_ready(spec: dict[str, Any]) -> bool:
@@ -184,8 +192,10 @@ def load_sweep_config(path: str | Path) -> dict[str, Any]:
         if key.startswith(PRESET_PREFIX) and not (
             isinstance(params[key], dict) and "value" in params[key]
         ):
-            raise SweepConfigError(f"{path}: parameters.{key} must be a fixed {{value: ...}} "
-                                   "(a preset field is held, never searched)")  # fmt: skip
+            raise SweepConfigError(
+                f"{path}: parameters.{key} must be a fixed {{value: ...}} "
+                "(a preset field is held, never searched)"
+            )
     held_preset = preset_fields(params)
     _check_preset_fields(load_preset(fixed["preset"]), held_preset, f"{path}: parameters.preset")
     for key, check in (

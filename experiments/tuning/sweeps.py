@@ -61,8 +61,16 @@ def run_sweep(
     """
     config = load_sweep_config(path) if not isinstance(path, dict) else path
     spec = executor or ExecutorSpec(jobs=jobs)
-    (summary,) = run_sweeps([config], out, trials=trials, per_sweep=spec.jobs, data_dir=data_dir,
-                            on_trial=on_trial, wait_lock=wait_lock, executor=spec)  # fmt: skip
+    (summary,) = run_sweeps(
+        [config],
+        out,
+        trials=trials,
+        per_sweep=spec.jobs,
+        data_dir=data_dir,
+        on_trial=on_trial,
+        wait_lock=wait_lock,
+        executor=spec,
+    )
     return summary
 
 

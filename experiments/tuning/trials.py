@@ -45,11 +45,18 @@ def split_params(params: dict[str, Any]) -> dict[str, Any]:
 def _failed_record(k: int, params: dict[str, Any], error: str | None = None) -> dict[str, Any]:
     kw = split_params(params)
     return {
-        "schema": TRIAL_SCHEMA, "k": k, "params": params, "overrides": kw["config_overrides"],
-        "config": None, "objective": kw["objective"],
-        "metric": OBJECTIVES.get(kw["objective"], kw["objective"]), "value": None,
-        "status": "failed", "error": error, "timings": {},
-    }  # fmt: skip
+        "schema": TRIAL_SCHEMA,
+        "k": k,
+        "params": params,
+        "overrides": kw["config_overrides"],
+        "config": None,
+        "objective": kw["objective"],
+        "metric": OBJECTIVES.get(kw["objective"], kw["objective"]),
+        "value": None,
+        "status": "failed",
+        "error": error,
+        "timings": {},
+    }
 
 
 def record_crashed_trial(
@@ -78,11 +85,20 @@ def run_trial(
     try:
         result = tuning.trial(data_dir=data_dir, **kw)
         summary = result.summary()
-        record.update(config=result.config, value=result.value,
-                      val_nll=_finite(summary["val_nll"]), val_rmse=_finite(summary["val_rmse"]),
-                      n_fit=summary["n_fit"], n_val=summary["n_val"])  # fmt: skip
-        arrays = {"targets": result.targets, "mean": result.mean,
-                  "aleatoric": result.aleatoric, "epistemic": result.epistemic}  # fmt: skip
+        record.update(
+            config=result.config,
+            value=result.value,
+            val_nll=_finite(summary["val_nll"]),
+            val_rmse=_finite(summary["val_rmse"]),
+            n_fit=summary["n_fit"],
+            n_val=summary["n_val"],
+        )
+        arrays = {
+            "targets": result.targets,
+            "mean": result.mean,
+            "aleatoric": result.aleatoric,
+            "epistemic": result.epistemic,
+        }
         if math.isfinite(result.value):
             record["status"] = "ok"
         else:

@@ -66,10 +66,15 @@ def prepare(
         from udora.methods.base import make_config
 
         default = make_config(cls.Config, method_held).to_dict()
-        data = {"preset": name, "method": method, "tuned": False,
-                "note": "no tunable parameters: the default config",
-                "config": method_held, "default_config": default,
-                **({"preset_fields": preset_held} if preset_held else {})}  # fmt: skip
+        data = {
+            "preset": name,
+            "method": method,
+            "tuned": False,
+            "note": "no tunable parameters: the default config",
+            "config": method_held,
+            "default_config": default,
+            **({"preset_fields": preset_held} if preset_held else {}),
+        }
         _write_yaml(target, data)
         return target, data, None
     config = sc.sweep_config(
@@ -132,8 +137,9 @@ def tuned_from_sweep(
     from udora.oracle.preset import load_preset
 
     params = config["parameters"]
-    target = tuned_path(tuned_dir, load_preset(params["preset"]["value"]).name,
-                        params["method"]["value"])  # fmt: skip
+    target = tuned_path(
+        tuned_dir, load_preset(params["preset"]["value"]).name, params["method"]["value"]
+    )
     ran = {**config, "run_cap": trial_cap(config, trials)}  # the hash leaves run_cap out
     return target, finish(target, ran, summary, sweep_file)
 
@@ -166,8 +172,9 @@ def tune_many(
 
     names = sorted({m for _, m in pairs})
     kw = {"trials": trials, "objective": objective, "seed": seed, "search": search}
-    prepared = [prepare(p, m, out, **kw, fixed=scoped_overrides(fixed or {}, m, names))
-                for p, m in pairs]  # fmt: skip
+    prepared = [
+        prepare(p, m, out, **kw, fixed=scoped_overrides(fixed or {}, m, names)) for p, m in pairs
+    ]
     targets = {}
     configs = []
     for target, data, config in prepared:
@@ -184,9 +191,17 @@ def tune_many(
         if on_tuned is not None:
             on_tuned(target, data, summary)
 
-    return sr.run_sweeps(configs, Path(out) / "sweeps", trials=trials, jobs=jobs, per_sweep=1,
-                         data_dir=data_dir, on_trial=on_trial, on_done=done,
-                         executor=executor)  # fmt: skip
+    return sr.run_sweeps(
+        configs,
+        Path(out) / "sweeps",
+        trials=trials,
+        jobs=jobs,
+        per_sweep=1,
+        data_dir=data_dir,
+        on_trial=on_trial,
+        on_done=done,
+        executor=executor,
+    )
 
 
 def tune_one(
@@ -198,8 +213,7 @@ def tune_one(
     """Tune ``method`` on ``preset`` (keywords as :func:`tune_many`); returns (tuned file,
     its content, the sweep summary or None for a pass-through)."""
     got: list[tuple[Path, dict[str, Any], SweepSummary | None]] = []
-    summaries = tune_many([(preset, method)], out, **kwargs,
-                          on_tuned=lambda *a: got.append(a))  # fmt: skip
+    summaries = tune_many([(preset, method)], out, **kwargs, on_tuned=lambda *a: got.append(a))
     if got:
         return got[0]
     from udora.oracle.preset import load_preset

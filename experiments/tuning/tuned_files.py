@@ -42,8 +42,10 @@ def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str
         raise ValueError(f"{path}: not a tuned-config file (expected a 'config' mapping)")
     for key, expected in (("method", method), ("preset", preset_name)):
         if data.get(key, expected) != expected:
-            raise ValueError(f"{path}: a tuned file of {key} {data[key]!r}, found where the "
-                             f"one of {expected!r} belongs")  # fmt: skip
+            raise ValueError(
+                f"{path}: a tuned file of {key} {data[key]!r}, found where the "
+                f"one of {expected!r} belongs"
+            )
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return {**data, "path": str(path), "hash": digest}
 
@@ -63,9 +65,14 @@ def protocol_of(config: dict[str, Any]) -> dict[str, Any]:
         spec = params.get(key)
         return spec.get("value", default) if isinstance(spec, dict) else default
 
-    held = {k: spec["value"] for k, spec in params.items()
-            if isinstance(spec, dict) and "value" in spec and k not in sc.FIXED
-            and not k.startswith("preset.")}  # fmt: skip
+    held = {
+        k: spec["value"]
+        for k, spec in params.items()
+        if isinstance(spec, dict)
+        and "value" in spec
+        and k not in sc.FIXED
+        and not k.startswith("preset.")
+    }
     preset = sc.preset_fields(params)
     return {
         "search": config.get("method"),
@@ -121,8 +128,13 @@ def check_tuned_preset_fields(
     for (_, _), source in sorted(sources.items()):
         for key, value in sorted((source.get("preset_fields") or {}).items()):
             if preset_over.get(key) != value:
-                have = (f"have --set preset.{key}={preset_over[key]}" if key in preset_over
-                        else f"keep the preset's own {key}")  # fmt: skip
-                raise UsageError(f"--tuned: {source['path']} was tuned with --set "
-                                 f"preset.{key}={value}; these runs {have} (give --set "
-                                 f"preset.{key}={value})")  # fmt: skip
+                have = (
+                    f"have --set preset.{key}={preset_over[key]}"
+                    if key in preset_over
+                    else f"keep the preset's own {key}"
+                )
+                raise UsageError(
+                    f"--tuned: {source['path']} was tuned with --set "
+                    f"preset.{key}={value}; these runs {have} (give --set "
+                    f"preset.{key}={value})"
+                )

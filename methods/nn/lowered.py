@@ -19,10 +19,23 @@ def member_args(cfg: NNConfig, X, y, X_val, y_val, rows, keys) -> tuple:
     (as in :func:`run_epochs`; fresh init, ``cfg.n_epochs`` epochs)."""
     n_epochs = jnp.asarray(cfg.n_epochs, jnp.int32)
     pad = padding(cfg, GaussianNLL.n_out)
-    init = from_flax(pad, fresh_variables(cfg, pad.n_out, keys, X.shape[1]), cfg.width,
-                     cfg.blocks)  # fmt: skip
-    return (keys, rows, None, X, y, X_val, y_val, n_epochs, dims_of(cfg), init, (),
-            hyperparams(cfg), {}, (None,))  # fmt: skip
+    init = from_flax(pad, fresh_variables(cfg, pad.n_out, keys, X.shape[1]), cfg.width, cfg.blocks)
+    return (
+        keys,
+        rows,
+        None,
+        X,
+        y,
+        X_val,
+        y_val,
+        n_epochs,
+        dims_of(cfg),
+        init,
+        (),
+        hyperparams(cfg),
+        {},
+        (None,),
+    )
 
 
 def lower_members(cfg: NNConfig, *data: jax.Array) -> jax.stages.Lowered:

@@ -173,8 +173,9 @@ class NNMethod(UQMethod):
             keys = jax.random.split(self.predict_key_, self.n_trained)
             return predict_members(self.config, self.variables_, keys, Xs, n_out=n_out)
         k = self.config.n_members
-        passes = jax.tree.map(lambda a: np.broadcast_to(np.asarray(a), (k, *a.shape[1:])),
-                              self.variables_)  # fmt: skip
+        passes = jax.tree.map(
+            lambda a: np.broadcast_to(np.asarray(a), (k, *a.shape[1:])), self.variables_
+        )
         keys = jax.random.split(self.predict_key_, k)
         return predict_members(self.config, passes, keys, Xs, sample=True, n_out=n_out)
 

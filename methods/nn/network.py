@@ -36,8 +36,17 @@ def make_network(cfg: NNConfig, n_out: int = 2) -> ResidualMLP:
 def _predict_program(pad: Padding, sample: bool, features: bool = False) -> Callable:
     def one(variables, key, X, dims):
         positions = jnp.arange(X.shape[0])
-        return P.apply(pad, dims, variables, X, train=False, sample=sample, features=features,
-                       key=key, positions=positions)[0]  # fmt: skip
+        return P.apply(
+            pad,
+            dims,
+            variables,
+            X,
+            train=False,
+            sample=sample,
+            features=features,
+            key=key,
+            positions=positions,
+        )[0]
 
     return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)), compiler_options=COMPILER_OPTIONS)
 

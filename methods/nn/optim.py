@@ -52,11 +52,24 @@ DYNAMIC = {
 STATIC = {
     "adam": (),
     "sgd": ("sgd_nesterov",),
-    "muon": ("learning_rate", "momentum", "weight_decay", "muon_ns_steps", "muon_adam_b2",
-             "muon_preconditioning", "muon_nesterov"),
-    "soap": ("learning_rate", "momentum", "weight_decay", "soap_b2",
-             "soap_precondition_frequency", "soap_precondition_1d"),
-}  # fmt: skip
+    "muon": (
+        "learning_rate",
+        "momentum",
+        "weight_decay",
+        "muon_ns_steps",
+        "muon_adam_b2",
+        "muon_preconditioning",
+        "muon_nesterov",
+    ),
+    "soap": (
+        "learning_rate",
+        "momentum",
+        "weight_decay",
+        "soap_b2",
+        "soap_precondition_frequency",
+        "soap_precondition_1d",
+    ),
+}
 
 
 def optimizer_key(cfg: NNConfig) -> tuple[Any, ...]:

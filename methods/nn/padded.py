@@ -149,8 +149,10 @@ def gradient_mask(pad: Padding, dims: Dims, params: Variables) -> Variables:
     mask: Variables = {}
     for name, leaves in params.items():
         if name == "head":
-            mask[name] = {"kernel": jnp.broadcast_to(unit[:, None], leaves["kernel"].shape),
-                          "bias": jnp.ones(leaves["bias"].shape, bool)}  # fmt: skip
+            mask[name] = {
+                "kernel": jnp.broadcast_to(unit[:, None], leaves["kernel"].shape),
+                "bias": jnp.ones(leaves["bias"].shape, bool),
+            }
             continue
         i = int(name.rsplit("_", 1)[1])
         live = (_block_of(i) < dims.blocks) if i else jnp.asarray(True)
@@ -179,10 +181,12 @@ def _normalise(pad, dims, p, stats, h, row_mask, *, train):
         mean = jnp.mean(h, axis=0, keepdims=True, where=where)
         var = jnp.maximum(jnp.mean(h * h, axis=0, keepdims=True, where=where) - mean**2, 0.0)
         s = stats["BatchNorm_0"]
-        stats = {"BatchNorm_0": {
-            "mean": _BN_MOMENTUM * s["mean"] + (1 - _BN_MOMENTUM) * mean[0],
-            "var": _BN_MOMENTUM * s["var"] + (1 - _BN_MOMENTUM) * var[0],
-        }}  # fmt: skip
+        stats = {
+            "BatchNorm_0": {
+                "mean": _BN_MOMENTUM * s["mean"] + (1 - _BN_MOMENTUM) * mean[0],
+                "var": _BN_MOMENTUM * s["var"] + (1 - _BN_MOMENTUM) * var[0],
+            }
+        }
     else:
         mean = stats["BatchNorm_0"]["mean"][None, :]
         var = stats["BatchNorm_0"]["var"][None, :]

@@ -142,19 +142,22 @@ def from_flax(pad: Padding, variables: Variables, width: int, blocks: int) -> Va
                 grown["head"] = {"kernel": grow(leaves["kernel"], (-2,)), "bias": leaves["bias"]}
             elif name.startswith("Dense_"):
                 axes = (-1,) if i == 0 else (-2, -1)
-                grown[name] = {"kernel": grow(leaves["kernel"], axes),
-                               "bias": grow(leaves["bias"], (-1,))}  # fmt: skip
+                grown[name] = {
+                    "kernel": grow(leaves["kernel"], axes),
+                    "bias": grow(leaves["bias"], (-1,)),
+                }
             else:
                 grown[name] = jax.tree.map(lambda a: grow(a, (-1,)), leaves)
         for i in range(2 * blocks + 1, 2 * pad.blocks + 1):  # gated-off blocks: zeros
             if collection == "params":
-                grown[f"Dense_{i}"] = {"kernel": np.zeros((*lead, W, W), np.float32),
-                                       "bias": np.zeros((*lead, W), np.float32)}  # fmt: skip
+                grown[f"Dense_{i}"] = {
+                    "kernel": np.zeros((*lead, W, W), np.float32),
+                    "bias": np.zeros((*lead, W), np.float32),
+                }
             if pad.norm != "none" and (collection == "params" or pad.norm == "batch"):
                 names = ("scale", "bias") if collection == "params" else ("mean", "var")
                 module = _NORM_MODULE[pad.norm]
-                grown[f"_Norm_{i}"] = {module: {n: np.zeros((*lead, W), np.float32)
-                                                for n in names}}  # fmt: skip
+                grown[f"_Norm_{i}"] = {module: {n: np.zeros((*lead, W), np.float32) for n in names}}
         out[collection] = grown
     return out
 

@@ -104,8 +104,22 @@ def _epoch_program(
             return None
         return jnp.mean(point(evaluate(params, state, X_val, dims), y_val))
 
-    def train_one(key, rows, count, X, y, X_val, y_val, n_epochs, dims, init, term_args, hp,
-                  loss_args, tracker_args):  # fmt: skip
+    def train_one(
+        key,
+        rows,
+        count,
+        X,
+        y,
+        X_val,
+        y_val,
+        n_epochs,
+        dims,
+        init,
+        term_args,
+        hp,
+        loss_args,
+        tracker_args,
+    ):
         point = dataclasses.replace(loss, **loss_args) if loss_args else loss
         _, k_drop, k_shuffle = jax.random.split(key, 3)  # the first drew the init
         flat0, unravel = ravel_pytree(init["params"])
@@ -140,9 +154,15 @@ def _epoch_program(
                 def summed(p):
                     variables = {"params": p, **st}
                     raw, new_st = P.apply(
-                        pad, dims, variables, X[idx], train=True,
-                        key=k_dropout, positions=positions, row_mask=real,
-                    )  # fmt: skip
+                        pad,
+                        dims,
+                        variables,
+                        X[idx],
+                        train=True,
+                        key=k_dropout,
+                        positions=positions,
+                        row_mask=real,
+                    )
                     return jnp.sum(jnp.where(real, point(raw, y[idx]), 0.0)), new_st
 
                 g, new_st = jax.grad(summed, has_aux=True)(params)
@@ -189,16 +209,31 @@ def _epoch_program(
             )
             return (e < n_epochs) & jnp.logical_not(stop)
 
-        tracked0 = tuple(t.init(init["params"], state, a) for t, a in zip(trackers, tracker_args,
-                                                                          strict=True))  # fmt: skip
+        tracked0 = tuple(
+            t.init(init["params"], state, a) for t, a in zip(trackers, tracker_args, strict=True)
+        )
         opt_state = set_hyperparams(tx.init(init["params"] if shaped else flat0), hp)
         carry0 = (flat0, state, opt_state, jnp.zeros((), jnp.int32), tracked0)
         flat, state, _, n_run, tracked = jax.lax.while_loop(go_on, epoch, carry0)
         results = tuple(t.result(s) for t, s in zip(trackers, tracked, strict=True))
         return {"params": unravel(flat), **state}, results, n_run
 
-    in_axes = (0, 0, 0 if counted else None, None, None, None, None, None, None, 0, None, None,
-               None, None)  # fmt: skip
+    in_axes = (
+        0,
+        0,
+        0 if counted else None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        0,
+        None,
+        None,
+        None,
+        None,
+    )
     return jax.jit(jax.vmap(train_one, in_axes=in_axes), compiler_options=COMPILER_OPTIONS)
 
 
@@ -250,9 +285,14 @@ def run_epochs(
     pad = padding(cfg, loss.n_out)
     counted = row_counts is not None
     program = _epoch_program(
-        optimizer_key(cfg), pad, loss, tuple(terms), tuple(trackers), grad_clip is not None,
+        optimizer_key(cfg),
+        pad,
+        loss,
+        tuple(terms),
+        tuple(trackers),
+        grad_clip is not None,
         counted,
-    )  # fmt: skip
+    )
     if init is None:
         init = fresh_variables(cfg, loss.n_out, keys, X.shape[1])
     init = from_flax(pad, jax.tree.map(np.asarray, init), cfg.width, cfg.blocks)
@@ -264,9 +304,21 @@ def run_epochs(
     if grad_clip is not None:
         hp["max_norm"] = jnp.asarray(grad_clip, jnp.float32)
     last, results, n_run = program(
-        keys, rows, count, X, y, X_val, y_val, budget, dims_of(cfg), init, tuple(term_args),
-        hp, loss_args, tuple(tracker_args),
-    )  # fmt: skip
+        keys,
+        rows,
+        count,
+        X,
+        y,
+        X_val,
+        y_val,
+        budget,
+        dims_of(cfg),
+        init,
+        tuple(term_args),
+        hp,
+        loss_args,
+        tuple(tracker_args),
+    )
     return cut_trees(last, cfg.width, cfg.blocks), cut_trees(results, cfg.width, cfg.blocks), n_run
 
 

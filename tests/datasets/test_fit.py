@@ -64,9 +64,9 @@ def test_cli_fit_writes_a_loadable_yaml_with_its_record(tmp_path, shared_data):
     path = tmp_path / "qsar_small.yaml"
     shutil.copy(load_preset.__globals__["preset_dir"]() / "qsar_fish.yaml", path)
     result = CliRunner().invoke(
-        app, ["presets", "fit", str(path), "--subset", "300", "--write",
-              "--data-dir", str(shared_data)],
-    )  # fmt: skip
+        app,
+        ["presets", "fit", str(path), "--subset", "300", "--write", "--data-dir", str(shared_data)],
+    )
     assert result.exit_code == 0, result.output
     written = load_preset(path)
     assert written.fit["subset"] == 300 and written.fit["backend"] == jax.default_backend()

@@ -107,9 +107,19 @@ def test_cli_paper_fit_writes_a_selectable_block(tmp_path, shared_data):
     path = tmp_path / "seoul_small.yaml"
     shutil.copy(load_preset.__globals__["preset_dir"]() / "seoul_bike.yaml", path)
     result = CliRunner().invoke(
-        app, ["presets", "fit", str(path), "--paper", "--subset", "120", "--write",
-              "--data-dir", str(shared_data)],
-    )  # fmt: skip
+        app,
+        [
+            "presets",
+            "fit",
+            str(path),
+            "--paper",
+            "--subset",
+            "120",
+            "--write",
+            "--data-dir",
+            str(shared_data),
+        ],
+    )
     assert result.exit_code == 0, result.output
     p = load_preset(path)
     assert p.fit_paper["subset"] == 120 and p.fit_paper["seed"] == 0

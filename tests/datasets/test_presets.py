@@ -15,21 +15,51 @@ BAL = (0.2,) * 5
 SPEC = {
     "abalone": ("dev", 7, ["arccosine"], "zero", BAL, 4177, 1.73),
     "airfoil": ("dev", 5, ["matern12", "linear"], "constant", BAL, 1503, 0.188),
-    "concrete": ("dev", 8, ["rational_quadratic", "linear"], "zero", (.4, .25, .15, .1, .1), 1030,
-                 3.07),
+    "concrete": (
+        "dev",
+        8,
+        ["rational_quadratic", "linear"],
+        "zero",
+        (0.4, 0.25, 0.15, 0.1, 0.1),
+        1030,
+        3.07,
+    ),
     "cpu_activity": ("dev", 21, ["matern52", "powered_exponential"], "zero", BAL, 5000, 0.533),
-    "kin8nm": ("dev", 8, ["matern32"], "zero", (.5, .3, .15, .05, 0), 5000, 0.0259),
-    "qsar_fish": ("dev", 6, ["matern32"], "zero", (.4, .1, 0, .1, .4), 908, 0.457),
-    "seoul_bike": ("dev", 9, ["periodic", "linear"], "constant", (.4, .1, 0, .1, .4), 5000, 315),
+    "kin8nm": ("dev", 8, ["matern32"], "zero", (0.5, 0.3, 0.15, 0.05, 0), 5000, 0.0259),
+    "qsar_fish": ("dev", 6, ["matern32"], "zero", (0.4, 0.1, 0, 0.1, 0.4), 908, 0.457),
+    "seoul_bike": (
+        "dev",
+        9,
+        ["periodic", "linear"],
+        "constant",
+        (0.4, 0.1, 0, 0.1, 0.4),
+        5000,
+        315,
+    ),
     "health_insurance": ("heldout", 4, ["arccosine"], "zero", BAL, 1500, 16.5),
-    "kings_county": ("heldout", 17, ["matern12", "linear"], "zero", (.4, .3, .15, .1, .05), 1000,
-                     10600),
+    "kings_county": (
+        "heldout",
+        17,
+        ["matern12", "linear"],
+        "zero",
+        (0.4, 0.3, 0.15, 0.1, 0.05),
+        1000,
+        10600,
+    ),
     "diamonds": ("heldout", 6, ["rbf"], "zero", BAL, 1500, 1280),
     "protein": ("heldout", 9, ["rational_quadratic", "linear"], "zero", BAL, 1500, 0.557),
     "sarcos": ("heldout", 21, ["matern52"], "zero", BAL, 1500, 2.32),
-    "space_ga": ("heldout", 6, ["powered_exponential"], "zero", (.4, .1, 0, .1, .4), 1000, 0.054),
+    "space_ga": (
+        "heldout",
+        6,
+        ["powered_exponential"],
+        "zero",
+        (0.4, 0.1, 0, 0.1, 0.4),
+        1000,
+        0.054,
+    ),
     "white_wine": ("heldout", 11, ["rbf"], "zero", BAL, 1500, 0.649),
-}  # fmt: skip
+}
 
 
 def test_fourteen_presets_follow_the_design_table(shared_data):
@@ -155,9 +185,14 @@ def test_feature_not_in_data_is_an_error(tmp_path, shared_data):
 def test_derived_variants(shared_data):
     base = load_preset("concrete")
     v = base.with_overrides(
-        {"n_train": 300, "shift": [0.2] * 5, "noise.std_min": 0.05, "noise.std_max": 0.2,
-         "lengthscale_multiplier": 2.0}
-    )  # fmt: skip
+        {
+            "n_train": 300,
+            "shift": [0.2] * 5,
+            "noise.std_min": 0.05,
+            "noise.std_max": 0.2,
+            "lengthscale_multiplier": 2.0,
+        }
+    )
     assert v.n_train == 300 and v.noise.std_min == 0.05
     np.testing.assert_allclose(
         v.kernel[0]["lengthscale"], 2 * np.asarray(base.kernel[0]["lengthscale"])

@@ -62,8 +62,13 @@ def where_am_i(_):
 
     time.sleep(0.2)  # long enough for both workers of a pool to take calls
     blas = [lib["num_threads"] for lib in threadpoolctl.threadpool_info()]
-    return (os.getpid(), sorted(os.sched_getaffinity(0)), os.environ.get("OMP_NUM_THREADS"),
-            os.environ.get("XLA_FLAGS", ""), blas)  # fmt: skip
+    return (
+        os.getpid(),
+        sorted(os.sched_getaffinity(0)),
+        os.environ.get("OMP_NUM_THREADS"),
+        os.environ.get("XLA_FLAGS", ""),
+        blas,
+    )
 
 
 def kill_a_worker_in_flight(folder, timeout=120.0, young=2.0):

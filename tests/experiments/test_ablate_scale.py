@@ -41,8 +41,9 @@ def test_choose_scale(levels, scale, why):
 def test_a_factor_study_gets_the_chosen_scale_and_its_positions():
     study = study_from_factor("width=16,32,64", methods=["nn_ensemble"], seeds=[0])
     assert study.scale == "log2" and study.positions() == [4.0, 5.0, 6.0]
-    forced = study_from_factor("width=16,32,64", scale="ordinal", methods=["nn_ensemble"],
-                               seeds=[0])  # fmt: skip
+    forced = study_from_factor(
+        "width=16,32,64", scale="ordinal", methods=["nn_ensemble"], seeds=[0]
+    )
     assert forced.scale == "ordinal" and forced.positions() == [0.0, 1.0, 2.0]
     assert study_from_factor("blocks=1,2,3", methods=["nn_ensemble"], seeds=[0]).scale == "linear"
     alpha = study_from_factor("alpha=0.5,1,2", methods=["blr"], seeds=[0])
@@ -77,15 +78,26 @@ def _first_line(monkeypatch, tmp_path, *args):
     ],
 )
 def test_ablate_says_the_scale_on_its_first_line(monkeypatch, tmp_path, factor, extra, said):
-    line = _first_line(monkeypatch, tmp_path, "--factor", factor, "--methods", "blr",
-                       "--presets", "concrete", *extra)  # fmt: skip
+    line = _first_line(
+        monkeypatch,
+        tmp_path,
+        "--factor",
+        factor,
+        "--methods",
+        "blr",
+        "--presets",
+        "concrete",
+        *extra,
+    )
     assert line.startswith("study ") and line.endswith(f"; {said}"), line
 
 
 def test_a_study_file_keeps_its_scale_and_refuses_scale_and_repeats(monkeypatch, tmp_path):
     study = tmp_path / "alpha.yaml"
-    study.write_text("name: a\nfactor: alpha\nlevels: [1, 2, 4]\nscale: linear\n"
-                     "methods: [blr]\npresets: [concrete]\n")  # fmt: skip
+    study.write_text(
+        "name: a\nfactor: alpha\nlevels: [1, 2, 4]\nscale: linear\n"
+        "methods: [blr]\npresets: [concrete]\n"
+    )
     line = _first_line(monkeypatch, tmp_path, str(study))
     assert line.endswith("; scale: linear (the study file)"), line
     both = runner.invoke(app, ["ablate", str(study), "--scale", "log2", "--out", str(tmp_path)])
@@ -94,7 +106,8 @@ def test_a_study_file_keeps_its_scale_and_refuses_scale_and_repeats(monkeypatch,
     with pytest.raises(ValueError, match=r"methods\n.*must be distinct, got \['blr', 'blr'\]"):
         Study(name="x", factor="alpha", levels=[1, 2], methods=["blr", "blr"])
     twice = tmp_path / "twice.yaml"
-    twice.write_text("name: t\nfactor: alpha\nlevels: [1, 2]\nmethods: [blr]\n"
-                     "presets: [concrete, concrete]\n")  # fmt: skip
+    twice.write_text(
+        "name: t\nfactor: alpha\nlevels: [1, 2]\nmethods: [blr]\npresets: [concrete, concrete]\n"
+    )
     with pytest.raises(StudyError, match=r"presets: must be distinct"):
         load_study(twice)

@@ -27,10 +27,18 @@ TREND = {"m1": -0.06, "m2": -0.005, "m3": 0.0, "m4": 0.04}  # per log2(width)
 
 
 def _row(method, preset, seed, factor, level, default, **metrics):
-    return {"preset": preset, "method": method, "config": f"{method}[{factor}={level}]",
-            "config_hash": f"{method}-{preset}-{level}", "seed": seed, "status": "ok",
-            "error": None, "run_dir": "", factor: None if level == default else level,
-            **metrics}  # fmt: skip
+    return {
+        "preset": preset,
+        "method": method,
+        "config": f"{method}[{factor}={level}]",
+        "config_hash": f"{method}-{preset}-{level}",
+        "seed": seed,
+        "status": "ok",
+        "error": None,
+        "run_dir": "",
+        factor: None if level == default else level,
+        **metrics,
+    }
 
 
 def _width_table():
@@ -43,8 +51,19 @@ def _width_table():
         for w, seed in itertools.product(WIDTHS, (0, 1)):
             eu = base + TREND[m] * np.log2(w) + rng.normal(0, 0.03)
             au = np.nan if m == "m4" else 0.5 - 0.03 * np.log2(w) + rng.normal(0, 0.05)
-            rows.append(_row(m, preset, seed, "width", w, 64, spearman_eu=eu, spearman_au=au,
-                             spearman_mean_f=0.8 + 0.01 * p + rng.normal(0, 0.01)))  # fmt: skip
+            rows.append(
+                _row(
+                    m,
+                    preset,
+                    seed,
+                    "width",
+                    w,
+                    64,
+                    spearman_eu=eu,
+                    spearman_au=au,
+                    spearman_mean_f=0.8 + 0.01 * p + rng.normal(0, 0.01),
+                )
+            )
     rows.append({**rows[0], "status": "failed", "width": 999.0, "spearman_eu": np.nan})
     table = pd.DataFrame(rows)
     table["width"] = table["width"].astype(float)  # None -> NaN, 16 -> 16.0, like load_runs
@@ -102,9 +121,12 @@ def _known_table(interaction):
     c = {("m1", "p1"): 1.0, ("m1", "p2"): -2.0, ("m2", "p1"): 0.5, ("m2", "p2"): 3.0}
     b, d = np.array([0.05, -0.02, 0.09]), np.array([0.01, 0.0, -0.03]) * interaction
     V = np.array([[a[k] + b[j] + c[k] * d[j] for j in range(3)] for k in a])
-    rows = [_row(m, p, s, "width", w, 64, spearman_eu=V[i, j] + (0.01 if s else -0.01))
-            for i, (m, p) in enumerate(a) for j, w in enumerate((16, 32, 64))
-            for s in (0, 1)]  # fmt: skip
+    rows = [
+        _row(m, p, s, "width", w, 64, spearman_eu=V[i, j] + (0.01 if s else -0.01))
+        for i, (m, p) in enumerate(a)
+        for j, w in enumerate((16, 32, 64))
+        for s in (0, 1)
+    ]
     rows += [_row("m1", "p3", 0, "width", w, 64, spearman_eu=9.0) for w in (16, 64)]
     return pd.DataFrame(rows), b, V
 
@@ -160,8 +182,11 @@ def _activation_table():
         relu = rng.uniform(-0.2, 0.6, size=2)
         tanh = relu.copy() if (m, p) == ("m2", "p2") else relu + rng.normal(0.05, 0.1, size=2)
         values[(m, p)] = (relu.mean(), tanh.mean())
-        rows += [_row(m, p, s, "activation", lv, "tanh", spearman_eu=v[s])
-                 for lv, v in (("relu", relu), ("tanh", tanh)) for s in (0, 1)]  # fmt: skip
+        rows += [
+            _row(m, p, s, "activation", lv, "tanh", spearman_eu=v[s])
+            for lv, v in (("relu", relu), ("tanh", tanh))
+            for s in (0, 1)
+        ]
     return pd.DataFrame(rows), values
 
 
@@ -227,8 +252,14 @@ def test_figures_draw_the_numbers():
 
 def test_ablation_lines_write_figures_and_numbers(tmp_path):
     table = _width_table()
-    study = {"name": "Width", "factor": "width", "levels": WIDTHS, "scale": "log2",
-             "default_level": 64, "metrics": ["spearman_eu"]}  # fmt: skip
+    study = {
+        "name": "Width",
+        "factor": "width",
+        "levels": WIDTHS,
+        "scale": "log2",
+        "default_level": 64,
+        "metrics": ["spearman_eu"],
+    }
     lines = study_report.ablation_lines(table, study, tmp_path, _md)
     text = "\n".join(lines)
     assert lines[0] == "## Ablation: Width"
@@ -243,8 +274,14 @@ def test_ablation_lines_write_figures_and_numbers(tmp_path):
         assert f"(ablation_width_{kind}_spearman_eu.png)" in text
 
     table, values = _activation_table()
-    study = {"name": "activation", "factor": "activation", "levels": ["relu", "tanh"],
-             "scale": "ordinal", "default_level": "tanh", "metrics": ["spearman_eu"]}  # fmt: skip
+    study = {
+        "name": "activation",
+        "factor": "activation",
+        "levels": ["relu", "tanh"],
+        "scale": "ordinal",
+        "default_level": "tanh",
+        "metrics": ["spearman_eu"],
+    }
     text = "\n".join(study_report.ablation_lines(table, study, tmp_path, _md))
     diff = np.array([t - r for r, t in values.values()])
     p = stats.binomtest(int(np.sum(diff > 0)), int(np.sum(diff != 0)), 0.5).pvalue

@@ -24,10 +24,19 @@ def frame(methods, shift, presets=8, seeds=(0, 1), seed=0, tag=""):
         for s in seeds:
             for m, d in zip(methods, shift, strict=True):
                 eu = d + 0.1 * p + rng.normal(0, 0.05)
-                rows.append({"preset": f"p{p}", "method": m, "config": m, "seed": s,
-                             "status": "ok", "task_hash": f"h{p}-{s}{tag}",
-                             "data_sha256": f"d{p}{tag}", "spearman_eu": eu,
-                             "nll": -eu})  # fmt: skip
+                rows.append(
+                    {
+                        "preset": f"p{p}",
+                        "method": m,
+                        "config": m,
+                        "seed": s,
+                        "status": "ok",
+                        "task_hash": f"h{p}-{s}{tag}",
+                        "data_sha256": f"d{p}{tag}",
+                        "spearman_eu": eu,
+                        "nll": -eu,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -42,8 +51,7 @@ def test_rows_match_by_task_hash_and_others_are_refused_with_the_reason():
     extra = mine[mine["preset"] == "p0"].assign(preset="p99", task_hash="new")
     m = match(pd.concat([mine, extra]), BASE)
     assert set(m.mine["preset"]) == set(m.theirs["preset"]) == {f"p{i}" for i in range(8)} - {"p2"}
-    assert len(m.refused) == 2 and all("p2 seed" in r and "the data differ" in r
-                                       for r in m.refused)  # fmt: skip
+    assert len(m.refused) == 2 and all("p2 seed" in r and "the data differ" in r for r in m.refused)
     assert m.unmatched == [("p99", 0), ("p99", 1)]
 
 
@@ -111,10 +119,20 @@ def test_report_beside_a_baseline_folder_end_to_end(tiny_preset, tmp_path):
     base = load_baseline(tmp_path / "base")
     base.to_parquet(tmp_path / "base.parquet")
     for seed in (0, 1, 2):
-        assert run_one(path, "catboost_ps", seed, {"n_members": 2, "n_estimators": 20},
-                       tmp_path / "mine", data_dir=data).status == "ok"  # fmt: skip
-    result = CliRunner().invoke(app, ["report", str(tmp_path / "mine"),
-                                      "--baseline", str(tmp_path / "base.parquet")])  # fmt: skip
+        assert (
+            run_one(
+                path,
+                "catboost_ps",
+                seed,
+                {"n_members": 2, "n_estimators": 20},
+                tmp_path / "mine",
+                data_dir=data,
+            ).status
+            == "ok"
+        )
+    result = CliRunner().invoke(
+        app, ["report", str(tmp_path / "mine"), "--baseline", str(tmp_path / "base.parquet")]
+    )
     assert result.exit_code == 0, result.output
     text = (tmp_path / "mine" / "report" / "report.md").read_text()
     assert "## Beside the baseline\n\n2 of your tasks" in text
@@ -124,13 +142,15 @@ def test_report_beside_a_baseline_folder_end_to_end(tiny_preset, tmp_path):
     assert "warning:" not in result.output
     other = base.assign(task_hash=np.where(base["seed"] == 0, "edited", base["task_hash"]))
     other.to_parquet(tmp_path / "other.parquet")
-    result = CliRunner().invoke(app, ["report", str(tmp_path / "mine"),
-                                      "--baseline", str(tmp_path / "other.parquet")])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["report", str(tmp_path / "mine"), "--baseline", str(tmp_path / "other.parquet")]
+    )
     assert result.exit_code == 0, result.output
     assert "warning: 1 of your tasks are not the baseline's" in " ".join(result.output.split())
     assert "tiny seed 0" in result.output
-    missing = CliRunner().invoke(app, ["report", str(tmp_path / "mine"), "--baseline",
-                                       str(tmp_path / "nowhere.parquet")])  # fmt: skip
+    missing = CliRunner().invoke(
+        app, ["report", str(tmp_path / "mine"), "--baseline", str(tmp_path / "nowhere.parquet")]
+    )
     assert missing.exit_code != 0 and "nowhere.parquet" in missing.output
 
 

@@ -106,8 +106,9 @@ def _bench(args, **kw):
 def test_bad_arguments_are_one_line_before_anything_runs(tiny_preset, tmp_path, args, message):
     path, data = tiny_preset
     out = tmp_path / "out"
-    code, text = _bench(["--presets", path, "--methods", "blr", "--out", out,
-                         "--data-dir", data, *args])  # fmt: skip
+    code, text = _bench(
+        ["--presets", path, "--methods", "blr", "--out", out, "--data-dir", data, *args]
+    )
     assert code == 2 and message in text and "Traceback" not in text
     assert not out.exists()
 
@@ -116,10 +117,10 @@ def test_output_that_is_a_file_or_not_creatable_is_refused(tiny_preset, tmp_path
     path, data = tiny_preset
     a_file = tmp_path / "file"
     a_file.write_text("x")
-    for out, message in ((a_file, "is a file, not a folder"),
-                         (a_file / "sub", "is not a folder")):  # fmt: skip
-        code, text = _bench(["--presets", path, "--methods", "blr", "--out", out,
-                             "--data-dir", data])  # fmt: skip
+    for out, message in ((a_file, "is a file, not a folder"), (a_file / "sub", "is not a folder")):
+        code, text = _bench(
+            ["--presets", path, "--methods", "blr", "--out", out, "--data-dir", data]
+        )
         assert code == 2 and "--out: " in text and message in text, text
 
 
@@ -130,8 +131,9 @@ def test_read_only_output_is_refused(tiny_preset, tmp_path):
     else:
         ro = tmp_path / "ro"
         ro.mkdir(mode=0o555)
-    code, text = _bench(["--presets", path, "--methods", "blr", "--out", ro / "results",
-                         "--data-dir", data])  # fmt: skip
+    code, text = _bench(
+        ["--presets", path, "--methods", "blr", "--out", ro / "results", "--data-dir", data]
+    )
     assert code == 2 and "--out: cannot write" in text
 
 
@@ -143,8 +145,20 @@ def test_failed_writes_make_bench_exit_1(tiny_preset, tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(run_module, "_write_atomically", full)
-    code, text = _bench(["--presets", path, "--methods", "blr", "--seeds", "0,1",
-                         "--out", tmp_path / "out", "--data-dir", data])  # fmt: skip
+    code, text = _bench(
+        [
+            "--presets",
+            path,
+            "--methods",
+            "blr",
+            "--seeds",
+            "0,1",
+            "--out",
+            tmp_path / "out",
+            "--data-dir",
+            data,
+        ]
+    )
     assert code == 1 and "No space left on device" in text
     assert last_line(text).startswith("2 ran, 2 failed, 0 skipped, 0 already done")
 
@@ -155,15 +169,29 @@ def test_missing_data_is_recorded_as_skipped_and_exits_1(tiny_preset, tmp_path):
     lost_path = tmp_path / "lost.yaml"
     lost_path.write_text(yaml.safe_dump(lost))
     out = tmp_path / "out"
-    args = ["--presets", f"{path},{lost_path}", "--methods", "blr", "--seeds", "0,1",
-            "--out", out, "--data-dir", data]  # fmt: skip
+    args = [
+        "--presets",
+        f"{path},{lost_path}",
+        "--methods",
+        "blr",
+        "--seeds",
+        "0,1",
+        "--out",
+        out,
+        "--data-dir",
+        data,
+    ]
     code, text = _bench(args)
     assert code == 1, text
     assert last_line(text).startswith("2 ran, 0 failed, 2 skipped, 0 already done")
     records = [json.loads(p.read_text()) for p in sorted(out.glob(RESULTS))]
     status = {(r["preset"], r["seed"]): r["status"] for r in records}
-    assert status == {("tiny", 0): "ok", ("tiny", 1): "ok",
-                      ("lost", 0): "skipped", ("lost", 1): "skipped"}  # fmt: skip
+    assert status == {
+        ("tiny", 0): "ok",
+        ("tiny", 1): "ok",
+        ("lost", 0): "skipped",
+        ("lost", 1): "skipped",
+    }
     skipped = [r for r in records if r["status"] == "skipped"]
     assert all("lost.csv.gz" in r["reason"] and r["error"] == r["reason"] for r in skipped)
     code, text = _bench(args)  # the rerun retries only what could not run
@@ -209,9 +237,23 @@ def test_a_swallowed_interrupt_still_stops_the_grid(tiny_preset, tmp_path, test_
 
 
 def _grid_cmd(path, data, out, jobs, seeds=40, *extra):
-    return [EXE, "bench", "--presets", str(path), "--methods", "blr,gp_oracle",
-            "--seeds", ",".join(map(str, range(seeds))), "--out", str(out),
-            "--data-dir", str(data), "--jobs", str(jobs), *extra]  # fmt: skip
+    return [
+        EXE,
+        "bench",
+        "--presets",
+        str(path),
+        "--methods",
+        "blr,gp_oracle",
+        "--seeds",
+        ",".join(map(str, range(seeds))),
+        "--out",
+        str(out),
+        "--data-dir",
+        str(data),
+        "--jobs",
+        str(jobs),
+        *extra,
+    ]
 
 
 def _interrupt(proc, out, jobs, when):
@@ -246,8 +288,13 @@ def _interrupt(proc, out, jobs, when):
 def test_ctrl_c_stops_the_grid_at_once_and_keeps_finished_runs(tiny_preset, tmp_path, jobs, when):
     path, data = tiny_preset
     out = tmp_path / "grid"
-    proc = subprocess.Popen(_grid_cmd(path, data, out, jobs), env=ENV, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        _grid_cmd(path, data, out, jobs),
+        env=ENV,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     took, kids = _interrupt(proc, out, jobs, when)
     text = proc.stdout.read()
     print(f"jobs {jobs}, {when}: exit {proc.returncode} {took:.2f} s after SIGINT")
@@ -266,15 +313,22 @@ def test_lock_refuses_a_second_bench_and_wait_lock_resumes(tiny_preset, tmp_path
     """Two real processes: the second refuses naming the first; --wait-lock then resumes."""
     path, data = tiny_preset
     out = tmp_path / "grid"
-    first = subprocess.Popen(_grid_cmd(path, data, out, 1), env=ENV, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    first = subprocess.Popen(
+        _grid_cmd(path, data, out, 1),
+        env=ENV,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     lock = out / LOCK_NAME
     assert wait_for(lambda: lock.exists() and lock.stat().st_size > 0)
     wait_cmd = _grid_cmd(path, data, out, 1, 40, "--wait-lock")
-    waiter = subprocess.Popen(wait_cmd, env=ENV, text=True, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT)  # fmt: skip
-    second = subprocess.run(_grid_cmd(path, data, out, 1), env=ENV, text=True,
-                            capture_output=True, timeout=60)  # fmt: skip
+    waiter = subprocess.Popen(
+        wait_cmd, env=ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    second = subprocess.run(
+        _grid_cmd(path, data, out, 1), env=ENV, text=True, capture_output=True, timeout=60
+    )
     assert second.returncode == 2, second.stdout + second.stderr
     lines = second.stderr.strip().splitlines()
     assert len(lines) == 1 and f"pid {first.pid}" in lines[0] and "bench" in lines[0], lines
@@ -325,8 +379,7 @@ def test_set_scoped_to_one_method_of_a_grid(tiny_preset, tmp_path):
     common = ["bench", "--presets", str(path), "--data-dir", str(data), "--out", str(tmp_path)]
     ok = runner.invoke(app, [*common, "--methods", "blr,gp_oracle", "--set", "blr.alpha=0.5"])
     assert ok.exit_code == 0, ok.output
-    records = {r["method"]: r for r in (json.loads(p.read_text())
-               for p in tmp_path.glob(RESULTS))}  # fmt: skip
+    records = {r["method"]: r for r in (json.loads(p.read_text()) for p in tmp_path.glob(RESULTS))}
     assert records["blr"]["config"]["alpha"] == 0.5 and records["blr"]["overrides"] == {
         "alpha": 0.5
     }
@@ -378,8 +431,13 @@ def test_workers_end_when_the_grid_process_is_killed(tiny_preset, tmp_path):
     """SIGKILL gives the parent no chance to stop its pool; the workers notice and exit."""
     path, data = tiny_preset
     out = tmp_path / "grid"
-    proc = subprocess.Popen(_grid_cmd(path, data, out, 2), env=ENV, text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        _grid_cmd(path, data, out, 2),
+        env=ENV,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     assert wait_for(lambda: len(children(proc.pid)) > 2), "the pool never started"
     assert wait_for(lambda: len(list(out.glob(RESULTS))) >= 1)
     kids = children(proc.pid)
@@ -411,8 +469,9 @@ def test_a_worker_killed_mid_run_fails_that_run_and_the_grid_goes_on(tiny_preset
         "--jobs",
         "2",
     ]
-    proc = subprocess.Popen(cmd, env=ENV, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, env=ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     kill_a_worker_in_flight(out)  # a quick nn_ensemble fit takes seconds
     text, _ = proc.communicate(timeout=300)
     assert proc.returncode == 1, text

@@ -124,17 +124,19 @@ def test_release_claims_writes_the_page(tmp_path):
     folder.mkdir()
     synthetic().to_parquet(folder / "results.parquet", index=False)
     (folder / "curves.json.gz").write_bytes(gzip.compress(b"[]", mtime=0))
-    files = {n: hashlib.sha256((folder / n).read_bytes()).hexdigest()
-             for n in ("results.parquet", "curves.json.gz")}  # fmt: skip
-    (folder / "manifest.json").write_text(json.dumps({"commit": "feed", "ok": 100,
-                                                      "files": files}))  # fmt: skip
+    files = {
+        n: hashlib.sha256((folder / n).read_bytes()).hexdigest()
+        for n in ("results.parquet", "curves.json.gz")
+    }
+    (folder / "manifest.json").write_text(json.dumps({"commit": "feed", "ok": 100, "files": files}))
     out = CliRunner().invoke(app, ["release", "claims", str(folder), "--docs", str(tmp_path)])
     assert out.exit_code == 0, out.output
     text = (tmp_path / "paper_reproduction.md").read_text()
     assert "Release commit `feed`" in text and "| C15 | §7 |" in text
     assert text.count("| **") == 15
     assert all(line.count("|") == 7 for line in text.splitlines() if line.startswith("| C"))
-    rules = CliRunner().invoke(app, ["release", "claims", "--rules-only", "--docs",
-                                     str(tmp_path / "r")])  # fmt: skip
+    rules = CliRunner().invoke(
+        app, ["release", "claims", "--rules-only", "--docs", str(tmp_path / "r")]
+    )
     assert rules.exit_code == 0, rules.output
     assert (tmp_path / "r" / "paper_reproduction.md").read_text().count("**not scored**") == 15

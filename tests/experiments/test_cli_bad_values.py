@@ -49,15 +49,39 @@ def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     one_tiny_preset(root, rows=60, n_train=30)
     common = ["--data-dir", str(root / "data")]
-    ran = runner.invoke(app, ["run", "--preset", str(root / "tiny.yaml"), "--method", "blr",
-                              "--out", str(root / "results"), *common])  # fmt: skip
+    ran = runner.invoke(
+        app,
+        [
+            "run",
+            "--preset",
+            str(root / "tiny.yaml"),
+            "--method",
+            "blr",
+            "--out",
+            str(root / "results"),
+            *common,
+        ],
+    )
     assert ran.exit_code == 0, ran.output
-    init = runner.invoke(app, ["sweep", "init", "--preset", str(root / "tiny.yaml"),
-                               "--method", "blr", "--out", str(root / "sweep.yaml"),
-                               "--trials", "1"])  # fmt: skip
+    init = runner.invoke(
+        app,
+        [
+            "sweep",
+            "init",
+            "--preset",
+            str(root / "tiny.yaml"),
+            "--method",
+            "blr",
+            "--out",
+            str(root / "sweep.yaml"),
+            "--trials",
+            "1",
+        ],
+    )
     assert init.exit_code == 0, init.output
-    built = runner.invoke(app, ["release", "build", str(root / "results"), "--out",
-                                str(root / "release")])  # fmt: skip
+    built = runner.invoke(
+        app, ["release", "build", str(root / "results"), "--out", str(root / "release")]
+    )
     assert built.exit_code == 0, built.output
     return root
 
@@ -80,18 +104,27 @@ def _base(world):
         "sweep trial": [f"preset={p}", "method=blr", "seed=0", *d],
         "sweep run": [str(world / "sweep.yaml"), "--out", out, *d],
         "tune": ["--presets", p, "--methods", "blr", "--trials", "1", "--out", out, *d],
-        "ablate": ["--factor", "alpha=1,2", "--presets", p, "--methods", "blr", "--out", out,
-                   *d],
+        "ablate": ["--factor", "alpha=1,2", "--presets", p, "--methods", "blr", "--out", out, *d],
         "diagnose": ["--preset", p, "--method", "blr", "--draws", "2", "--out", out, *d],
         "meta": [str(world / "results"), "--out", out, "--boot", "10", "--sizes", ""],
         "export": ["--presets", p, "--out", out, *d],
-        "score": [str(next((world / "results").rglob("predictions.npz"))), "--preset", p,
-                  "--seed", "0", "--method", "again", "--out", out, *d],
+        "score": [
+            str(next((world / "results").rglob("predictions.npz"))),
+            "--preset",
+            p,
+            "--seed",
+            "0",
+            "--method",
+            "again",
+            "--out",
+            out,
+            *d,
+        ],
         "release build": [str(world / "results"), "--out", out],
         "release page": [str(world / "release"), "--docs", out],
         "release claims": [str(world / "release"), "--docs", out],
         "robustness": [str(world / "results"), "--docs", out, "--boot", "100"],
-    }  # fmt: skip
+    }
 
 
 def _variants(command, base):
@@ -104,8 +137,9 @@ def _variants(command, base):
                 argv = [value, *base[1:]] if base else [value]
             else:
                 opt = param.opts[0]
-                argv = [a for i, a in enumerate(base)
-                        if a != opt and (i == 0 or base[i - 1] != opt)] + [opt, value]  # fmt: skip
+                argv = [
+                    a for i, a in enumerate(base) if a != opt and (i == 0 or base[i - 1] != opt)
+                ] + [opt, value]
             yield f"{param.name}={value!r}", argv
 
 

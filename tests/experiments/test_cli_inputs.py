@@ -70,9 +70,13 @@ def test_parse_names_refuses_empty_values_and_items():
 
 def test_once_each_keeps_the_first_order_and_names_the_repeats():
     assert once_each(["b", "a", "b"], "--methods") == (
-        ["b", "a"], "note: --methods lists b twice; it runs once")  # fmt: skip
+        ["b", "a"],
+        "note: --methods lists b twice; it runs once",
+    )
     assert once_each([0, 0, 1, 1, 1], "--seeds") == (
-        [0, 1], "note: --seeds lists 0 twice, 1 3 times; each runs once")  # fmt: skip
+        [0, 1],
+        "note: --seeds lists 0 twice, 1 3 times; each runs once",
+    )
     assert once_each(["x"], "--m") == (["x"], None)
 
 
@@ -83,60 +87,101 @@ def _sweep_yaml(tmp_path):
 
 GRID = ["--presets", "concrete", "--methods", "blr"]
 CASES = {  # command line -> the one error line
-    "bench --presets": (["bench", "--presets", "", "--methods", "blr", "--out", "o"],
-                        "--presets: expected comma-separated preset names or YAML paths, got ''"),
-    "bench --methods": (["bench", "--presets", "concrete", "--methods", "", "--out", "o"],
-                        "--methods: expected comma-separated method names, got ''"),
-    "bench --seeds": (["bench", *GRID, "--seeds", "", "--out", "o"],
-                      "--seeds: expected comma-separated non-negative integers, got ''"),
+    "bench --presets": (
+        ["bench", "--presets", "", "--methods", "blr", "--out", "o"],
+        "--presets: expected comma-separated preset names or YAML paths, got ''",
+    ),
+    "bench --methods": (
+        ["bench", "--presets", "concrete", "--methods", "", "--out", "o"],
+        "--methods: expected comma-separated method names, got ''",
+    ),
+    "bench --seeds": (
+        ["bench", *GRID, "--seeds", "", "--out", "o"],
+        "--seeds: expected comma-separated non-negative integers, got ''",
+    ),
     "bench --out": (["bench", *GRID, "--out", ""], "--out: expected a folder, got ''"),
-    "bench --tuned": (["bench", *GRID, "--tuned", "", "--out", "o"],
-                      "--tuned: expected a folder, got ''"),
-    "bench trailing comma": (["bench", "--presets", "concrete,", "--methods", "blr", "--out", "o"],
-                             "--presets: expected comma-separated preset names or YAML paths, "
-                             "got an empty item in 'concrete,'"),
-    "run --out": (["run", "--preset", "concrete", "--method", "blr", "--out", ""],
-                  "--out: expected a folder, got ''"),
-    "tune --presets": (["tune", "--presets", "", "--methods", "blr", "--out", "o"],
-                       "--presets: expected comma-separated preset names or YAML paths, got ''"),
-    "tune --methods": (["tune", "--presets", "concrete", "--methods", "", "--out", "o"],
-                       "--methods: expected comma-separated method names, got ''"),
+    "bench --tuned": (
+        ["bench", *GRID, "--tuned", "", "--out", "o"],
+        "--tuned: expected a folder, got ''",
+    ),
+    "bench trailing comma": (
+        ["bench", "--presets", "concrete,", "--methods", "blr", "--out", "o"],
+        "--presets: expected comma-separated preset names or YAML paths, "
+        "got an empty item in 'concrete,'",
+    ),
+    "run --out": (
+        ["run", "--preset", "concrete", "--method", "blr", "--out", ""],
+        "--out: expected a folder, got ''",
+    ),
+    "tune --presets": (
+        ["tune", "--presets", "", "--methods", "blr", "--out", "o"],
+        "--presets: expected comma-separated preset names or YAML paths, got ''",
+    ),
+    "tune --methods": (
+        ["tune", "--presets", "concrete", "--methods", "", "--out", "o"],
+        "--methods: expected comma-separated method names, got ''",
+    ),
     "tune --out": (["tune", *GRID, "--out", ""], "--out: expected a folder, got ''"),
-    "ablate --presets": (["ablate", "--factor", "alpha=1,2", "--methods", "blr", "--presets", "",
-                          "--out", "o"],
-                         "--presets: expected comma-separated preset names or YAML paths, got ''"),
-    "ablate --methods": (["ablate", "--factor", "alpha=1,2", "--methods", "", "--out", "o"],
-                         "--methods: expected comma-separated method names, got ''"),
-    "ablate --seeds": (["ablate", "--factor", "alpha=1,2", *GRID, "--seeds", "", "--out", "o"],
-                       "--seeds: expected comma-separated non-negative integers, got ''"),
-    "ablate --factor": (["ablate", "--factor", "", *GRID, "--out", "o"],
-                        "--factor: expected key=value1,value2,..., got ''"),
-    "ablate empty level": (["ablate", "--factor", "alpha=1,,2", *GRID, "--out", "o"],
-                           "--factor: expected comma-separated levels of alpha, got an empty "
-                           "item in '1,,2'"),
-    "ablate --out": (["ablate", "--factor", "alpha=1,2", *GRID, "--out", ""],
-                     "--out: expected a folder, got ''"),
-    "diagnose --preset": (["diagnose", "--sanity", "--preset", "", "--out", "o"],
-                          "--preset: expected comma-separated preset names or YAML paths, "
-                          "got ''"),
-    "diagnose --method": (["diagnose", "--preset", "concrete", "--method", "", "--out", "o"],
-                          "--method: expected comma-separated method names, got ''"),
-    "diagnose --n": (["diagnose", "--preset", "concrete", "--method", "blr", "--n", "",
-                      "--out", "o"], "--n: expected comma-separated training sizes, got ''"),
-    "diagnose --out": (["diagnose", "--preset", "concrete", "--method", "blr", "--out", ""],
-                       "--out: expected a folder, got ''"),
+    "ablate --presets": (
+        ["ablate", "--factor", "alpha=1,2", "--methods", "blr", "--presets", "", "--out", "o"],
+        "--presets: expected comma-separated preset names or YAML paths, got ''",
+    ),
+    "ablate --methods": (
+        ["ablate", "--factor", "alpha=1,2", "--methods", "", "--out", "o"],
+        "--methods: expected comma-separated method names, got ''",
+    ),
+    "ablate --seeds": (
+        ["ablate", "--factor", "alpha=1,2", *GRID, "--seeds", "", "--out", "o"],
+        "--seeds: expected comma-separated non-negative integers, got ''",
+    ),
+    "ablate --factor": (
+        ["ablate", "--factor", "", *GRID, "--out", "o"],
+        "--factor: expected key=value1,value2,..., got ''",
+    ),
+    "ablate empty level": (
+        ["ablate", "--factor", "alpha=1,,2", *GRID, "--out", "o"],
+        "--factor: expected comma-separated levels of alpha, got an empty item in '1,,2'",
+    ),
+    "ablate --out": (
+        ["ablate", "--factor", "alpha=1,2", *GRID, "--out", ""],
+        "--out: expected a folder, got ''",
+    ),
+    "diagnose --preset": (
+        ["diagnose", "--sanity", "--preset", "", "--out", "o"],
+        "--preset: expected comma-separated preset names or YAML paths, got ''",
+    ),
+    "diagnose --method": (
+        ["diagnose", "--preset", "concrete", "--method", "", "--out", "o"],
+        "--method: expected comma-separated method names, got ''",
+    ),
+    "diagnose --n": (
+        ["diagnose", "--preset", "concrete", "--method", "blr", "--n", "", "--out", "o"],
+        "--n: expected comma-separated training sizes, got ''",
+    ),
+    "diagnose --out": (
+        ["diagnose", "--preset", "concrete", "--method", "blr", "--out", ""],
+        "--out: expected a folder, got ''",
+    ),
     "sweep run --out": (["sweep", "run", "SWEEP", "--out", ""], "--out: expected a folder, got ''"),
-    "sweep run --tuned-out": (["sweep", "run", "SWEEP", "--out", "o", "--tuned-out", ""],
-                              "--tuned-out: expected a folder, got ''"),
-    "sweep init --out": (["sweep", "init", "--preset", "concrete", "--method", "blr", "--out", ""],
-                         "--out: expected a file path, got ''"),
+    "sweep run --tuned-out": (
+        ["sweep", "run", "SWEEP", "--out", "o", "--tuned-out", ""],
+        "--tuned-out: expected a folder, got ''",
+    ),
+    "sweep init --out": (
+        ["sweep", "init", "--preset", "concrete", "--method", "blr", "--out", ""],
+        "--out: expected a file path, got ''",
+    ),
     "meta --out": (["meta", "RESULTS", "--out", ""], "--out: expected a folder, got ''"),
-    "meta --configs": (["meta", "RESULTS", "--configs", ""],
-                       "--configs: expected comma-separated patterns, got ''"),
+    "meta --configs": (
+        ["meta", "RESULTS", "--configs", ""],
+        "--configs: expected comma-separated patterns, got ''",
+    ),
     "report --out": (["report", "RESULTS", "--out", ""], "--out: expected a folder, got ''"),
-    "oracle build --out": (["oracle", "build", "--preset", "concrete", "--out", ""],
-                           "--out: expected a folder, got ''"),
-}  # fmt: skip
+    "oracle build --out": (
+        ["oracle", "build", "--preset", "concrete", "--out", ""],
+        "--out: expected a folder, got ''",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -158,13 +203,26 @@ def _grid(calls) -> list[tuple[str, str, int]]:
 
 
 def test_bench_runs_a_repeated_preset_method_or_seed_once(calls, tmp_path):
-    args = ["bench", "--presets", "concrete,concrete", "--methods", "gp_linear,blr,gp_linear",
-            "--seeds", "1,0,1", "--out", str(tmp_path / "o")]  # fmt: skip
+    args = [
+        "bench",
+        "--presets",
+        "concrete,concrete",
+        "--methods",
+        "gp_linear,blr,gp_linear",
+        "--seeds",
+        "1,0,1",
+        "--out",
+        str(tmp_path / "o"),
+    ]
     result = runner.invoke(app, args)
     assert isinstance(result.exception, Called), result.output
     # first appearances, in the grid's order: preset, then seed (one task's runs together)
-    assert _grid(calls) == [("concrete", "gp_linear", 1), ("concrete", "blr", 1),
-                            ("concrete", "gp_linear", 0), ("concrete", "blr", 0)]  # fmt: skip
+    assert _grid(calls) == [
+        ("concrete", "gp_linear", 1),
+        ("concrete", "blr", 1),
+        ("concrete", "gp_linear", 0),
+        ("concrete", "blr", 0),
+    ]
     assert result.output.splitlines() == [
         "note: --presets lists concrete twice; it runs once",
         "note: --methods lists gp_linear twice; it runs once",
@@ -173,18 +231,42 @@ def test_bench_runs_a_repeated_preset_method_or_seed_once(calls, tmp_path):
 
 
 def test_tune_and_diagnose_run_a_repeated_name_once(calls, tmp_path):
-    tune = runner.invoke(app, ["tune", "--presets", "concrete,concrete", "--methods", "blr,blr",
-                               "--out", str(tmp_path / "t")])  # fmt: skip
+    tune = runner.invoke(
+        app,
+        [
+            "tune",
+            "--presets",
+            "concrete,concrete",
+            "--methods",
+            "blr,blr",
+            "--out",
+            str(tmp_path / "t"),
+        ],
+    )
     assert isinstance(tune.exception, Called), tune.output
     assert calls["tune"][0][0] == [("concrete", "blr")]
     assert "note: --methods lists blr twice; it runs once" in tune.output.splitlines()
-    diag = runner.invoke(app, ["diagnose", "--preset", "concrete,concrete", "--method", "blr",
-                               "--n", "100,100", "--out", str(tmp_path / "d")])  # fmt: skip
+    diag = runner.invoke(
+        app,
+        [
+            "diagnose",
+            "--preset",
+            "concrete,concrete",
+            "--method",
+            "blr",
+            "--n",
+            "100,100",
+            "--out",
+            str(tmp_path / "d"),
+        ],
+    )
     assert isinstance(diag.exception, Called), diag.output
     (diagnoses, _), _ = calls["diagnose"]
     assert [(d.run.preset.name, d.run.preset.n_train) for d in diagnoses] == [("concrete", 100)]
-    assert diag.output.splitlines()[:2] == ["note: --preset lists concrete twice; it runs once",
-                                            "note: --n lists 100 twice; it runs once"]  # fmt: skip
+    assert diag.output.splitlines()[:2] == [
+        "note: --preset lists concrete twice; it runs once",
+        "note: --n lists 100 twice; it runs once",
+    ]
 
 
 def test_bench_and_ablate_count_a_repeat_once_end_to_end(tiny_preset, tmp_path):
@@ -196,8 +278,9 @@ def test_bench_and_ablate_count_a_repeat_once_end_to_end(tiny_preset, tmp_path):
     assert "1 ran, 0 failed, 0 skipped, 0 already done" in bench.output
     assert len(list(out.glob("tiny/blr/*/seed-0/result.json"))) == 1
     abl = tmp_path / "abl"
-    ablate = runner.invoke(app, ["ablate", "--factor", "alpha=1,2", *twice,
-                                 "--data-dir", str(data), "--out", str(abl)])  # fmt: skip
+    ablate = runner.invoke(
+        app, ["ablate", "--factor", "alpha=1,2", *twice, "--data-dir", str(data), "--out", str(abl)]
+    )
     assert ablate.exit_code == 0, ablate.output
     assert "study alpha: alpha at 2 levels ['1', '2'], 2 runs" in ablate.output
     assert "2 ran, 0 failed, 0 skipped, 0 already done" in ablate.output

@@ -93,8 +93,9 @@ def test_linear_fit_of_a_quadratic_has_the_best_linear_fit_error():
     basis = np.column_stack([np.ones_like(x), x])
     coef, *_ = np.linalg.lstsq(basis, x**2, rcond=None)
     best_error = (x**2 - basis @ coef) ** 2
-    R, _ = reference_means(lambda: get_method("blr", alpha=1e-8, sigma=0.1), X, G,
-                           np.full(200, 0.01), 60 * 200, seed=0)  # fmt: skip
+    R, _ = reference_means(
+        lambda: get_method("blr", alpha=1e-8, sigma=0.1), X, G, np.full(200, 0.01), 60 * 200, seed=0
+    )
     dec = decompose(G[0], G, R, G.mean(axis=0), np.zeros(200))
     # the fitted coefficients carry sampling error ~ 0.1 / sqrt(12000) ~ 1e-3
     np.testing.assert_allclose(dec.approximation, best_error, atol=5e-3)
@@ -167,8 +168,10 @@ def test_a_failing_reference_fit_fails_its_diagnosis_only(tiny, tmp_path):
     (path, _), data = tiny
     register("test_fails_large")(_FailsOnLargeSamples)
     try:
-        jobs = [Diagnosis(resolve(RunSpec(path, m, 0, {}), data), 2, 2)
-                for m in ("test_fails_large", "blr")]  # fmt: skip
+        jobs = [
+            Diagnosis(resolve(RunSpec(path, m, 0, {}), data), 2, 2)
+            for m in ("test_fails_large", "blr")
+        ]
         summary = run_diagnoses(jobs, tmp_path / "out", data_dir=data)
     finally:
         unregister("test_fails_large")
@@ -200,12 +203,29 @@ def test_an_error_outside_the_fit_fails_its_diagnosis_only(tiny, tmp_path, monke
 
 
 def _row(preset, n, est, se, method="m", setting="default"):
-    return {"preset": preset, "method": method, "config": "{}", "setting": setting, "seed": 0,
-            "draws": 4, "scale": 2, "n": n, "n_train": n, "estimation": est, "approximation": 1.0,
-            "sum": est + 1.0, "eu_target": est + 1.0, "estimation_se": se,
-            "approximation_se": se, "sum_se": se, "sum_check_z": 0.5, "sum_check_p": 0.6,
-            "estimation_share": est / (est + 1.0), "seconds": 1.0,
-            "folder": f"{preset}/{method}/{n}"}  # fmt: skip
+    return {
+        "preset": preset,
+        "method": method,
+        "config": "{}",
+        "setting": setting,
+        "seed": 0,
+        "draws": 4,
+        "scale": 2,
+        "n": n,
+        "n_train": n,
+        "estimation": est,
+        "approximation": 1.0,
+        "sum": est + 1.0,
+        "eu_target": est + 1.0,
+        "estimation_se": se,
+        "approximation_se": se,
+        "sum_se": se,
+        "sum_check_z": 0.5,
+        "sum_check_p": 0.6,
+        "estimation_share": est / (est + 1.0),
+        "seconds": 1.0,
+        "folder": f"{preset}/{method}/{n}",
+    }
 
 
 def test_group_means_pool_errors_match_presets_and_refuse_duplicates():
@@ -213,9 +233,15 @@ def test_group_means_pool_errors_match_presets_and_refuse_duplicates():
 
     from udora.experiments.diagnostics.summary import group_means
 
-    rows = pd.DataFrame([_row("a", 100, 0.4, 0.03), _row("b", 100, 0.2, 0.04),
-                         _row("a", 300, 0.1, 0.01), _row("c", 100, 0.9, 0.05),
-                         _row("a", 100, 0.3, 0.02, setting="width=64")])  # fmt: skip
+    rows = pd.DataFrame(
+        [
+            _row("a", 100, 0.4, 0.03),
+            _row("b", 100, 0.2, 0.04),
+            _row("a", 300, 0.1, 0.01),
+            _row("c", 100, 0.9, 0.05),
+            _row("a", 100, 0.3, 0.02, setting="width=64"),
+        ]
+    )
     groups = group_means(rows)
     first = groups[(groups["n"] == 100) & (groups["setting"] == "default")].iloc[0]
     assert first["presets"] == 3 and first["estimation"] == pytest.approx(0.5)
@@ -231,9 +257,23 @@ def test_group_means_pool_errors_match_presets_and_refuse_duplicates():
 def test_cli_end_to_end_resumes_and_summarises(tiny, tmp_path):
     (path_a, path_b), data = tiny
     out = tmp_path / "diag"
-    args = ["diagnose", "--preset", f"{path_a},{path_b}", "--method", "blr,gp_linear",
-            "--draws", "3", "--scale", "2", "--n", "20,40", "--out", str(out),
-            "--data-dir", str(data)]  # fmt: skip
+    args = [
+        "diagnose",
+        "--preset",
+        f"{path_a},{path_b}",
+        "--method",
+        "blr,gp_linear",
+        "--draws",
+        "3",
+        "--scale",
+        "2",
+        "--n",
+        "20,40",
+        "--out",
+        str(out),
+        "--data-dir",
+        str(data),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "8 ran, 0 failed, 0 already done" in result.output
@@ -251,20 +291,26 @@ def test_cli_end_to_end_resumes_and_summarises(tiny, tmp_path):
             task = build_task(preset, 0, data_dir=data)
             model = get_method(record["method"]).fit(task.X_train, task.y_train, seed=0)
             mean = model.predict(task.X).mean
-            np.testing.assert_allclose(z["eu_target"], task.post_var + (mean - task.post_mean)
-                                       ** 2, rtol=1e-6)  # fmt: skip
+            np.testing.assert_allclose(
+                z["eu_target"], task.post_var + (mean - task.post_mean) ** 2, rtol=1e-6
+            )
             assert record["target_variance"] == pytest.approx(np.var(task.y))
             # the projection form beside it (an affine class): it splits the exact EU
             # target, and its Monte Carlo columns are the record's own split
             proj = record["projection"]["normalised"]
             assert proj["estimation"] + proj["approximation"] == pytest.approx(
-                record["normalised"]["eu_target"], rel=1e-9)  # fmt: skip
+                record["normalised"]["eu_target"], rel=1e-9
+            )
             assert proj["estimation"] >= 0 and proj["approximation"] >= proj["in_class_variance"]
             assert proj["mc_approximation"] == record["normalised"]["approximation"]
             assert proj["finite_k"] == pytest.approx(
-                proj["mc_approximation"] - proj["expected_mc_approximation"])  # fmt: skip
-            np.testing.assert_allclose(z["projection_estimation"] + z["projection_approximation"],
-                                       z["eu_target"], rtol=1e-9)  # fmt: skip
+                proj["mc_approximation"] - proj["expected_mc_approximation"]
+            )
+            np.testing.assert_allclose(
+                z["projection_estimation"] + z["projection_approximation"],
+                z["eu_target"],
+                rtol=1e-9,
+            )
     summary = (out / "summary.md").read_text()
     first, against_n = summary.split("## Against n")
     for part in (first, against_n):  # both presets have both n: the two tables agree
@@ -276,8 +322,20 @@ def test_cli_end_to_end_resumes_and_summarises(tiny, tmp_path):
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "0 ran, 0 failed, 8 already done" in again.output
     # a results folder holding the diagnoses in a subfolder: the report has the section
-    bench = runner.invoke(app, ["run", "--preset", path_a, "--method", "blr", "--out",
-                                str(tmp_path), "--data-dir", str(data)])  # fmt: skip
+    bench = runner.invoke(
+        app,
+        [
+            "run",
+            "--preset",
+            path_a,
+            "--method",
+            "blr",
+            "--out",
+            str(tmp_path),
+            "--data-dir",
+            str(data),
+        ],
+    )
     assert bench.exit_code == 0, bench.output
     report = runner.invoke(app, ["report", str(tmp_path)])
     assert report.exit_code == 0, report.output
@@ -340,9 +398,25 @@ def test_every_registered_method_can_be_diagnosed(tiny, tmp_path):
     (path, _), data = tiny
     names = list_methods()
     out = tmp_path / "all"
-    result = runner.invoke(app, ["diagnose", "--preset", path, "--method", ",".join(names),
-                                 "--quick", "--draws", "2", "--scale", "1", "--out", str(out),
-                                 "--data-dir", str(data)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "diagnose",
+            "--preset",
+            path,
+            "--method",
+            ",".join(names),
+            "--quick",
+            "--draws",
+            "2",
+            "--scale",
+            "1",
+            "--out",
+            str(out),
+            "--data-dir",
+            str(data),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert f"{len(names)} ran, 0 failed" in result.output
     rows = (out / "summary.csv").read_text().splitlines()[1:]

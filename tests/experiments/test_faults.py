@@ -17,13 +17,20 @@ runner = CliRunner()
 
 
 def _udora(*args, env=None):
-    return subprocess.run([EXE, *map(str, args)], env={**ENV, **(env or {})}, text=True,
-                          capture_output=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [EXE, *map(str, args)],
+        env={**ENV, **(env or {})},
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
 
 
 def _cache_warning(cache, why):
-    return (f"warning: JAX compilation cache {cache} {why}; running without the cache (set "
-            "UDORA_JAX_CACHE to a writable folder, or off)")  # fmt: skip
+    return (
+        f"warning: JAX compilation cache {cache} {why}; running without the cache (set "
+        "UDORA_JAX_CACHE to a writable folder, or off)"
+    )
 
 
 CACHES = [("afile", "is a file, not a folder"), ("afile/sub", "is not usable (Not a directory)")]
@@ -44,9 +51,22 @@ def test_an_unusable_jax_cache_is_one_warning_and_the_command_runs(tmp_path, whe
 def test_a_grid_with_an_unusable_jax_cache_warns_once_and_is_ok(tiny_preset, tmp_path):
     path, data = tiny_preset
     (tmp_path / "afile").write_text("")
-    done = _udora("bench", "--presets", path, "--methods", "blr", "--seeds", "0,1", "--jobs",
-                  "2", "--out", tmp_path / "out", "--data-dir", data,
-                  env={"UDORA_JAX_CACHE": str(tmp_path / "afile")})  # fmt: skip
+    done = _udora(
+        "bench",
+        "--presets",
+        path,
+        "--methods",
+        "blr",
+        "--seeds",
+        "0,1",
+        "--jobs",
+        "2",
+        "--out",
+        tmp_path / "out",
+        "--data-dir",
+        data,
+        env={"UDORA_JAX_CACHE": str(tmp_path / "afile")},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("warning")]
     assert lines == [_cache_warning(tmp_path / "afile", "is a file, not a folder")]
@@ -64,17 +84,32 @@ def _tuned(tmp_path, text):
     [
         ("config: [alpha\n", "not valid YAML (line 2); rerun `udora tune` for it"),
         ("\n", "is empty; rerun `udora tune` for it, or remove it"),
-        (yaml.safe_dump({"preset": "tiny", "method": "gp_linear", "config": {}}),
-         "a tuned file of method 'gp_linear', found where the one of 'blr' belongs"),
-        (yaml.safe_dump({"preset": "other", "method": "blr", "config": {}}),
-         "a tuned file of preset 'other', found where the one of 'tiny' belongs"),
+        (
+            yaml.safe_dump({"preset": "tiny", "method": "gp_linear", "config": {}}),
+            "a tuned file of method 'gp_linear', found where the one of 'blr' belongs",
+        ),
+        (
+            yaml.safe_dump({"preset": "other", "method": "blr", "config": {}}),
+            "a tuned file of preset 'other', found where the one of 'tiny' belongs",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_damaged_or_misplaced_tuned_file_is_one_line(tiny_preset, tmp_path, text, message):
     path, data = tiny_preset
     tuned = _tuned(tmp_path, text)
-    done = _udora("bench", "--presets", path, "--methods", "blr", "--out", tmp_path / "out",
-                  "--data-dir", data, "--tuned", tuned)  # fmt: skip
+    done = _udora(
+        "bench",
+        "--presets",
+        path,
+        "--methods",
+        "blr",
+        "--out",
+        tmp_path / "out",
+        "--data-dir",
+        data,
+        "--tuned",
+        tuned,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip() == f"error: {tuned / 'tiny' / 'blr.yaml'}: {message}"
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("result.json"))
@@ -84,8 +119,20 @@ def test_a_damaged_or_misplaced_tuned_file_is_one_line(tiny_preset, tmp_path, te
 def one_run(tiny_preset, tmp_path):
     path, data = tiny_preset
     out = tmp_path / "out"
-    result = runner.invoke(app, ["run", "--preset", str(path), "--method", "blr", "--out",
-                                 str(out), "--data-dir", str(data)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--preset",
+            str(path),
+            "--method",
+            "blr",
+            "--out",
+            str(out),
+            "--data-dir",
+            str(data),
+        ],
+    )
     assert result.exit_code == 0, result.output
     return out
 
@@ -120,9 +167,22 @@ def test_a_rerun_on_a_full_disk_fails_the_run_and_keeps_the_finished_ones(
         raise OSError(errno.ENOSPC, "No space left on device", str(file))
 
     monkeypatch.setattr(np, "savez", full)
-    result = runner.invoke(app, ["bench", "--presets", str(path), "--methods", "blr",
-                                 "--seeds", "0,1", "--out", str(one_run),
-                                 "--data-dir", str(data)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "--presets",
+            str(path),
+            "--methods",
+            "blr",
+            "--seeds",
+            "0,1",
+            "--out",
+            str(one_run),
+            "--data-dir",
+            str(data),
+        ],
+    )
     assert result.exit_code == 1, result.output
     assert "No space left on device" in result.output and "Traceback" not in result.output
     assert "1 ran, 1 failed, 0 skipped, 1 already done" in result.output

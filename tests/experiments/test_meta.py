@@ -17,13 +17,32 @@ def _table(seed=0, presets=("a", "b", "c"), seeds=(0, 1), configs=5):
         for s in seeds:
             for k in range(configs):
                 row = {"preset": preset, "seed": s, "config": f"m{k}", "status": "ok"}
-                row |= {name: rng.normal() for name in ("nll", "crps", "miscal_area",
-                        "interval_score_50", "interval_score_90", "interval_score_95",
-                        "nAURC_eu_realised", "nAURC_total_realised",
-                        "util_selective", "util_topk", "crps_fair", "err_spread_spearman",
-                        "energy_score_block", "variogram_score_block",
-                        "spearman_eu", "spearman_au", "spearman_total", "nAURC_eu",
-                        "nAURC_total", "util_selective_oracle", "util_topk_oracle")}  # fmt: skip
+                row |= {
+                    name: rng.normal()
+                    for name in (
+                        "nll",
+                        "crps",
+                        "miscal_area",
+                        "interval_score_50",
+                        "interval_score_90",
+                        "interval_score_95",
+                        "nAURC_eu_realised",
+                        "nAURC_total_realised",
+                        "util_selective",
+                        "util_topk",
+                        "crps_fair",
+                        "err_spread_spearman",
+                        "energy_score_block",
+                        "variogram_score_block",
+                        "spearman_eu",
+                        "spearman_au",
+                        "spearman_total",
+                        "nAURC_eu",
+                        "nAURC_total",
+                        "util_selective_oracle",
+                        "util_topk_oracle",
+                    )
+                }
                 row |= {f"coverage_{c}": rng.uniform() for c in (50, 90, 95)}
                 row["spread_skill"] = rng.uniform(0.3, 3.0)
                 rows.append(row)
@@ -49,18 +68,21 @@ def test_cell_taus_equal_a_brute_force_count_on_goodness():
     cells = cell_taus(table)
     assert len(cells) == 3 * 2 * len(OBSERVABLE) * len(ORACLE)
     cell = table[(table["preset"] == "b") & (table["seed"] == 1)]
-    for obs, orc, good_obs in (("nll", "spearman_eu", -cell["nll"]),
-                               ("coverage_error_90", "util_topk_oracle",
-                                -(cell["coverage_90"] - 0.9).abs()),
-                               ("spread_skill", "nAURC_eu",
-                                -np.log(cell["spread_skill"]).abs()),
-                               ("energy_score_block", "spearman_eu",
-                                -cell["energy_score_block"])):  # fmt: skip
+    for obs, orc, good_obs in (
+        ("nll", "spearman_eu", -cell["nll"]),
+        ("coverage_error_90", "util_topk_oracle", -(cell["coverage_90"] - 0.9).abs()),
+        ("spread_skill", "nAURC_eu", -np.log(cell["spread_skill"]).abs()),
+        ("energy_score_block", "spearman_eu", -cell["energy_score_block"]),
+    ):
         good_orc = goodness(cell, {orc: ORACLE[orc]})[orc]
         if orc == "util_topk_oracle":
             assert np.array_equal(good_orc, -cell["util_topk_oracle"])
-        row = cells[(cells["preset"] == "b") & (cells["seed"] == 1)
-                    & (cells["observable"] == obs) & (cells["oracle"] == orc)]  # fmt: skip
+        row = cells[
+            (cells["preset"] == "b")
+            & (cells["seed"] == 1)
+            & (cells["observable"] == obs)
+            & (cells["oracle"] == orc)
+        ]
         expected = _tau_b(good_obs.to_numpy(), good_orc.to_numpy())
         assert row["tau"].item() == pytest.approx(expected, abs=1e-12)
         assert row["methods"].item() == 5
@@ -75,8 +97,12 @@ def test_ties_and_missing_values():
     assert set(cells[cells["observable"] == "nll"]["methods"]) == {4}
     assert "miscal_area" not in set(cells["observable"])
     cell = table[(table["preset"] == "a") & (table["seed"] == 0)]
-    row = cells[(cells["preset"] == "a") & (cells["seed"] == 0) & (cells["observable"] == "crps")
-                & (cells["oracle"] == "spearman_au")]  # fmt: skip
+    row = cells[
+        (cells["preset"] == "a")
+        & (cells["seed"] == 0)
+        & (cells["observable"] == "crps")
+        & (cells["oracle"] == "spearman_au")
+    ]
     assert row["tau"].item() == pytest.approx(
         _tau_b(-cell["crps"].to_numpy(), cell["spearman_au"].to_numpy()), abs=1e-12
     )
@@ -103,8 +129,7 @@ def test_write_meta_tables_agree_with_the_pooled_rows(tmp_path):
 
     report = write_meta(_table(seed=3), tmp_path / "meta", n_boot=200, rescore=False)
     names = {p.name for p in report["written"]}
-    assert names == {"meta_cells.csv", "meta_pooled.csv", "meta.md", "meta_tau.png",
-                     "meta_tau.pdf"}  # fmt: skip
+    assert names == {"meta_cells.csv", "meta_pooled.csv", "meta.md", "meta_tau.png", "meta_tau.pdf"}
     pooled = pd.read_csv(tmp_path / "meta" / "meta_pooled.csv")
     wide = tau_matrix(pooled)
     assert list(wide.index) == list(OBSERVABLE) and list(wide.columns) == list(ORACLE)
@@ -126,12 +151,27 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     runner = CliRunner()
     out = tmp_path / "results"
     methods = "blr,gp_oracle,gp_linear,nn_ensemble,nn_dropout"
-    bench = runner.invoke(app, ["bench", "--presets", f"{path_a},{path_b}", "--methods", methods,
-                                "--quick", "--seeds", "0,1", "--out", str(out),
-                                "--data-dir", str(data)])  # fmt: skip
+    bench = runner.invoke(
+        app,
+        [
+            "bench",
+            "--presets",
+            f"{path_a},{path_b}",
+            "--methods",
+            methods,
+            "--quick",
+            "--seeds",
+            "0,1",
+            "--out",
+            str(out),
+            "--data-dir",
+            str(data),
+        ],
+    )
     assert bench.exit_code == 0, bench.output
-    result = runner.invoke(app, ["meta", str(out), "--boot", "200", "--repeats", "3",
-                                 "--data-dir", str(data)])  # fmt: skip
+    result = runner.invoke(
+        app, ["meta", str(out), "--boot", "200", "--repeats", "3", "--data-dir", str(data)]
+    )
     assert result.exit_code == 0, result.output
     cells = pd.read_csv(out / "report" / "meta" / "meta_cells.csv")
     assert set(cells["preset"]) == {"tinya", "tinyb"} and set(cells["seed"]) == {0, 1}
@@ -172,9 +212,21 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     ref = iauc[iauc["config"] == "oracle"].set_index(key).sort_index()
     assert len(ref) == 2 * 2 * len(IAUC_LEVELS)
     np.testing.assert_allclose(gp[["above", "below"]], ref[["above", "below"]], atol=0.01)
-    chosen = runner.invoke(app, ["meta", str(out), "--configs", "nn_*,blr,gp_linear",
-                                 "--sizes", "", "--out", str(tmp_path / "chosen"),
-                                 "--data-dir", str(data)])  # fmt: skip
+    chosen = runner.invoke(
+        app,
+        [
+            "meta",
+            str(out),
+            "--configs",
+            "nn_*,blr,gp_linear",
+            "--sizes",
+            "",
+            "--out",
+            str(tmp_path / "chosen"),
+            "--data-dir",
+            str(data),
+        ],
+    )
     assert chosen.exit_code == 0, chosen.output
     assert set(pd.read_csv(tmp_path / "chosen" / "meta_cells.csv")["methods"]) == {4}
     too_few = runner.invoke(app, ["meta", str(out), "--min-methods", "6"])
@@ -187,9 +239,23 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     has_members = method.isin({"nn_ensemble", "nn_dropout"})
     assert np.isfinite(blocks.loc[has_members, "energy_score_block"]).all()
     assert blocks.loc[~has_members, "variogram_score_block"].isna().all()
-    pair = runner.invoke(app, ["meta", str(out), "--configs", "nn_*", "--min-methods", "2",
-                               "--sizes", "", "--out", str(tmp_path / "pair"),
-                               "--data-dir", str(data)])  # fmt: skip
+    pair = runner.invoke(
+        app,
+        [
+            "meta",
+            str(out),
+            "--configs",
+            "nn_*",
+            "--min-methods",
+            "2",
+            "--sizes",
+            "",
+            "--out",
+            str(tmp_path / "pair"),
+            "--data-dir",
+            str(data),
+        ],
+    )
     assert pair.exit_code == 0, pair.output
     two = pd.read_csv(tmp_path / "pair" / "meta_cells.csv")
     assert set(two.loc[two["observable"] == "energy_score_block", "methods"]) == {2}
@@ -205,8 +271,19 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     other.mkdir()
     frame = pd.read_csv(data / "tiny.csv.gz")
     frame.assign(target=frame["target"] + 1.0).to_csv(other / "tiny.csv.gz", index=False)
-    stored = runner.invoke(app, ["meta", str(out), "--sizes", "", "--out",
-                                 str(tmp_path / "stored"), "--data-dir", str(other)])  # fmt: skip
+    stored = runner.invoke(
+        app,
+        [
+            "meta",
+            str(out),
+            "--sizes",
+            "",
+            "--out",
+            str(tmp_path / "stored"),
+            "--data-dir",
+            str(other),
+        ],
+    )
     assert stored.exit_code == 0, stored.output
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "stored" / "meta_cells.csv"), cells)
     # ... and rebuilding the tasks (a folder from before they were stored) from other data
@@ -217,11 +294,17 @@ def test_meta_command_on_a_bench_folder(tmp_path):
     assert "give --data-dir as the runs had it" in wrong.output
 
 
-@pytest.mark.parametrize(("args", "target", "message"), [
-    (["meta", "anywhere"], "udora.experiments.cli.meta._meta", "run udora meta again"),
-    (["report", "anywhere"], "udora.experiments.report.write.write_report",
-     "run udora report again"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "target", "message"),
+    [
+        (["meta", "anywhere"], "udora.experiments.cli.meta._meta", "run udora meta again"),
+        (
+            ["report", "anywhere"],
+            "udora.experiments.report.write.write_report",
+            "run udora report again",
+        ),
+    ],
+)
 def test_ctrl_c_in_meta_or_report_is_one_line_and_130(args, target, message, monkeypatch):
     from typer.testing import CliRunner
 
@@ -238,12 +321,20 @@ def test_ctrl_c_in_meta_or_report_is_one_line_and_130(args, target, message, mon
     assert "Traceback" not in result.output
 
 
-@pytest.mark.parametrize(("option", "value", "good"), [
-    ("--sizes", "50,,200", False), ("--sizes", "50,abc", False), ("--sizes", "1", False),
-    ("--sizes", "", True), ("--sizes", " 50 , 200 ", True),
-    ("--repeats", "0", False), ("--boot", "0", False), ("--min-methods", "1", False),
-    ("--jobs", "0", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("option", "value", "good"),
+    [
+        ("--sizes", "50,,200", False),
+        ("--sizes", "50,abc", False),
+        ("--sizes", "1", False),
+        ("--sizes", "", True),
+        ("--sizes", " 50 , 200 ", True),
+        ("--repeats", "0", False),
+        ("--boot", "0", False),
+        ("--min-methods", "1", False),
+        ("--jobs", "0", False),
+    ],
+)
 def test_bad_meta_options_are_one_error_naming_the_option(option, value, good, monkeypatch):
     """Options are checked before any folder is read; a good value reaches the work."""
     from typer.testing import CliRunner

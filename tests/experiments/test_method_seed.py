@@ -45,17 +45,29 @@ def test_a_bad_method_seed_is_one_error(tiny_preset, bad):
 def test_the_same_fit_seed_is_the_same_run_and_another_moves_it(tiny_preset, tmp_path):
     path, data = tiny_preset
     out = tmp_path / "runs"
-    runs = {m: run_one(path, "catboost_ps", 0, {**SMALL, **({} if m is None else
-                                                            {"method_seed": m})},
-                       out, data_dir=data) for m in (None, 0, 1)}  # fmt: skip
+    runs = {
+        m: run_one(
+            path,
+            "catboost_ps",
+            0,
+            {**SMALL, **({} if m is None else {"method_seed": m})},
+            out,
+            data_dir=data,
+        )
+        for m in (None, 0, 1)
+    }
     assert all(r.status == "ok" for r in runs.values())
     table = write_report(out).parent / "results.parquet"
     t = pd.read_parquet(table).set_index("method_seed", drop=False)
     metrics = ["spearman_eu", "spearman_au", "nll"]
-    np.testing.assert_array_equal(t.loc[t["method_seed"].isna(), metrics].to_numpy(),
-                                  t.loc[t["method_seed"] == 0, metrics].to_numpy())  # fmt: skip
-    assert not np.allclose(t.loc[t["method_seed"] == 1, metrics].to_numpy(),
-                           t.loc[t["method_seed"] == 0, metrics].to_numpy())  # fmt: skip
+    np.testing.assert_array_equal(
+        t.loc[t["method_seed"].isna(), metrics].to_numpy(),
+        t.loc[t["method_seed"] == 0, metrics].to_numpy(),
+    )
+    assert not np.allclose(
+        t.loc[t["method_seed"] == 1, metrics].to_numpy(),
+        t.loc[t["method_seed"] == 0, metrics].to_numpy(),
+    )
     assert set(t["config_base"]) == {"catboost_ps[n_estimators=20,n_members=2]"}
     assert t["task_hash"].nunique() == 1
     text = (out / "report" / "report.md").read_text()
@@ -71,8 +83,16 @@ def test_noise_floor_against_a_hand_computation():
             for m in (None, 0, 5, 6):  # method_seed 0 at task seed 0 repeats the default fit
                 fit = s if m is None else m
                 v = values.setdefault(fit, float(rng.normal()))
-                rows.append({"preset": p, "seed": s, "status": "ok", "method_seed": m,
-                             "config_base": "a", "spearman_eu": v})  # fmt: skip
+                rows.append(
+                    {
+                        "preset": p,
+                        "seed": s,
+                        "status": "ok",
+                        "method_seed": m,
+                        "config_base": "a",
+                        "spearman_eu": v,
+                    }
+                )
             by_hand.append(statistics.stdev(values.values()))
             at_task.setdefault(p, []).append(values[s])
     t = pd.DataFrame(rows)

@@ -42,9 +42,12 @@ def small(concrete):
     """150 training rows, features standardised by the training sample (GP fits in ~0.1 s).
     Its hash is concrete's: fine for fields, not for scoring."""
     mu, sd = concrete.X_train.mean(axis=0), concrete.X_train.std(axis=0)
-    return dataclasses.replace(concrete, X_train=(concrete.X_train[:150] - mu) / sd,
-                               y_train=concrete.y_train[:150],
-                               X_pool=(concrete.X_pool - mu) / sd)  # fmt: skip
+    return dataclasses.replace(
+        concrete,
+        X_train=(concrete.X_train[:150] - mu) / sd,
+        y_train=concrete.y_train[:150],
+        X_pool=(concrete.X_pool - mu) / sd,
+    )
 
 
 def test_bayesian_ridge_au_is_its_noise_and_au_plus_eu_its_std(concrete):
@@ -157,8 +160,9 @@ def test_evaluate_fields_and_their_file_give_one_row(concrete, tmp_path):
     assert row.form == "members" and np.isfinite(row.spearman_eu)
     assert np.isnan(row.spearman_au)  # each member's AU is one constant, so is their mean
     assert from_dict.columns.equals(from_file.columns)
-    np.testing.assert_allclose(from_dict.iloc[0, 5:].astype(float),
-                               from_file.iloc[0, 5:].astype(float), equal_nan=True)  # fmt: skip
+    np.testing.assert_allclose(
+        from_dict.iloc[0, 5:].astype(float), from_file.iloc[0, 5:].astype(float), equal_nan=True
+    )
     with pytest.raises(ValueError, match="needs task="):
         evaluate(fields)
 
@@ -179,8 +183,7 @@ def test_estimator_from_path():
     made = estimator_from_path("sklearn.linear_model:BayesianRidge", max_iter=7)
     assert isinstance(made, BayesianRidge) and made.max_iter == 7
     assert isinstance(estimator_from_path("sklearn.linear_model.BayesianRidge"), BayesianRidge)
-    for bad in ("no_such_pkg:Model", "sklearn.linear_model:NoSuch", "BayesianRidge",
-                "numpy:zeros"):  # fmt: skip
+    for bad in ("no_such_pkg:Model", "sklearn.linear_model:NoSuch", "BayesianRidge", "numpy:zeros"):
         with pytest.raises(ValueError, match=repr(bad).replace(".", r"\.")):
             estimator_from_path(bad)
     with pytest.raises(ValueError, match="bogus"):

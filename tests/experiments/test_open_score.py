@@ -48,8 +48,9 @@ def test_a_built_in_runs_predictions_score_exactly_as_the_built_in_run(world):
     with np.load(run_dir / "predictions.npz") as z:
         arrays = {k: z[k] for k in z.files}
     order = np.random.default_rng(0).permutation(task.n_pool)
-    frame = pd.DataFrame({"row_id": order, **{k: arrays[k][order] for k in
-                                              ("mean", "aleatoric", "epistemic")}})  # fmt: skip
+    frame = pd.DataFrame(
+        {"row_id": order, **{k: arrays[k][order] for k in ("mean", "aleatoric", "epistemic")}}
+    )
     frame.to_csv(root / "shuffled.csv", index=False)
     again = score_file(root / "shuffled.csv", task, "blr_csv", None, data)
     assert again["metrics"] == built["metrics"]
@@ -63,8 +64,13 @@ def test_members_and_draws_are_combined_as_udora_combines_members(world):
     variances = rng.uniform(0.1, 0.5, size=(4, task.n_pool))
     fields = {"member_means": means, "member_variances": variances, "task_hash": task.task_hash}
     members, _ = score_predictions(parse(fields, task), task, data)
-    by_hand = {"mean": means.mean(0), "aleatoric": variances.mean(0), "epistemic": means.var(0),
-               "member_means": means, "task_hash": task.task_hash}  # fmt: skip
+    by_hand = {
+        "mean": means.mean(0),
+        "aleatoric": variances.mean(0),
+        "epistemic": means.var(0),
+        "member_means": means,
+        "task_hash": task.task_hash,
+    }
     split, _ = score_predictions(parse(by_hand, task), task, data)
     np.testing.assert_equal(members, split)
     draws = {"latent_draws": means, "aleatoric": variances.mean(0), "task_hash": task.task_hash}
@@ -121,29 +127,60 @@ def _csv(root, name, **columns):
 
 
 BAD = {
-    "too few rows": (lambda n, h: {"row_id": np.arange(n - 1), "mean": np.zeros(n - 1),
-                                   "variance": np.ones(n - 1)}, "field 'row_id' must hold"),
-    "no pool id": (lambda n, h: {"mean": np.zeros(n), "variance": np.ones(n)},
-                   "must say which pool it predicts"),
-    "another task": (lambda n, h: {"task_hash": ["0123456789"] * n, "mean": np.zeros(n),
-                                   "variance": np.ones(n)}, "a prediction for another task"),
-    "missing column": (lambda n, h: {"row_id": np.arange(n), "mean": np.zeros(n),
-                                     "aleatoric": np.ones(n)}, "expected the fields of one"),
-    "extra column": (lambda n, h: {"row_id": np.arange(n), "mean": np.zeros(n),
-                                   "variance": np.ones(n), "extra": np.ones(n)},
-                     "field 'extra' is not part of the gaussian form"),
-    "NaN": (lambda n, h: {"row_id": np.arange(n), "mean": np.r_[np.nan, np.zeros(n - 1)],
-                          "variance": np.ones(n)}, "field 'mean' has 1 values that are NaN"),
-    "negative variance": (lambda n, h: {"row_id": np.arange(n), "mean": np.zeros(n),
-                                        "variance": -np.ones(n)}, "negative variances"),
-    "repeated rows": (lambda n, h: {"row_id": np.zeros(n, int), "mean": np.zeros(n),
-                                    "variance": np.ones(n)}, "each pool row 0.."),
-    "quantile levels out of order": (lambda n, h: {"row_id": np.arange(n), "q_0.9": np.zeros(n),
-                                                   "q_0.1": np.ones(n)},
-                                     "'quantile_levels' must increase; got [0.9, 0.1]"),
-    "quantiles crossing": (lambda n, h: {"row_id": np.arange(n), "q_0.1": np.ones(n),
-                                         "q_0.9": np.zeros(n)}, "'quantiles' decreases"),
-}  # fmt: skip
+    "too few rows": (
+        lambda n, h: {
+            "row_id": np.arange(n - 1),
+            "mean": np.zeros(n - 1),
+            "variance": np.ones(n - 1),
+        },
+        "field 'row_id' must hold",
+    ),
+    "no pool id": (
+        lambda n, h: {"mean": np.zeros(n), "variance": np.ones(n)},
+        "must say which pool it predicts",
+    ),
+    "another task": (
+        lambda n, h: {"task_hash": ["0123456789"] * n, "mean": np.zeros(n), "variance": np.ones(n)},
+        "a prediction for another task",
+    ),
+    "missing column": (
+        lambda n, h: {"row_id": np.arange(n), "mean": np.zeros(n), "aleatoric": np.ones(n)},
+        "expected the fields of one",
+    ),
+    "extra column": (
+        lambda n, h: {
+            "row_id": np.arange(n),
+            "mean": np.zeros(n),
+            "variance": np.ones(n),
+            "extra": np.ones(n),
+        },
+        "field 'extra' is not part of the gaussian form",
+    ),
+    "NaN": (
+        lambda n, h: {
+            "row_id": np.arange(n),
+            "mean": np.r_[np.nan, np.zeros(n - 1)],
+            "variance": np.ones(n),
+        },
+        "field 'mean' has 1 values that are NaN",
+    ),
+    "negative variance": (
+        lambda n, h: {"row_id": np.arange(n), "mean": np.zeros(n), "variance": -np.ones(n)},
+        "negative variances",
+    ),
+    "repeated rows": (
+        lambda n, h: {"row_id": np.zeros(n, int), "mean": np.zeros(n), "variance": np.ones(n)},
+        "each pool row 0..",
+    ),
+    "quantile levels out of order": (
+        lambda n, h: {"row_id": np.arange(n), "q_0.9": np.zeros(n), "q_0.1": np.ones(n)},
+        "'quantile_levels' must increase; got [0.9, 0.1]",
+    ),
+    "quantiles crossing": (
+        lambda n, h: {"row_id": np.arange(n), "q_0.1": np.ones(n), "q_0.9": np.zeros(n)},
+        "'quantiles' decreases",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -153,8 +190,10 @@ def test_bad_input_is_one_line_naming_the_file_and_field_and_writes_nothing(worl
     task = read_task(root / "task")
     path = _csv(root, "bad.csv", **make(task.n_pool, task.task_hash))
     out = root / f"bad-{case.replace(' ', '_')}"
-    result = runner.invoke(app, ["score", str(path), "--task", str(root / "task"),
-                                 "--method", "mine", "--out", str(out)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        ["score", str(path), "--task", str(root / "task"), "--method", "mine", "--out", str(out)],
+    )
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"error: {path}: ") and message in result.output
     assert len(result.output.strip().splitlines()) == 1
@@ -168,8 +207,21 @@ def test_external_runs_join_the_report_and_the_leaderboard(world):
     with np.load(next(results.glob("tiny/blr/*/seed-0/predictions.npz"))) as z:
         mean, total = z["mean"], z["aleatoric"] + z["epistemic"]
     path = _csv(root, "mine.csv", row_id=np.arange(len(mean)), mean=mean + 0.1, variance=total)
-    done = runner.invoke(app, ["score", str(path), "--task", str(root / "task"), "--method",
-                               "mine", "--out", str(results), "--data-dir", str(data)])  # fmt: skip
+    done = runner.invoke(
+        app,
+        [
+            "score",
+            str(path),
+            "--task",
+            str(root / "task"),
+            "--method",
+            "mine",
+            "--out",
+            str(results),
+            "--data-dir",
+            str(data),
+        ],
+    )
     assert done.exit_code == 0, done.output
     assert "gaussian form (total only" in done.output
     table, _ = load_runs(results)
@@ -193,9 +245,20 @@ def test_an_estimator_by_import_path_scores_as_evaluate_does(world):
 
     root, data, _ = world
     out = root / "by_path"
-    done = runner.invoke(app, ["score", "--estimator", "sklearn.linear_model:BayesianRidge",
-                               "--task", str(root / "task"), "--out", str(out),
-                               "--data-dir", str(data)])  # fmt: skip
+    done = runner.invoke(
+        app,
+        [
+            "score",
+            "--estimator",
+            "sklearn.linear_model:BayesianRidge",
+            "--task",
+            str(root / "task"),
+            "--out",
+            str(out),
+            "--data-dir",
+            str(data),
+        ],
+    )
     assert done.exit_code == 0, done.output
     record = _record(next(p.parent for p in out.rglob("result.json")))
     assert record["method"] == "BayesianRidge" and record["external"]["form"] == "split"

@@ -42,8 +42,9 @@ def _expected_commit() -> str | None:
     imported = Path(importlib.import_module("udora.oracle.task").__file__).resolve()
     if imported != (ROOT / "oracle" / "task.py").resolve():
         return None
-    found = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"],
-                           capture_output=True, text=True, check=True)  # fmt: skip
+    found = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    )
     return found.stdout.strip()
 
 
@@ -59,13 +60,17 @@ def test_a_run_records_the_code_and_the_cores_it_ran_on(tiny_preset, tmp_path):
 
 def test_a_pinned_pool_worker_records_one_core(tmp_path):
     seen = {}
-    run_all(LocalPool(2, 1, tmp_path / "inflight"), [(k,) for k in range(4)], compute_of_worker,
-            lambda a, v: seen.setdefault(v[0], v[1]), lambda a, why: None)  # fmt: skip
+    run_all(
+        LocalPool(2, 1, tmp_path / "inflight"),
+        [(k,) for k in range(4)],
+        compute_of_worker,
+        lambda a, v: seen.setdefault(v[0], v[1]),
+        lambda a, why: None,
+    )
     assert len(seen) == 2
     for compute in seen.values():
         assert compute["cpus"] == 1
-        assert compute["threads"] == {"omp": "1", "openblas": "1",
-                                      "xla_multi_thread_eigen": False}  # fmt: skip
+        assert compute["threads"] == {"omp": "1", "openblas": "1", "xla_multi_thread_eigen": False}
 
 
 def test_a_release_keeps_each_runs_commit_and_fills_only_missing_ones(tiny_preset, tmp_path):
@@ -88,8 +93,7 @@ def test_a_release_keeps_each_runs_commit_and_fills_only_missing_ones(tiny_prese
     assert "1 runs had uncommitted changes" in code_line(marked)
     second["code"].update(commit=None, dirty=None)  # a run from an installed wheel
     records[1].write_text(json.dumps(second))
-    manifest = json.loads(build_release([tmp_path / "dev"], tmp_path / "rel", "1234")
-                          .read_text())  # fmt: skip
+    manifest = json.loads(build_release([tmp_path / "dev"], tmp_path / "rel", "1234").read_text())
     assert manifest["commit"] == ["1234abcd"]  # the prefix named the recorded commit
     assert manifest["source_sha256"] == [_repository_source_sha256()]
     assert manifest["cpus"] == [len(os.sched_getaffinity(0))]
@@ -102,8 +106,13 @@ def test_one_job_on_fewer_cores_runs_in_one_pinned_worker(tmp_path):
 
     executor = ExecutorSpec("local", 1, None, 1).check().make(tmp_path / "inflight")
     seen = {}
-    run_all(executor, [(0,)], compute_of_worker, lambda a, v: seen.setdefault(v[0], v[1]),
-            lambda a, why: None)  # fmt: skip
+    run_all(
+        executor,
+        [(0,)],
+        compute_of_worker,
+        lambda a, v: seen.setdefault(v[0], v[1]),
+        lambda a, why: None,
+    )
     (compute,) = seen.values()
     assert compute["cpus"] == 1
     if len(os.sched_getaffinity(0)) > 1:

@@ -70,15 +70,21 @@ def test_report_page_and_baseline_from_a_release(tmp_path, monkeypatch):
     data.mkdir()
     X = rng.normal(size=(100, 2))
     pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1]).to_csv(
-        data / "t.csv.gz", index=False)  # fmt: skip
+        data / "t.csv.gz", index=False
+    )
     presets = []
     for i in range(5):
-        p = {"name": f"t{i}", "suite": "dev" if i < 3 else "heldout",
-             "source": {"file": "t.csv.gz"}, "features": ["a", "b"], "pool_size": 100,
-             "n_train": 40, "kernel": [{"type": "rbf", "variance": 1.0,
-                                        "lengthscale": [0.5 + 0.3 * i, 1.0]}],
-             "noise": {"std_min": 0.1, "std_max": 0.3},
-             "shift": [0.4, 0.3, 0.2, 0.1, 0.0]}  # fmt: skip
+        p = {
+            "name": f"t{i}",
+            "suite": "dev" if i < 3 else "heldout",
+            "source": {"file": "t.csv.gz"},
+            "features": ["a", "b"],
+            "pool_size": 100,
+            "n_train": 40,
+            "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [0.5 + 0.3 * i, 1.0]}],
+            "noise": {"std_min": 0.1, "std_max": 0.3},
+            "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
+        }
         (tmp_path / f"t{i}.yaml").write_text(yaml.safe_dump(p))
         presets.append(tmp_path / f"t{i}.yaml")
     for i, path in enumerate(presets):
@@ -87,8 +93,17 @@ def test_report_page_and_baseline_from_a_release(tmp_path, monkeypatch):
             over = SMALL if m == "catboost_ps" else {}
             assert run_one(path, m, 0, over, root, data_dir=data).status == "ok"
     cli = CliRunner()
-    built = cli.invoke(app, ["release", "build", str(tmp_path / "dev"), str(tmp_path / "heldout"),
-                             "--out", str(tmp_path / "rel")])  # fmt: skip
+    built = cli.invoke(
+        app,
+        [
+            "release",
+            "build",
+            str(tmp_path / "dev"),
+            str(tmp_path / "heldout"),
+            "--out",
+            str(tmp_path / "rel"),
+        ],
+    )
     assert built.exit_code == 0, built.output
     docs = tmp_path / "docs"
     page = cli.invoke(app, ["release", "page", str(tmp_path / "rel"), "--docs", str(docs)])

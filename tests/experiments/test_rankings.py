@@ -29,10 +29,19 @@ def table(n_presets=8, seeds=(0, 1, 2), seed=0, shift=(0.3, 0.2, 0.0, 0.1, 0.5))
         for s in seeds:
             for m, d in zip(METHODS, shift, strict=True):
                 eu = d + effect + rng.normal(0, 0.1)
-                rows.append({"preset": f"p{p}", "suite": "dev", "method": m, "config": m,
-                             "seed": s, "status": "ok", "spearman_eu": eu,
-                             "spearman_au": np.nan if m == "blr" else -eu,
-                             "nll": -eu})  # fmt: skip
+                rows.append(
+                    {
+                        "preset": f"p{p}",
+                        "suite": "dev",
+                        "method": m,
+                        "config": m,
+                        "seed": s,
+                        "status": "ok",
+                        "spearman_eu": eu,
+                        "spearman_au": np.nan if m == "blr" else -eu,
+                        "nll": -eu,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -42,8 +51,10 @@ def test_blocks_leave_out_the_reference_the_constant_au_and_the_incomplete():
     b = blocks(t, "spearman_au", "higher")  # 7 presets x 3 configs beat 8 x 2
     assert list(b.means.columns) == ["catboost_ps", "laplace", "nn_ensemble"]
     assert b.presets_left_out == ("p3",) and "p3" not in b.means.index
-    assert b.left_out == {"gp_oracle": "a GP reference",
-                          "blr": "no finite spearman_au on any ok run"}  # fmt: skip
+    assert b.left_out == {
+        "gp_oracle": "a GP reference",
+        "blr": "no finite spearman_au on any ok run",
+    }
     few = t[~((t["config"] == "laplace") & t["preset"].isin(["p3", "p4", "p5", "p6"]))]
     assert blocks(few, "spearman_au", "higher").left_out["laplace"] == (
         "no ok spearman_au on p3, p4, p5, p6"

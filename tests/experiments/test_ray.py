@@ -19,8 +19,21 @@ RESULTS = "*/*/*/seed-*/result.json"
 
 
 def _bench(path, data, out, methods, seeds, *extra):
-    return [EXE, "bench", "--presets", str(path), "--methods", methods, "--seeds", seeds,
-            "--out", str(out), "--data-dir", str(data), *extra]  # fmt: skip
+    return [
+        EXE,
+        "bench",
+        "--presets",
+        str(path),
+        "--methods",
+        methods,
+        "--seeds",
+        seeds,
+        "--out",
+        str(out),
+        "--data-dir",
+        str(data),
+        *extra,
+    ]
 
 
 def _metrics(out):
@@ -34,8 +47,13 @@ def _metrics(out):
 
 def test_ray_gives_the_local_results_and_resumes(tiny_preset, tmp_path):
     path, data = tiny_preset
-    local = subprocess.run(_bench(path, data, tmp_path / "local", "blr,gp_oracle", "0,1"),
-                           env=ENV, text=True, capture_output=True, timeout=600)  # fmt: skip
+    local = subprocess.run(
+        _bench(path, data, tmp_path / "local", "blr,gp_oracle", "0,1"),
+        env=ENV,
+        text=True,
+        capture_output=True,
+        timeout=600,
+    )
     assert local.returncode == 0, local.stdout + local.stderr
     ray_cmd = _bench(path, data, tmp_path / "ray", "blr,gp_oracle", "0,1", "--executor", "ray")
     on_ray = subprocess.run(ray_cmd, env=ENV, text=True, capture_output=True, timeout=600)
@@ -67,8 +85,9 @@ def test_a_killed_ray_worker_fails_its_run_and_the_grid_goes_on(tiny_preset, tmp
     path, data = tiny_preset
     out = tmp_path / "grid"
     cmd = _bench(path, data, out, "nn_ensemble", "0,1,2,3", "--quick", "--executor", "ray")
-    proc = subprocess.Popen(cmd, env=ENV, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, env=ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     assert wait_for(lambda: _ray_task_workers(), 240), "no Ray task ever ran"
     os.kill(_ray_task_workers()[0].pid, signal.SIGKILL)
     text, _ = proc.communicate(timeout=600)

@@ -39,15 +39,19 @@ def _tied_with_best(table: pd.DataFrame, alpha: float = 0.05) -> set[str]:
     ok = primary_rows(table)
     ok = ok[(ok["status"] == "ok") & ~ok["method"].isin(REFERENCES)]
     ok = ok[ok["config"] == ok["config_base"]]  # method_seed variants are not ranked
-    means = ok.pivot_table(index="preset", columns="config", values="spearman_eu",
-                           aggfunc="mean").dropna(axis=0)  # fmt: skip
+    means = ok.pivot_table(
+        index="preset", columns="config", values="spearman_eu", aggfunc="mean"
+    ).dropna(axis=0)
     ranks = means.rank(axis=1, ascending=False)
     n, k = ranks.shape
     p = stats.friedmanchisquare(*[means[c] for c in means.columns]).pvalue
     if p >= alpha:
         return set(means.columns)
-    cd = stats.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2) * np.sqrt(
-        k * (k + 1) / (6 * n))  # fmt: skip
+    cd = (
+        stats.studentized_range.ppf(1 - alpha, k, np.inf)
+        / np.sqrt(2)
+        * np.sqrt(k * (k + 1) / (6 * n))
+    )
     mean = ranks.mean(axis=0)
     return set(mean.index[mean - mean.min() <= cd])
 
@@ -79,14 +83,35 @@ def test_a_shipped_package_row_reruns_to_the_same_metrics(tmp_path, monkeypatch)
     metrics as the shipped row."""
     monkeypatch.delenv("UDORA_DATA_DIR", raising=False)
     table = _shipped()
-    row = table[(table["preset"] == "concrete") & (table["method"] == "catboost_ps")
-                & (table["seed"] == 0) & (table["data_kind"] == "package")
-                & (table["config"] == table["config_base"])].iloc[0]  # fmt: skip
+    row = table[
+        (table["preset"] == "concrete")
+        & (table["method"] == "catboost_ps")
+        & (table["seed"] == 0)
+        & (table["data_kind"] == "package")
+        & (table["config"] == table["config_base"])
+    ].iloc[0]
     assert int(row["cpus"]) == 1
     out, tuned = tmp_path / "again", str(release_folder("release") / "tuned")
-    ran = CliRunner().invoke(app, ["bench", "--presets", "concrete", "--methods", "catboost_ps",
-                                   "--seeds", "0", "--tuned", tuned, "--jobs", "1",
-                                   "--cpus-per-run", "1", "--out", str(out)])  # fmt: skip
+    ran = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--presets",
+            "concrete",
+            "--methods",
+            "catboost_ps",
+            "--seeds",
+            "0",
+            "--tuned",
+            tuned,
+            "--jobs",
+            "1",
+            "--cpus-per-run",
+            "1",
+            "--out",
+            str(out),
+        ],
+    )
     assert ran.exit_code == 0, ran.output
     (path,) = out.glob("concrete/catboost_ps/*/seed-0/result.json")
     record = json.loads(path.read_text())

@@ -43,8 +43,13 @@ def test_tuned_runs_are_one_config_per_protocol(tuned_grid):
     tuned = table[table["config"] == "blr@tuned"]
     assert tuned["config_hash"].nunique() == 2  # its values differ per preset, by design
     protocol = json.loads(tuned["tuning_protocol"].iloc[0])
-    assert protocol == {"search": "bayes", "trials": 5, "objective": "nll", "seed": 0,
-                        "tuning_val_fraction": 0.2}  # fmt: skip
+    assert protocol == {
+        "search": "bayes",
+        "trials": 5,
+        "objective": "nll",
+        "seed": 0,
+        "tuning_val_fraction": 0.2,
+    }
 
 
 def test_tuned_vs_default_reads_the_runs_own_numbers(tuned_grid):
@@ -113,8 +118,11 @@ def test_runs_recorded_with_only_the_tuned_files_path_and_hash(tuned_grid, tmp_p
             path.write_text(json.dumps(record))
     table, _ = load_runs(copy)
     assert sorted(table["config"].unique()) == ["blr", "blr@tuned"]
-    moved = next(p for p in copy.glob("*/blr/*/seed-0/result.json")
-                 if json.loads(p.read_text())["config_source"] != "default")  # fmt: skip
+    moved = next(
+        p
+        for p in copy.glob("*/blr/*/seed-0/result.json")
+        if json.loads(p.read_text())["config_source"] != "default"
+    )
     record = json.loads(moved.read_text())
     record["config_source"]["hash"] = "0" * 12  # the tuned file changed since
     moved.write_text(json.dumps(record))

@@ -28,18 +28,25 @@ def _table(order_by_family, presets=("a", "b", "c", "d"), seeds_by_family=None):
                 ranking[0], ranking[1] = ranking[1], ranking[0]
             for seed in seeds_by_family.get(family, (0, 1)):
                 for r, method in enumerate(ranking):
-                    rows.append({"preset": preset, "method": method, "config": method,
-                                 "config_hash": f"{method}-{preset}-{family}",
-                                 "seed": seed, "status": "ok", "error": None,
-                                 "preset.truth": None if family == "gp" else family,
-                                 "spearman_eu": 1.0 - 0.1 * r + 0.001 * seed,
-                                 "nll": 1.0 + 0.1 * r})  # fmt: skip
+                    rows.append(
+                        {
+                            "preset": preset,
+                            "method": method,
+                            "config": method,
+                            "config_hash": f"{method}-{preset}-{family}",
+                            "seed": seed,
+                            "status": "ok",
+                            "error": None,
+                            "preset.truth": None if family == "gp" else family,
+                            "spearman_eu": 1.0 - 0.1 * r + 0.001 * seed,
+                            "nll": 1.0 + 0.1 * r,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
 def test_rank_matrix_and_the_tau_against_scipy():
-    table = _table({"gp": METHODS, "warped": METHODS[::-1]},
-                   seeds_by_family={"gp": (0, 1, 2, 3)})  # fmt: skip
+    table = _table({"gp": METHODS, "warped": METHODS[::-1]}, seeds_by_family={"gp": (0, 1, 2, 3)})
     assert set(family_of(table)) == {"gp", "warped"}
     gp = rank_matrix(table, "gp", (2, 3), "spearman_eu", "higher")
     assert gp.loc["a"].to_dict() == {m: i + 1.0 for i, m in enumerate(METHODS)}
@@ -81,26 +88,58 @@ def test_the_page_end_to_end_from_a_small_study(tmp_path):
     (a, b), data = two_tiny_presets(tmp_path)
     runner = CliRunner()
     out = tmp_path / "study"
-    common = ["--presets", f"{a},{b}", "--methods", "blr,catboost_ps,ngboost_nig",
-              "--set", "catboost_ps.n_members=2", "--set", "catboost_ps.n_estimators=20",
-              "--set", "ngboost_nig.n_estimators=30", "--data-dir", str(data)]  # fmt: skip
-    study = runner.invoke(app, ["ablate", "--factor", "preset.truth=gp,warped,features",
-                                "--seeds", "0,1", "--out", str(out), *common])  # fmt: skip
+    common = [
+        "--presets",
+        f"{a},{b}",
+        "--methods",
+        "blr,catboost_ps,ngboost_nig",
+        "--set",
+        "catboost_ps.n_members=2",
+        "--set",
+        "catboost_ps.n_estimators=20",
+        "--set",
+        "ngboost_nig.n_estimators=30",
+        "--data-dir",
+        str(data),
+    ]
+    study = runner.invoke(
+        app,
+        [
+            "ablate",
+            "--factor",
+            "preset.truth=gp,warped,features",
+            "--seeds",
+            "0,1",
+            "--out",
+            str(out),
+            *common,
+        ],
+    )
     assert study.exit_code == 0, study.output
-    more = runner.invoke(app, ["bench", "--seeds", "2,3", "--set", "preset.truth=gp", "--out",
-                               str(out), *common])  # fmt: skip
+    more = runner.invoke(
+        app, ["bench", "--seeds", "2,3", "--set", "preset.truth=gp", "--out", str(out), *common]
+    )
     assert more.exit_code == 0, more.output
-    page = runner.invoke(app, ["robustness", str(out), "--docs", str(tmp_path / "docs"),
-                               "--boot", "200"])  # fmt: skip
+    page = runner.invoke(
+        app, ["robustness", str(out), "--docs", str(tmp_path / "docs"), "--boot", "200"]
+    )
     assert page.exit_code == 0, page.output
     text = (tmp_path / "docs" / "robustness.md").read_text()
     assert "| metric | GP vs features | GP vs warped | GP vs GP (ceiling) |" in text
     assert "48 runs (48 ok, 0 failed)" in text and "## Failed runs\n\nNone." in text
     table = pd.read_parquet(tmp_path / "docs" / "data" / "robustness_runs.parquet")
     assert len(table) == 48 and "run_dir" not in table.columns  # no machine path ships
-    again = runner.invoke(app, ["robustness", str(tmp_path / "docs" / "data" /
-                                "robustness_runs.parquet"), "--docs", str(tmp_path / "docs"),
-                                "--boot", "200"])  # fmt: skip
+    again = runner.invoke(
+        app,
+        [
+            "robustness",
+            str(tmp_path / "docs" / "data" / "robustness_runs.parquet"),
+            "--docs",
+            str(tmp_path / "docs"),
+            "--boot",
+            "200",
+        ],
+    )
     assert again.exit_code == 0, again.output
     regenerated = (tmp_path / "docs" / "robustness.md").read_text()
     assert "udora robustness docs/data/robustness_runs.parquet --docs docs" in regenerated
@@ -148,11 +187,19 @@ def test_a_tuned_study_says_so_and_lists_the_tuning_commands():
 
 
 def test_family_variants_never_pool():
-    table = pd.DataFrame({
-        "preset.truth": [None, "gp", "warped", "features", "features",
-                         '{"family": "features", "features": 256}'],
-        "preset.truth.features": [None, None, None, None, 128, None],
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "preset.truth": [
+                None,
+                "gp",
+                "warped",
+                "features",
+                "features",
+                '{"family": "features", "features": 256}',
+            ],
+            "preset.truth.features": [None, None, None, None, 128, None],
+        }
+    )
     assert family_of(table).tolist() == [
         "gp",
         "gp",

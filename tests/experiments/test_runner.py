@@ -131,8 +131,20 @@ def test_interrupted_grid_resumes_without_loss_or_duplicates(tiny_preset, tmp_pa
     exe = str(Path(sys.executable).with_name("udora"))
     out = tmp_path / "grid"
     seeds = ",".join(map(str, range(12)))
-    cmd = [exe, "bench", "--presets", str(path), "--methods", "blr,gp_oracle", "--seeds", seeds,
-           "--out", str(out), "--data-dir", str(data)]  # fmt: skip
+    cmd = [
+        exe,
+        "bench",
+        "--presets",
+        str(path),
+        "--methods",
+        "blr,gp_oracle",
+        "--seeds",
+        seeds,
+        "--out",
+        str(out),
+        "--data-dir",
+        str(data),
+    ]
     env = {**os.environ, "UDORA_JAX_CACHE": "off"}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.time() + 120

@@ -19,21 +19,81 @@ def _commands(path, data, out):
     """{command: (argv, glob of its finished records under out)}."""
     where = ["--data-dir", str(data), "--out", str(out)]
     return {
-        "bench": ([EXE, "bench", "--presets", str(path), "--methods", "blr,gp_oracle",
-                   "--seeds", _seeds(40), "--jobs", "2", *where], RESULTS),
-        "ablate": ([EXE, "ablate", "--factor", "alpha=1,2,4", "--presets", str(path),
-                    "--methods", "blr", "--seeds", _seeds(20), "--jobs", "2", *where], RESULTS),
-        "tune": ([EXE, "tune", "--presets", str(path), "--methods", "blr,gp_linear",
-                  "--trials", "8", "--jobs", "2", *where], "sweeps/*/trial-*/trial.json"),
-        "diagnose": ([EXE, "diagnose", "--preset", str(path), "--method", "blr,gp_linear",
-                      "--n", "20,30,40", "--draws", "4", "--jobs", "2", *where],
-                     "**/decomposition.json"),
-    }  # fmt: skip
+        "bench": (
+            [
+                EXE,
+                "bench",
+                "--presets",
+                str(path),
+                "--methods",
+                "blr,gp_oracle",
+                "--seeds",
+                _seeds(40),
+                "--jobs",
+                "2",
+                *where,
+            ],
+            RESULTS,
+        ),
+        "ablate": (
+            [
+                EXE,
+                "ablate",
+                "--factor",
+                "alpha=1,2,4",
+                "--presets",
+                str(path),
+                "--methods",
+                "blr",
+                "--seeds",
+                _seeds(20),
+                "--jobs",
+                "2",
+                *where,
+            ],
+            RESULTS,
+        ),
+        "tune": (
+            [
+                EXE,
+                "tune",
+                "--presets",
+                str(path),
+                "--methods",
+                "blr,gp_linear",
+                "--trials",
+                "8",
+                "--jobs",
+                "2",
+                *where,
+            ],
+            "sweeps/*/trial-*/trial.json",
+        ),
+        "diagnose": (
+            [
+                EXE,
+                "diagnose",
+                "--preset",
+                str(path),
+                "--method",
+                "blr,gp_linear",
+                "--n",
+                "20,30,40",
+                "--draws",
+                "4",
+                "--jobs",
+                "2",
+                *where,
+            ],
+            "**/decomposition.json",
+        ),
+    }
 
 
 def _terminate(argv, out, pattern):
-    proc = subprocess.Popen(argv, env=ENV, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        argv, env=ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     started = wait_for(lambda: len(list(out.glob(pattern))) >= 2, 120)
     kids = children(proc.pid)
     proc.send_signal(signal.SIGTERM)
@@ -44,9 +104,9 @@ def _terminate(argv, out, pattern):
 
 
 @pytest.mark.parametrize(
-    "command", [pytest.param(c, marks=pytest.mark.slow)
-                for c in ("bench", "ablate", "tune", "diagnose")],
-)  # fmt: skip
+    "command",
+    [pytest.param(c, marks=pytest.mark.slow) for c in ("bench", "ablate", "tune", "diagnose")],
+)
 def test_sigterm_stops_like_ctrl_c_with_exit_143(tiny_preset, tmp_path, command):
     path, data = tiny_preset
     out = tmp_path / "out"

@@ -13,17 +13,31 @@ from udora.experiments.results.figures_summary import families, ordered
 def _table():
     rng = np.random.default_rng(0)
     rows = []
-    methods = {"nn_ensemble": 0.5, "swag": 0.3, "catboost_kgb": 0.4, "gp_oracle": 1.0,
-               "blr": 0.2, "nn_dropout": 0.6}  # fmt: skip
+    methods = {
+        "nn_ensemble": 0.5,
+        "swag": 0.3,
+        "catboost_kgb": 0.4,
+        "gp_oracle": 1.0,
+        "blr": 0.2,
+        "nn_dropout": 0.6,
+    }
     for method, level in methods.items():
         for preset, suite in (("p1", "dev"), ("p2", "dev"), ("p3", "heldout")):
             for seed in (0, 1, 2):
                 failed = method == "swag" and preset == "p3" and seed == 2
-                rows.append({"preset": preset, "suite": suite, "method": method,
-                             "config": method, "seed": seed,
-                             "status": "failed" if failed else "ok",
-                             "spearman_eu": np.nan if failed else level + rng.normal(0, .1),
-                             "nll": rng.normal(), "time_fit": rng.uniform(1, 2)})  # fmt: skip
+                rows.append(
+                    {
+                        "preset": preset,
+                        "suite": suite,
+                        "method": method,
+                        "config": method,
+                        "seed": seed,
+                        "status": "failed" if failed else "ok",
+                        "spearman_eu": np.nan if failed else level + rng.normal(0, 0.1),
+                        "nll": rng.normal(),
+                        "time_fit": rng.uniform(1, 2),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -43,7 +57,10 @@ def test_leaderboard_values_are_per_preset_seed_means_of_ok_runs():
         assert sum(f for _, f in row["counts"].values()) == (row["config"] == "swag")
     assert {c["key"] for c in data["columns"]} == {"spearman_eu", "nll", "time_fit"}
     assert [(p["name"], p["suite"]) for p in data["presets"]] == [
-        ("p1", "dev"), ("p2", "dev"), ("p3", "heldout")]  # fmt: skip
+        ("p1", "dev"),
+        ("p2", "dev"),
+        ("p3", "heldout"),
+    ]
 
 
 def test_configs_are_grouped_by_family_best_first_with_the_references_last():
@@ -70,8 +87,7 @@ def test_embedded_json_cannot_close_its_script_and_names_make_safe_unique_files(
 def test_a_second_report_removes_the_pages_the_first_wrote_and_it_does_not(tmp_path):
     from udora.experiments.report.pages import write_site
 
-    table = _table().assign(run_dir=str(tmp_path / "nowhere"),
-                            error=None)  # fmt: skip
+    table = _table().assign(run_dir=str(tmp_path / "nowhere"), error=None)
     write_site(table, {}, tmp_path, {"meta": "## Meta-evaluation\n\ntext"}, {})
     gone = tmp_path / config_page("swag")
     assert gone.is_file() and (tmp_path / "meta.html").is_file()

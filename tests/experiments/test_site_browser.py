@@ -60,8 +60,14 @@ class Page:
     def __init__(self, browser):
         self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
         self.problems: list[str] = []
-        self.page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
-                     if m.type in ("error", "warning") else None)  # fmt: skip
+        self.page.on(
+            "console",
+            lambda m: (
+                self.problems.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "warning")
+                else None
+            ),
+        )
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("requestfailed", lambda r: self.problems.append(f"failed: {r.url}"))
 
@@ -134,7 +140,8 @@ def check_site(browser, site: Path, screenshot: Path) -> dict:
     one = _expected_means(site, "spearman_eu", [preset])
     for config, value in _shown(page, "spearman_eu"):
         assert value == pytest.approx(one[config], rel=1e-9, abs=1e-12) or (
-            np.isnan(value) and np.isnan(one[config]))  # fmt: skip
+            np.isnan(value) and np.isnan(one[config])
+        )
     counts = results[results["preset"] == preset].groupby("config").size()
     assert dict(_shown(page, "runs")) == {c: float(n) for c, n in counts.items()}
     # sorting by a header click: NLL best (lowest) first, then reversed; n/a stays last
@@ -198,9 +205,23 @@ def _tiny_site(root: Path, methods: str) -> Path:
     (path_a, path_b), data = two_tiny_presets(root)
     out = root / "results"
     runner = CliRunner()
-    bench = runner.invoke(app, ["bench", "--presets", f"{path_a},{path_b}", "--methods", methods,
-                                "--quick", "--seeds", "0,1", "--out", str(out),
-                                "--data-dir", str(data)])  # fmt: skip
+    bench = runner.invoke(
+        app,
+        [
+            "bench",
+            "--presets",
+            f"{path_a},{path_b}",
+            "--methods",
+            methods,
+            "--quick",
+            "--seeds",
+            "0,1",
+            "--out",
+            str(out),
+            "--data-dir",
+            str(data),
+        ],
+    )
     assert bench.exit_code == 0, bench.output
     report = runner.invoke(app, ["report", str(out), "--data-dir", str(data)])
     assert report.exit_code == 0, report.output

@@ -145,11 +145,20 @@ def test_quick_grid_uses_each_class_declaration(tiny_preset):
 def _old_record(preset, method, config_hash, seed):
     """A result.json as udora 0.1.0 wrote it: no schema, no identity."""
     return {
-        "preset": preset, "method": method, "seed": seed, "overrides": {}, "config": {},
-        "config_hash": config_hash, "preset_config": {}, "versions": {"udora": "0.1.0"},
-        "status": "ok", "error": None, "metrics": {"spearman_eu": 0.5}, "curves": {},
+        "preset": preset,
+        "method": method,
+        "seed": seed,
+        "overrides": {},
+        "config": {},
+        "config_hash": config_hash,
+        "preset_config": {},
+        "versions": {"udora": "0.1.0"},
+        "status": "ok",
+        "error": None,
+        "metrics": {"spearman_eu": 0.5},
+        "curves": {},
         "timings": {"fit": 1.0},
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.slow  # an end-to-end run of ~10 s (the default set stays under 4 minutes)
@@ -224,11 +233,24 @@ def test_missing_data_dir_is_one_clear_error(tiny_preset, tmp_path):
     with pytest.raises(ValueError, match=r"data directory '/nonexistent' .* does not exist"):
         run_one(path, "blr", 0, {}, tmp_path, data_dir="/nonexistent")
     proc = subprocess.run(
-        [sys.executable, "-c", "from udora.experiments.cli.main import main; main()", "run",
-         "--preset", str(path), "--method", "blr", "--data-dir", "/nonexistent",
-         "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "from udora.experiments.cli.main import main; main()",
+            "run",
+            "--preset",
+            str(path),
+            "--method",
+            "blr",
+            "--data-dir",
+            "/nonexistent",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "'/nonexistent'" in lines[0] and "does not exist" in lines[0]

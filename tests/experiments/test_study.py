@@ -92,8 +92,10 @@ def test_a_level_a_method_rejects_is_named_before_anything_runs(tiny_preset, tmp
     with pytest.raises(StudyError, match=r"--factor: level -1: .*alpha"):
         study_runs(study, data, origin="--factor")
     other = study_from_factor("width=8,16", methods=["blr"], seeds=[0], presets=[str(path)])
-    message = (r"study: factor 'width': method blr has no such field \(its fields: `udora "
-               r"methods blr`\); drop the method or change the factor$")  # fmt: skip
+    message = (
+        r"study: factor 'width': method blr has no such field \(its fields: `udora "
+        r"methods blr`\); drop the method or change the factor$"
+    )
     with pytest.raises(StudyError, match=message):
         study_runs(other, data)
 
@@ -101,9 +103,23 @@ def test_a_level_a_method_rejects_is_named_before_anything_runs(tiny_preset, tmp
 def test_ablate_runs_the_grid_resumes_and_writes_the_study(tiny_preset, tmp_path):
     path, data = tiny_preset
     out = tmp_path / "abl"
-    args = ["ablate", "--factor", "alpha=0.01,1.0,100.0", "--scale", "log2", "--methods",
-            "blr", "--presets", str(path), "--seeds", "0,1", "--data-dir", str(data),
-            "--out", str(out)]  # fmt: skip
+    args = [
+        "ablate",
+        "--factor",
+        "alpha=0.01,1.0,100.0",
+        "--scale",
+        "log2",
+        "--methods",
+        "blr",
+        "--presets",
+        str(path),
+        "--seeds",
+        "0,1",
+        "--data-dir",
+        str(data),
+        "--out",
+        str(out),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "study alpha: alpha at 3 levels ['0.01', '1.0', '100.0'], 6 runs" in result.output
@@ -131,9 +147,23 @@ def n_train_study(tmp_path_factory):
     root = tmp_path_factory.mktemp("study")
     paths, data = two_tiny_presets(root, std_max=0.6)
     out = root / "abl"
-    args = ["ablate", "--factor", "preset.n_train=20,30,40", "--scale", "log2", "--methods",
-            "blr,gp_oracle", "--presets", ",".join(paths), "--seeds", "0,1,2",
-            "--data-dir", str(data), "--out", str(out)]  # fmt: skip
+    args = [
+        "ablate",
+        "--factor",
+        "preset.n_train=20,30,40",
+        "--scale",
+        "log2",
+        "--methods",
+        "blr,gp_oracle",
+        "--presets",
+        ",".join(paths),
+        "--seeds",
+        "0,1,2",
+        "--data-dir",
+        str(data),
+        "--out",
+        str(out),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     report = runner.invoke(app, ["report", str(out)])
@@ -163,16 +193,30 @@ def test_report_slopes_and_w_equal_a_recomputation_from_the_runs(n_train_study, 
     cells = {}
     for r in records:
         key = (r["method"], r["preset"])
-        cells.setdefault(key, []).append((np.log2(r["overrides"]["preset.n_train"]),
-                                          r["metrics"][metric]))  # fmt: skip
+        cells.setdefault(key, []).append(
+            (np.log2(r["overrides"]["preset.n_train"]), r["metrics"][metric])
+        )
     fits = {key: stats.linregress(*zip(*pts, strict=True)) for key, pts in cells.items()}
     slopes = [fit.slope for fit in fits.values()]
     w_per_preset = []
     for preset in ("tinya", "tinyb"):
-        grid = np.array([[np.mean([r["metrics"][metric] for r in records
-                                   if r["preset"] == preset and r["method"] == m
-                                   and r["overrides"]["preset.n_train"] == n])
-                          for m in ("blr", "gp_oracle")] for n in (20, 30, 40)])  # fmt: skip
+        grid = np.array(
+            [
+                [
+                    np.mean(
+                        [
+                            r["metrics"][metric]
+                            for r in records
+                            if r["preset"] == preset
+                            and r["method"] == m
+                            and r["overrides"]["preset.n_train"] == n
+                        ]
+                    )
+                    for m in ("blr", "gp_oracle")
+                ]
+                for n in (20, 30, 40)
+            ]
+        )
         ranks = np.argsort(np.argsort(grid, axis=1), axis=1) + 1.0  # rank methods per level
         m_raters, n_items = ranks.shape
         s = np.sum((ranks.sum(axis=0) - m_raters * (n_items + 1) / 2) ** 2)
@@ -212,8 +256,9 @@ def test_tuned_study_errors():
     with pytest.raises(ValueError, match=r"only tuning factor is tuning\.objective"):
         load_study_dict({**base, "factor": "tuning.objective", "levels": ["nll", "rmse"]})
     with pytest.raises(ValueError, match=r"tuning\.objective levels are nll and rmse"):
-        load_study_dict({**base, "factor": "tuning.objective", "levels": ["nll", "mae"],
-                         "tune": {"trials": 2}})  # fmt: skip
+        load_study_dict(
+            {**base, "factor": "tuning.objective", "levels": ["nll", "mae"], "tune": {"trials": 2}}
+        )
 
 
 def load_study_dict(data):
@@ -226,18 +271,37 @@ def load_study_dict(data):
 def test_tune_holds_a_field_and_records_it_in_the_protocol(tiny_preset, tmp_path):
     path, data = tiny_preset
     out = tmp_path / "tuned"
-    result = runner.invoke(app, ["tune", "--presets", str(path), "--methods", "blr,gp_oracle",
-                                 "--trials", "3", "--set", "blr.fit_intercept=false",
-                                 "--data-dir", str(data), "--out", str(out)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "tune",
+            "--presets",
+            str(path),
+            "--methods",
+            "blr,gp_oracle",
+            "--trials",
+            "3",
+            "--set",
+            "blr.fit_intercept=false",
+            "--data-dir",
+            str(data),
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     sweep = yaml.safe_load((out / "sweeps" / "tiny-blr.yaml").read_text())
     assert sweep["parameters"]["fit_intercept"] == {"value": False}
     tuned = yaml.safe_load((out / "tiny" / "blr.yaml").read_text())
     assert tuned["config"]["fit_intercept"] is False and set(tuned["config"]) == {
-        "alpha", "sigma", "fit_intercept"}  # fmt: skip
+        "alpha",
+        "sigma",
+        "fit_intercept",
+    }
     assert tuned["protocol"]["fixed"] == {"fit_intercept": False}
-    trials = [json.loads(p.read_text()) for p in (out / "sweeps").glob("tiny-blr-*/trial-*/"
-                                                                         "trial.json")]  # fmt: skip
+    trials = [
+        json.loads(p.read_text()) for p in (out / "sweeps").glob("tiny-blr-*/trial-*/trial.json")
+    ]
     assert len(trials) == 3 and all(t["config"]["fit_intercept"] is False for t in trials)
 
 
@@ -245,9 +309,15 @@ def _tuned_study(tiny_preset, tmp_path, name, factor, levels, seeds, trials):
     """Run a study of blr and gp_oracle on the tiny preset, tuned at every level; (its
     results folder, the CLI result)."""
     path, data = tiny_preset
-    study = {"name": name, "factor": factor, "levels": levels, "presets": [str(path)],
-             "methods": ["blr", "gp_oracle"], "seeds": seeds,
-             "tune": {"trials": trials}}  # fmt: skip
+    study = {
+        "name": name,
+        "factor": factor,
+        "levels": levels,
+        "presets": [str(path)],
+        "methods": ["blr", "gp_oracle"],
+        "seeds": seeds,
+        "tune": {"trials": trials},
+    }
     file = tmp_path / f"{name}.yaml"
     file.write_text(yaml.safe_dump(study))
     out = tmp_path / "abl"
@@ -263,8 +333,15 @@ def test_a_tuned_study_tunes_every_level_then_reports_it(tiny_preset, tmp_path):
     from udora.experiments.results.store import load_runs
     from udora.experiments.studies.section import study_table
 
-    out, result = _tuned_study(tiny_preset, tmp_path, "objective", "tuning.objective",
-                               ["nll", "rmse"], seeds=[0, 1], trials=3)  # fmt: skip
+    out, result = _tuned_study(
+        tiny_preset,
+        tmp_path,
+        "objective",
+        "tuning.objective",
+        ["nll", "rmse"],
+        seeds=[0, 1],
+        trials=3,
+    )
     assert "8 runs, tuned per level (3 trials)" in result.output
     for level, metric in (("nll", "val_nll"), ("rmse", "val_rmse")):
         tuned = yaml.safe_load((out / "tuned" / level / "tiny" / "blr.yaml").read_text())
@@ -286,8 +363,9 @@ def test_a_preset_factor_is_tuned_level_by_level_with_the_field_held(tiny_preset
     family, its tuned files record it, and its runs are drawn under it."""
     from udora.experiments.results.store import load_runs
 
-    out, _ = _tuned_study(tiny_preset, tmp_path, "truths", "preset.truth", ["gp", "warped"],
-                          seeds=[0], trials=2)  # fmt: skip
+    out, _ = _tuned_study(
+        tiny_preset, tmp_path, "truths", "preset.truth", ["gp", "warped"], seeds=[0], trials=2
+    )
     for level in ("gp", "warped"):
         tuned = yaml.safe_load((out / "tuned" / level / "tiny" / "blr.yaml").read_text())
         assert tuned["protocol"]["preset"] == {"truth": level}
@@ -303,12 +381,25 @@ def test_a_preset_factor_is_tuned_level_by_level_with_the_field_held(tiny_preset
 
 
 def test_factor_study_can_tune_and_drops_the_suite_for_presets(tmp_path):
-    study = study_from_factor("width=16,32", methods=["nn_ensemble"], seeds=[0],
-                              presets=["concrete"], tune_trials=3)  # fmt: skip
+    study = study_from_factor(
+        "width=16,32", methods=["nn_ensemble"], seeds=[0], presets=["concrete"], tune_trials=3
+    )
     assert study.tune is not None and study.tune.trials == 3 and study.suite is None
     assert study_from_factor("width=16,32", methods=["nn_ensemble"], seeds=[0]).tune is None
     both = runner.invoke(app, ["ablate", "width", "--tune-trials", "3", "--out", str(tmp_path)])
     assert both.exit_code == 2 and "--tune-trials: only with --factor" in both.output
-    zero = runner.invoke(app, ["ablate", "--factor", "width=16,32", "--methods", "nn_ensemble",
-                               "--tune-trials", "0", "--out", str(tmp_path)])  # fmt: skip
+    zero = runner.invoke(
+        app,
+        [
+            "ablate",
+            "--factor",
+            "width=16,32",
+            "--methods",
+            "nn_ensemble",
+            "--tune-trials",
+            "0",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert zero.exit_code == 2 and "--tune-trials: trials: Input should be greater" in zero.output

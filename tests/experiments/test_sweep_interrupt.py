@@ -13,8 +13,17 @@ TRIALS = "*/trial-*/trial.json"
 
 def _tune(path, data, out, jobs, trials=6):
     where = ["--presets", str(path), "--data-dir", str(data), "--out", str(out)]
-    return [EXE, "tune", *where, "--methods", "blr,gp_linear", "--trials", str(trials),
-            "--jobs", str(jobs)]  # fmt: skip
+    return [
+        EXE,
+        "tune",
+        *where,
+        "--methods",
+        "blr,gp_linear",
+        "--trials",
+        str(trials),
+        "--jobs",
+        str(jobs),
+    ]
 
 
 def _records(out):
@@ -26,8 +35,13 @@ def _records(out):
 
 
 def _interrupt_then_resume(path, data, out, jobs):
-    proc = subprocess.Popen(_tune(path, data, out, jobs), env=ENV, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        _tune(path, data, out, jobs),
+        env=ENV,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     assert wait_for(lambda: len(list((out / "sweeps").glob(TRIALS))) >= 3, 90), "never started"
     kids = children(proc.pid)
     proc.send_signal(signal.SIGINT)
@@ -38,8 +52,9 @@ def _interrupt_then_resume(path, data, out, jobs):
     assert wait_for(lambda: not alive(kids), 5), f"left running: {alive(kids)}"
     kept = _records(out)
     assert 3 <= len(kept) < 12 and all(r["status"] == "ok" for r in kept.values())
-    resumed = subprocess.run(_tune(path, data, out, jobs), env=ENV, text=True,
-                             capture_output=True, timeout=300)  # fmt: skip
+    resumed = subprocess.run(
+        _tune(path, data, out, jobs), env=ENV, text=True, capture_output=True, timeout=300
+    )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"{12 - len(kept)} trials ran now" in resumed.stdout
     after = _records(out)
@@ -68,8 +83,13 @@ def test_an_interrupted_sweep_proposes_what_an_uninterrupted_one_does(tiny_prese
     count), never on when the workers finish or where the run was cut."""
     path, data = tiny_preset
     cut = _interrupt_then_resume(path, data, tmp_path / "cut", 2)
-    whole = subprocess.run(_tune(path, data, tmp_path / "whole", 1), env=ENV, text=True,
-                           capture_output=True, timeout=300)  # fmt: skip
+    whole = subprocess.run(
+        _tune(path, data, tmp_path / "whole", 1),
+        env=ENV,
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert whole.returncode == 0, whole.stdout + whole.stderr
     straight = _records(tmp_path / "whole")
     assert set(cut) == set(straight)
@@ -87,11 +107,27 @@ def test_a_trial_whose_worker_is_killed_is_recorded_failed_and_tuning_goes_on(
 
     path, data = tiny_preset
     out = tmp_path / "tuned"
-    cmd = [EXE, "tune", "--presets", str(path), "--data-dir", str(data), "--out", str(out),
-           "--methods", "nn_ensemble", "--trials", "4", "--jobs", "2",
-           "--set", "n_epochs=30"]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=ENV, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)  # fmt: skip
+    cmd = [
+        EXE,
+        "tune",
+        "--presets",
+        str(path),
+        "--data-dir",
+        str(data),
+        "--out",
+        str(out),
+        "--methods",
+        "nn_ensemble",
+        "--trials",
+        "4",
+        "--jobs",
+        "2",
+        "--set",
+        "n_epochs=30",
+    ]
+    proc = subprocess.Popen(
+        cmd, env=ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     kill_a_worker_in_flight(out / "sweeps")  # a quick nn_ensemble trial takes seconds
     text, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, text

@@ -123,8 +123,9 @@ def test_wandb_without_credentials_exits_2_and_runs_nothing(tiny_preset, tmp_pat
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
     monkeypatch.setattr(sweep_wandb, "wandb_api_key", lambda: None)
     out = tmp_path / "out"
-    result = runner.invoke(app, ["sweep", "run", str(path), "--out", str(out), "--wandb",
-                                 "--data-dir", str(data)])  # fmt: skip
+    result = runner.invoke(
+        app, ["sweep", "run", str(path), "--out", str(out), "--wandb", "--data-dir", str(data)]
+    )
     assert result.exit_code == 2
     assert "no W&B credentials" in result.output and not out.exists()
 
@@ -155,8 +156,10 @@ def test_best_config_ignores_every_oracle_array(tiny_preset, tmp_path, monkeypat
     def scrambled(preset_json, seed, data_dir):
         task = original(preset_json, seed, data_dir)
         rng = np.random.default_rng(11)
-        noise = {k: rng.uniform(0.1, 5.0, size=np.shape(getattr(task, k)))
-                 for k in ("f", "y", "post_mean", "post_var", "noise_var")}  # fmt: skip
+        noise = {
+            k: rng.uniform(0.1, 5.0, size=np.shape(getattr(task, k)))
+            for k in ("f", "y", "post_mean", "post_var", "noise_var")
+        }
         return dataclasses.replace(task, **noise)
 
     monkeypatch.setattr(run_module, "_cached_task", scrambled)
@@ -175,8 +178,19 @@ def test_bad_sweep_file_and_trials_are_user_errors(tmp_path):
 def test_tune_writes_best_configs_and_passes_gp_oracle_through(tiny_preset, tmp_path):
     preset, data = tiny_preset
     out = tmp_path / "tuned"
-    args = ["tune", "--presets", str(preset), "--methods", "blr,gp_oracle", "--trials", "3",
-            "--data-dir", str(data), "--out", str(out)]  # fmt: skip
+    args = [
+        "tune",
+        "--presets",
+        str(preset),
+        "--methods",
+        "blr,gp_oracle",
+        "--trials",
+        "3",
+        "--data-dir",
+        str(data),
+        "--out",
+        str(out),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "tiny/gp_oracle: no tunable parameters" in result.output
@@ -212,8 +226,12 @@ def test_bench_tuned_uses_the_tuned_config_and_records_its_source(tiny_preset, t
     )
     assert bench.exit_code == 0, bench.output
     assert "gp_linear: no tuned file" in bench.output
-    records = {r["method"]: r for r in map(json.loads, map(
-        lambda p: p.read_text(), out.glob("tiny/*/*/seed-0/result.json")))}  # fmt: skip
+    records = {
+        r["method"]: r
+        for r in map(
+            json.loads, map(lambda p: p.read_text(), out.glob("tiny/*/*/seed-0/result.json"))
+        )
+    }
     blr = yaml.safe_load((tuned / "tiny" / "blr.yaml").read_text())
     assert {k: records["blr"]["config"][k] for k in blr["config"]} == blr["config"]
     assert records["blr"]["config_source"]["path"] == str(tuned / "tiny" / "blr.yaml")

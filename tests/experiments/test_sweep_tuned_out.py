@@ -18,12 +18,37 @@ runner = CliRunner()
 def test_a_sweeps_best_trial_feeds_bench_tuned(tiny_preset, tmp_path):
     path, data = tiny_preset
     sweep = tmp_path / "blr.yaml"
-    init = runner.invoke(app, ["sweep", "init", "--preset", str(path), "--method", "blr",
-                               "--trials", "2", "--out", str(sweep)])  # fmt: skip
+    init = runner.invoke(
+        app,
+        [
+            "sweep",
+            "init",
+            "--preset",
+            str(path),
+            "--method",
+            "blr",
+            "--trials",
+            "2",
+            "--out",
+            str(sweep),
+        ],
+    )
     assert init.exit_code == 0, init.output
     tuned = tmp_path / "tuned"
-    run = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(tmp_path / "sweeps"),
-                              "--data-dir", str(data), "--tuned-out", str(tuned)])  # fmt: skip
+    run = runner.invoke(
+        app,
+        [
+            "sweep",
+            "run",
+            str(sweep),
+            "--out",
+            str(tmp_path / "sweeps"),
+            "--data-dir",
+            str(data),
+            "--tuned-out",
+            str(tuned),
+        ],
+    )
     assert run.exit_code == 0, run.output
     target = tuned / "tiny" / "blr.yaml"
     assert run.output.splitlines()[-1] == (
@@ -36,23 +61,55 @@ def test_a_sweeps_best_trial_feeds_bench_tuned(tiny_preset, tmp_path):
     assert written["trials"] == {"ok": 2, "failed": 0}
     assert written["sweep_file"] == str(sweep)
     assert written["sweep_hash"] == sweep_hash(load_sweep_config(sweep))
-    assert written["protocol"] == {"search": "bayes", "trials": 2, "objective": "nll", "seed": 0,
-                                   "tuning_val_fraction": 0.2}  # fmt: skip
+    assert written["protocol"] == {
+        "search": "bayes",
+        "trials": 2,
+        "objective": "nll",
+        "seed": 0,
+        "tuning_val_fraction": 0.2,
+    }
 
     # the same format as `udora tune` writes for the same preset and method
-    tune = runner.invoke(app, ["tune", "--presets", str(path), "--methods", "blr",
-                               "--trials", "2", "--data-dir", str(data),
-                               "--out", str(tmp_path / "t")])  # fmt: skip
+    tune = runner.invoke(
+        app,
+        [
+            "tune",
+            "--presets",
+            str(path),
+            "--methods",
+            "blr",
+            "--trials",
+            "2",
+            "--data-dir",
+            str(data),
+            "--out",
+            str(tmp_path / "t"),
+        ],
+    )
     assert tune.exit_code == 0, tune.output
     by_tune = yaml.safe_load((tmp_path / "t" / "tiny" / "blr.yaml").read_text())
     assert list(written) == list(by_tune) and written["protocol"] == by_tune["protocol"]
     assert {k: written[k] for k in ("preset", "method", "objective", "metric")} == {
-        k: by_tune[k] for k in ("preset", "method", "objective", "metric")}  # fmt: skip
+        k: by_tune[k] for k in ("preset", "method", "objective", "metric")
+    }
 
     out = tmp_path / "res"
-    bench = runner.invoke(app, ["bench", "--presets", str(path), "--methods", "blr",
-                                "--tuned", str(tuned), "--data-dir", str(data),
-                                "--out", str(out)])  # fmt: skip
+    bench = runner.invoke(
+        app,
+        [
+            "bench",
+            "--presets",
+            str(path),
+            "--methods",
+            "blr",
+            "--tuned",
+            str(tuned),
+            "--data-dir",
+            str(data),
+            "--out",
+            str(out),
+        ],
+    )
     assert bench.exit_code == 0, bench.output
     (result,) = out.glob("tiny/blr/*/seed-0/result.json")
     record = json.loads(result.read_text())
@@ -70,13 +127,38 @@ def _best(tuned):
 def test_tuned_out_must_be_a_folder_before_anything_runs(tiny_preset, tmp_path):
     path, data = tiny_preset
     sweep = tmp_path / "blr.yaml"
-    runner.invoke(app, ["sweep", "init", "--preset", str(path), "--method", "blr", "--trials",
-                        "2", "--out", str(sweep)])  # fmt: skip
+    runner.invoke(
+        app,
+        [
+            "sweep",
+            "init",
+            "--preset",
+            str(path),
+            "--method",
+            "blr",
+            "--trials",
+            "2",
+            "--out",
+            str(sweep),
+        ],
+    )
     afile = tmp_path / "afile"
     afile.write_text("")
     out = tmp_path / "sweeps"
-    run = runner.invoke(app, ["sweep", "run", str(sweep), "--out", str(out),
-                              "--data-dir", str(data), "--tuned-out", str(afile)])  # fmt: skip
+    run = runner.invoke(
+        app,
+        [
+            "sweep",
+            "run",
+            str(sweep),
+            "--out",
+            str(out),
+            "--data-dir",
+            str(data),
+            "--tuned-out",
+            str(afile),
+        ],
+    )
     assert run.exit_code == 2
     assert run.output.splitlines() == [f"error: --tuned-out: {afile} is a file, not a folder"]
     assert not out.exists()

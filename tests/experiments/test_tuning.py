@@ -44,8 +44,9 @@ def test_split_is_seeded_disjoint_covering_with_the_fraction():
 
 def _check_recomputed(result):
     total = result.aleatoric + result.epistemic
-    assert result.value == tuning.objective_value(result.objective, result.mean, total,
-                                                  result.targets)  # fmt: skip
+    assert result.value == tuning.objective_value(
+        result.objective, result.mean, total, result.targets
+    )
 
 
 def test_trial_on_tiny_preset_returns_arrays_that_recompute_the_objective(tiny_preset):
@@ -65,8 +66,10 @@ def test_trial_objective_ignores_every_oracle_array(tiny_preset):
     path, data = tiny_preset
     task = build_task(str(path), 0, data_dir=data)
     rng = np.random.default_rng(7)
-    noise = {k: rng.uniform(0.1, 5.0, size=np.shape(getattr(task, k)))
-             for k in ("f", "y", "post_mean", "post_var", "noise_var")}  # fmt: skip
+    noise = {
+        k: rng.uniform(0.1, 5.0, size=np.shape(getattr(task, k)))
+        for k in ("f", "y", "post_mean", "post_var", "noise_var")
+    }
     scrambled = dataclasses.replace(task, **noise)
     for method in ("gp_oracle", "blr"):
         a = tuning.trial_on_task(task, method, 0)
@@ -160,8 +163,22 @@ def test_trial_knowledge_has_the_fit_part_size(tiny_preset):
 @pytest.mark.parametrize("search", ["random", "bayes"])
 def test_sweep_init_writes_a_config_the_sweeps_package_runs(tmp_path, search):
     out = tmp_path / "s.yaml"
-    args = ["sweep", "init", "--preset", "concrete", "--method", "nn_ensemble", "--search",
-            search, "--trials", "5", "--objective", "rmse", "--out", str(out)]  # fmt: skip
+    args = [
+        "sweep",
+        "init",
+        "--preset",
+        "concrete",
+        "--method",
+        "nn_ensemble",
+        "--search",
+        search,
+        "--trials",
+        "5",
+        "--objective",
+        "rmse",
+        "--out",
+        str(out),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     config = yaml.safe_load(out.read_text())
@@ -203,8 +220,21 @@ def test_wandb_sweep_reads_the_file_as_written(tmp_path):
     from wandb.sdk.launch.sweeps import utils as wandb_sweep_utils
 
     out = tmp_path / "s.yaml"
-    result = runner.invoke(app, ["sweep", "init", "--preset", "concrete", "--method", "swag",
-                                 "--trials", "5", "--out", str(out)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "sweep",
+            "init",
+            "--preset",
+            "concrete",
+            "--method",
+            "swag",
+            "--trials",
+            "5",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     loaded = wandb_sweep_utils.load_sweep_config(str(out))
     assert loaded == yaml.safe_load(out.read_text())
@@ -216,8 +246,18 @@ def test_wandb_sweep_reads_the_file_as_written(tmp_path):
 
 def test_grid_needs_finite_values(tmp_path):
     out = tmp_path / "g.yaml"
-    args = ["sweep", "init", "--preset", "concrete", "--method", "gp_linear", "--search", "grid",
-            "--out", str(out)]  # fmt: skip
+    args = [
+        "sweep",
+        "init",
+        "--preset",
+        "concrete",
+        "--method",
+        "gp_linear",
+        "--search",
+        "grid",
+        "--out",
+        str(out),
+    ]
     assert runner.invoke(app, args).exit_code == 0
     proposal = sweeps.next_run(yaml.safe_load(out.read_text()), [])
     assert proposal.config["mean"]["value"] in ("zero", "constant")
@@ -265,8 +305,10 @@ def test_load_sweep_config_errors(tmp_path):
     with pytest.raises(tuning.SweepConfigError, match=r"'widthh'.*valid fields: .*alpha"):
         sweep_config.load_sweep_config(_write(tmp_path, bad))
 
-    params = {**good["parameters"], "alpha": {"distribution": "log_uniform_values",
-                                              "min": -1.0, "max": 1.0}}  # fmt: skip
+    params = {
+        **good["parameters"],
+        "alpha": {"distribution": "log_uniform_values", "min": -1.0, "max": 1.0},
+    }
     with pytest.raises(tuning.SweepConfigError, match=r"'alpha'"):
         sweep_config.load_sweep_config(_write(tmp_path, {**good, "parameters": params}))
 
@@ -290,8 +332,17 @@ def test_sweep_trial_command_prints_the_objective(tiny_preset):
     import json
 
     path, data = tiny_preset
-    args = ["sweep", "trial", f"preset={path}", "method=blr", "seed=1", "objective=rmse",
-            "alpha=0.5", "--data-dir", str(data)]  # fmt: skip
+    args = [
+        "sweep",
+        "trial",
+        f"preset={path}",
+        "method=blr",
+        "seed=1",
+        "objective=rmse",
+        "alpha=0.5",
+        "--data-dir",
+        str(data),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
@@ -299,8 +350,9 @@ def test_sweep_trial_command_prints_the_objective(tiny_preset):
     assert summary["val_rmse"] == tuning.trial(path, "blr", 1, {"alpha": 0.5}, "rmse", data).value
     bad = runner.invoke(app, ["sweep", "trial", "method=blr"])
     assert bad.exit_code == 2 and "missing preset" in bad.output
-    bad = runner.invoke(app, ["sweep", "trial", f"preset={path}", "method=blr", "alpha=-1",
-                              "--data-dir", str(data)])  # fmt: skip
+    bad = runner.invoke(
+        app, ["sweep", "trial", f"preset={path}", "method=blr", "alpha=-1", "--data-dir", str(data)]
+    )
     assert bad.exit_code == 2 and "alpha" in bad.output
 
 

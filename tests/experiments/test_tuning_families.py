@@ -23,8 +23,7 @@ runner = CliRunner()
 
 def test_a_warped_trial_is_scored_against_the_warped_posterior_of_its_fit_part(tiny_preset):
     path, data = tiny_preset
-    result = tuning.trial(path, "blr", 0, {"preset.truth": "warped", "alpha": 0.3},
-                          data_dir=data)  # fmt: skip
+    result = tuning.trial(path, "blr", 0, {"preset.truth": "warped", "alpha": 0.3}, data_dir=data)
     task = result.task
     assert task.preset.truth.family == "warped"
     metrics = tuning.trial_oracle_metrics(task, result)
@@ -73,9 +72,23 @@ def test_tune_under_a_family_then_bench_only_under_it(tiny_preset, tmp_path):
     path, data = tiny_preset
     tuned = tmp_path / "tuned"
     args = ["--presets", str(path), "--data-dir", str(data)]
-    out = runner.invoke(app, ["tune", *args, "--methods", "blr,gp_oracle", "--trials", "2",
-                              "--seed", "100", "--set", "preset.truth=warped",
-                              "--out", str(tuned)])  # fmt: skip
+    out = runner.invoke(
+        app,
+        [
+            "tune",
+            *args,
+            "--methods",
+            "blr,gp_oracle",
+            "--trials",
+            "2",
+            "--seed",
+            "100",
+            "--set",
+            "preset.truth=warped",
+            "--out",
+            str(tuned),
+        ],
+    )
     assert out.exit_code == 0, out.output
     blr = yaml.safe_load((tuned / "tiny" / "blr.yaml").read_text())
     assert blr["protocol"]["preset"] == {"truth": "warped"}
@@ -91,8 +104,9 @@ def test_tune_under_a_family_then_bench_only_under_it(tiny_preset, tmp_path):
     text = " ".join(refused.output.split())
     assert "was tuned with --set preset.truth=warped; these runs keep the preset's own" in text
     assert not (tmp_path / "gp").exists() or not any((tmp_path / "gp").rglob("result.json"))
-    ran = runner.invoke(app, [*bench, "--set", "preset.truth=warped", "--out",
-                              str(tmp_path / "warped")])  # fmt: skip
+    ran = runner.invoke(
+        app, [*bench, "--set", "preset.truth=warped", "--out", str(tmp_path / "warped")]
+    )
     assert ran.exit_code == 0, ran.output
     records = [json.loads(p.read_text()) for p in (tmp_path / "warped").rglob("result.json")]
     assert len(records) == 2

@@ -15,8 +15,13 @@ def test_a_call_whose_worker_segfaults_is_reported_and_the_others_finish(tmp_pat
     results, crashes = {}, {}
     calls = [(x, 2) for x in range(6)]
     pool = LocalPool(2, 1, tmp_path / "inflight")
-    run_all(pool, calls, times_ten_or_die, lambda a, v: results.setdefault(a[0], v),
-            lambda a, why: crashes.setdefault(a[0], why))  # fmt: skip
+    run_all(
+        pool,
+        calls,
+        times_ten_or_die,
+        lambda a, v: results.setdefault(a[0], v),
+        lambda a, why: crashes.setdefault(a[0], why),
+    )
     assert results == {x: 10 * x for x in (0, 1, 3, 4, 5)}
     assert crashes == {2: "the worker process running it died of SIGSEGV (a native crash)"}
     assert not list((tmp_path / "inflight").glob(".inflight-*"))
@@ -37,8 +42,13 @@ def test_crash_reasons_name_the_signal(code, reason):
 
 def test_in_process_runs_in_order():
     seen = []
-    run_all(InProcess(), [(x, -1, 0) for x in range(4)], times_ten_or_die,
-            lambda a, v: seen.append(v), lambda a, why: seen.append(why))  # fmt: skip
+    run_all(
+        InProcess(),
+        [(x, -1, 0) for x in range(4)],
+        times_ten_or_die,
+        lambda a, v: seen.append(v),
+        lambda a, why: seen.append(why),
+    )
     assert seen == [0, 10, 20, 30]
 
 
@@ -99,8 +109,13 @@ def test_local_workers_are_pinned_to_their_own_cores(tmp_path):
 
     cores = sorted(os.sched_getaffinity(0))
     seen = {}
-    run_all(LocalPool(2, 1, tmp_path / "inflight"), [(k,) for k in range(8)], where_am_i,
-            lambda a, v: seen.setdefault(v[0], v[1:]), lambda a, why: None)  # fmt: skip
+    run_all(
+        LocalPool(2, 1, tmp_path / "inflight"),
+        [(k,) for k in range(8)],
+        where_am_i,
+        lambda a, v: seen.setdefault(v[0], v[1:]),
+        lambda a, why: None,
+    )
     pinned = [v[0] for v in seen.values()]
     assert all(len(c) == 1 for c in pinned)
     assert len(seen) == 2

@@ -17,11 +17,16 @@ def two_tiny_presets(root, std_max=0.3):
     paths = []
     for name, ell in (("tinya", [1.0, 1.5]), ("tinyb", [0.5, 2.0])):
         preset = {
-            "name": name, "suite": "test", "source": {"file": "tiny.csv.gz"},
-            "features": ["a", "b"], "pool_size": 120, "n_train": 40,
+            "name": name,
+            "suite": "test",
+            "source": {"file": "tiny.csv.gz"},
+            "features": ["a", "b"],
+            "pool_size": 120,
+            "n_train": 40,
             "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": ell}],
-            "noise": {"std_min": 0.1, "std_max": std_max}, "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
-        }  # fmt: skip
+            "noise": {"std_min": 0.1, "std_max": std_max},
+            "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
+        }
         path = root / f"{name}.yaml"
         path.write_text(yaml.safe_dump(preset))
         paths.append(str(path))
@@ -38,11 +43,16 @@ def one_tiny_preset(root, rows=120, n_train=40, seed=0):
     frame = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1])
     frame.to_csv(data / "tiny.csv.gz", index=False)
     preset = {
-        "name": "tiny", "suite": "test", "source": {"file": "tiny.csv.gz"},
-        "features": ["a", "b"], "pool_size": rows, "n_train": n_train,
+        "name": "tiny",
+        "suite": "test",
+        "source": {"file": "tiny.csv.gz"},
+        "features": ["a", "b"],
+        "pool_size": rows,
+        "n_train": n_train,
         "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.5]}],
-        "noise": {"std_min": 0.1, "std_max": 0.3}, "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
-    }  # fmt: skip
+        "noise": {"std_min": 0.1, "std_max": 0.3},
+        "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
+    }
     path = root / "tiny.yaml"
     path.write_text(yaml.safe_dump(preset))
     return path, data

@@ -14,8 +14,17 @@ from udora import methods
 from udora.methods.base import ConfigError, MethodConfig
 from udora.methods.registry import BUILTIN_METHODS
 
-MEMBER_METHODS = ["catboost_kgb", "catboost_ps", "fsp_laplace", "laplace", "ngboost_bag",
-                  "nn_bagging", "nn_dropout", "nn_ensemble", "swag"]  # fmt: skip
+MEMBER_METHODS = [
+    "catboost_kgb",
+    "catboost_ps",
+    "fsp_laplace",
+    "laplace",
+    "ngboost_bag",
+    "nn_bagging",
+    "nn_dropout",
+    "nn_ensemble",
+    "swag",
+]
 ONE_NETWORK = ["deup", "deup_unbiased", "edl"]  # n_members is fixed at 1: EU has its own form
 
 

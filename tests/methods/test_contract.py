@@ -29,13 +29,26 @@ def _subject(name: str, task) -> contract.Subject:
 # Fitting these takes 8-30 s each on a cold cache (compiling programs of their own, or
 # boosting many members): the slow set checks them; the default run keeps nn_ensemble for
 # the networks, one tree method of each library and the linear and GP methods.
-_SLOW_FITS = {"catboost_kgb", "deup", "deup_unbiased", "dkl", "edl", "fsp_laplace", "laplace",
-              "ngboost_bag", "nn_bagging", "nn_dropout", "swag"}  # fmt: skip
+_SLOW_FITS = {
+    "catboost_kgb",
+    "deup",
+    "deup_unbiased",
+    "dkl",
+    "edl",
+    "fsp_laplace",
+    "laplace",
+    "ngboost_bag",
+    "nn_bagging",
+    "nn_dropout",
+    "swag",
+}
 
 
 def _task_subjects() -> list:
-    return [pytest.param(n, marks=pytest.mark.slow) if n in _SLOW_FITS else n
-            for n in methods.list_methods()]  # fmt: skip
+    return [
+        pytest.param(n, marks=pytest.mark.slow) if n in _SLOW_FITS else n
+        for n in methods.list_methods()
+    ]
 
 
 @pytest.mark.parametrize("check", contract.TASK_RULES, ids=contract.rule_name)

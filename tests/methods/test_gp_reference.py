@@ -132,8 +132,9 @@ def test_gp_linear_weight_space_objective_is_gpjax_conjugate_mll(mean):
         meanf = (
             gpx.mean_functions.Constant(0.4) if mean == "constant" else gpx.mean_functions.Zero()
         )
-        prior = gpx.gps.Prior(kernel=gpx.kernels.Linear(variance=0.6, n_dims=3),
-                              mean_function=meanf, jitter=0.0)  # fmt: skip
+        prior = gpx.gps.Prior(
+            kernel=gpx.kernels.Linear(variance=0.6, n_dims=3), mean_function=meanf, jitter=0.0
+        )
         model = prior * gpx.likelihoods.Gaussian(obs_stddev=0.3)
         params, static = eqx.partition(model, eqx.is_array)
         x0, unravel = ravel_pytree(params)

@@ -37,11 +37,18 @@ def _dedicated(cfg, X, y, rows, key, init, n_epochs):
     """Dedicated training: the true-shaped flax network, a step per true-sized batch."""
     net = ResidualMLP(cfg.width, cfg.blocks, cfg.activation, cfg.norm, 0.0)
     if cfg.optimizer == "adam":
-        tx = optax.adamw(cfg.learning_rate, b1=cfg.momentum, b2=cfg.adam_b2, eps=cfg.adam_eps,
-                         weight_decay=cfg.weight_decay)  # fmt: skip
+        tx = optax.adamw(
+            cfg.learning_rate,
+            b1=cfg.momentum,
+            b2=cfg.adam_b2,
+            eps=cfg.adam_eps,
+            weight_decay=cfg.weight_decay,
+        )
     else:
-        tx = optax.chain(optax.add_decayed_weights(cfg.weight_decay),
-                         optax.sgd(cfg.learning_rate, momentum=cfg.momentum))  # fmt: skip
+        tx = optax.chain(
+            optax.add_decayed_weights(cfg.weight_decay),
+            optax.sgd(cfg.learning_rate, momentum=cfg.momentum),
+        )
     params = init["params"]
     state = {k: v for k, v in init.items() if k != "params"}
     opt = tx.init(params)
@@ -90,14 +97,25 @@ def test_padded_program_matches_the_dedicated_program(norm, pad_width, monkeypat
     """
     monkeypatch.setattr(sizes, "PAD_WIDTH", pad_width)
     monkeypatch.setattr(sizes, "MICRO", 16)
-    cfg = NNConfig(width=8, blocks=2, batch_size=24, norm=norm, learning_rate=0.01,
-                   weight_decay=1e-3, n_epochs=3,
-                   optimizer="sgd" if norm == "batch" else "adam")  # fmt: skip
-    monkeypatch.setattr(NNConfig, "SEARCH_SPACE", {"width": {"values": [8, 12]},
-                                                  "blocks": {"values": [1, 4]}})  # fmt: skip
+    cfg = NNConfig(
+        width=8,
+        blocks=2,
+        batch_size=24,
+        norm=norm,
+        learning_rate=0.01,
+        weight_decay=1e-3,
+        n_epochs=3,
+        optimizer="sgd" if norm == "batch" else "adam",
+    )
+    monkeypatch.setattr(
+        NNConfig, "SEARCH_SPACE", {"width": {"values": [8, 12]}, "blocks": {"values": [1, 4]}}
+    )
     pad = sizes.padding(cfg, 2)
-    assert (pad.blocks, pad.micro, pad.width) == (4, 16 if norm != "batch" else 24,
-                                                  12 if pad_width else 8)  # fmt: skip
+    assert (pad.blocks, pad.micro, pad.width) == (
+        4,
+        16 if norm != "batch" else 24,
+        12 if pad_width else 8,
+    )
     X, y = _data()
     rows = jnp.arange(70, dtype=jnp.int32)[None, :]
     key = jax.random.key(4)
@@ -119,8 +137,16 @@ def test_full_training_metrics_match_the_dedicated_program():
     rows = jnp.arange(60, dtype=jnp.int32)[None, :]
     key = jax.random.key(2)
     init = ResidualMLP(16, 1).init(jax.random.key(5), X[:1], train=False)
-    got, _, _ = train_members(cfg, X[:60], y[:60], X[:0], y[:0], rows, key[None],
-                              init=jax.tree.map(lambda a: a[None], init))  # fmt: skip
+    got, _, _ = train_members(
+        cfg,
+        X[:60],
+        y[:60],
+        X[:0],
+        y[:0],
+        rows,
+        key[None],
+        init=jax.tree.map(lambda a: a[None], init),
+    )
     want = _dedicated(cfg, X[:60], y[:60], np.asarray(rows[0]), key, init, 100)
     net = ResidualMLP(16, 1)
     raw_got = net.apply(jax.tree.map(lambda a: a[0], got), X[60:], train=False)
@@ -140,9 +166,10 @@ def test_padding_does_not_change_a_run_with_dropout(monkeypatch):
     keys = jax.random.split(jax.random.key(1), 2)
     cfg = NNConfig(width=8, blocks=1, batch_size=32, dropout=0.2, norm="layer", n_epochs=4)
     runs = []
-    for space, pad_width, micro in [({"width": {"values": [8]}}, False, 64),
-                                    ({"width": {"values": [12]}, "blocks": {"values": [4]}},
-                                     True, 8)]:  # fmt: skip
+    for space, pad_width, micro in [
+        ({"width": {"values": [8]}}, False, 64),
+        ({"width": {"values": [12]}, "blocks": {"values": [4]}}, True, 8),
+    ]:
         monkeypatch.setattr(NNConfig, "SEARCH_SPACE", space)
         monkeypatch.setattr(sizes, "PAD_WIDTH", pad_width)
         monkeypatch.setattr(sizes, "MICRO", micro)
@@ -168,14 +195,21 @@ def test_a_sweep_over_blocks_batch_sizes_and_epochs_compiles_once():
     misses = _epoch_program.cache_info().misses
     programs = set()
     for i, (blocks, batch) in enumerate(space):
-        cfg = base.model_copy(update={"blocks": blocks, "batch_size": batch, "n_epochs": 1 + i,
-                                      "learning_rate": 1e-3 * (1 + i)})  # fmt: skip
+        cfg = base.model_copy(
+            update={
+                "blocks": blocks,
+                "batch_size": batch,
+                "n_epochs": 1 + i,
+                "learning_rate": 1e-3 * (1 + i),
+            }
+        )
         variables, _, n_run = train_members(cfg, X, y, X[:0], y[:0], rows, keys)
         assert int(n_run[0]) == 1 + i
         assert f"Dense_{2 * blocks + 1}" in variables["params"]
         assert f"Dense_{2 * blocks + 2}" not in variables["params"]
-        programs.add(trainer._epoch_program(
-            *_key(cfg), (trainer.schedule_tracker(cfg),), False, False))  # fmt: skip
+        programs.add(
+            trainer._epoch_program(*_key(cfg), (trainer.schedule_tracker(cfg),), False, False)
+        )
     assert _epoch_program.cache_info().misses == misses
     assert programs == {program}
     assert program._cache_size() - traces <= 1, "one trace for the whole sweep"
@@ -195,8 +229,9 @@ def test_gated_off_blocks_and_padded_units_stay_exactly_zero(monkeypatch):
     from udora.methods.nn.trackers import schedule_args, swag_moments
 
     monkeypatch.setattr(sizes, "PAD_WIDTH", True)
-    monkeypatch.setattr(NNConfig, "SEARCH_SPACE", {"width": {"values": [12]},
-                                                  "blocks": {"values": [4]}})  # fmt: skip
+    monkeypatch.setattr(
+        NNConfig, "SEARCH_SPACE", {"width": {"values": [12]}, "blocks": {"values": [4]}}
+    )
     cfg = NNConfig(width=8, blocks=1, batch_size=16, n_epochs=3)
     X, y = _data()
     rows = jnp.arange(70, dtype=jnp.int32)[None, :]
@@ -204,9 +239,22 @@ def test_gated_off_blocks_and_padded_units_stay_exactly_zero(monkeypatch):
     program = _epoch_program(*_key(cfg), (swag_moments(),), False, False)
     keys = jax.random.key(3)[None]
     init = sizes.from_flax(pad, fresh_variables(cfg, 2, keys, X.shape[1]), 8, 1)
-    args = (keys, rows, None, X, y, X[:0], y[:0], jnp.asarray(3, jnp.int32),
-            sizes.dims_of(cfg), init, (), trainer.hyperparams(cfg), {},
-            (schedule_args(1, 0),))  # fmt: skip
+    args = (
+        keys,
+        rows,
+        None,
+        X,
+        y,
+        X[:0],
+        y[:0],
+        jnp.asarray(3, jnp.int32),
+        sizes.dims_of(cfg),
+        init,
+        (),
+        trainer.hyperparams(cfg),
+        {},
+        (schedule_args(1, 0),),
+    )
     last, ((first, _),), _ = program(*args)
     params = last["params"]
     assert pad.width == 12 and pad.blocks == 4
@@ -273,9 +321,17 @@ def test_a_sweep_over_widths_initialises_and_predicts_with_one_program_each():
     X, y = _data(n=37, d=2)
     rows = jnp.arange(37, dtype=jnp.int32)[None, :]
     keys = jax.random.key(0)[None]
-    configs = [NNConfig(width=w, blocks=b, batch_size=s, n_epochs=1)
-               for w, b, s in ((16, 1, 64), (32, 3, 128), (64, 4, 512), (16, 4, 256),
-                               (32, 2, 64), (64, 1, 128))]  # fmt: skip
+    configs = [
+        NNConfig(width=w, blocks=b, batch_size=s, n_epochs=1)
+        for w, b, s in (
+            (16, 1, 64),
+            (32, 3, 128),
+            (64, 4, 512),
+            (16, 4, 256),
+            (32, 2, 64),
+            (64, 1, 128),
+        )
+    ]
     X_val, y_val, X_new = X[:0], y[:0], X[:9]
     variables, _, _ = train_members(configs[0], X, y, X_val, y_val, rows, keys)
     predict_members(configs[0], variables, keys, X_new)  # the first config compiles all

@@ -58,8 +58,9 @@ def test_evi_reg_is_an_argument_of_one_program_and_trains_as_a_constant_would():
     keys = jax.random.key(1)[None]
     cfg = NNConfig(width=8, blocks=2, batch_size=16, n_epochs=3)
     traced, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys, loss=EvidentialLoss(0.05))
-    constant, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys,
-                                   loss=ConstantEvidential(0.05))  # fmt: skip
+    constant, _, _ = train_members(
+        cfg, X, y, X[:0], y[:0], rows, keys, loss=ConstantEvidential(0.05)
+    )
     for a, b in zip(_leaves(traced), _leaves(constant), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
     misses = _epoch_program.cache_info().misses
@@ -76,8 +77,9 @@ def test_resamples_of_any_size_share_one_program_and_padding_rows_changes_nothin
     real = rng.choice(70, size=50, replace=True).astype(np.int32)
     plain, _, _ = train_members(cfg, X, y, X[:0], y[:0], jnp.asarray(real[None]), keys)
     padded_rows = jnp.asarray(np.pad(real, (0, 20))[None])
-    padded, _, _ = train_members(cfg, X, y, X[:0], y[:0], padded_rows, keys,
-                                 row_counts=np.array([50]))  # fmt: skip
+    padded, _, _ = train_members(
+        cfg, X, y, X[:0], y[:0], padded_rows, keys, row_counts=np.array([50])
+    )
     for a, b in zip(_leaves(padded), _leaves(plain), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     misses = _epoch_program.cache_info().misses
@@ -101,14 +103,31 @@ def test_swag_schedules_share_one_collection_program_and_match_an_exact_stack():
     X, y = _data()
     rows = jnp.arange(70, dtype=jnp.int32)[None, :]
     keys = jax.random.key(3)[None]
-    cfg = NNConfig(width=8, blocks=1, batch_size=16, n_epochs=2, optimizer="sgd",
-                   learning_rate=0.02, momentum=0.9)  # fmt: skip
+    cfg = NNConfig(
+        width=8,
+        blocks=1,
+        batch_size=16,
+        n_epochs=2,
+        optimizer="sgd",
+        learning_rate=0.02,
+        momentum=0.9,
+    )
     init, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys)
     swag = SWAGConfig(**cfg.model_dump())  # its space's 40 checkpoints size the stack
 
     def collect(config, every, n, burn_in):
-        return collect_moments(config, X, y, rows, keys, init, every=every, n_checkpoints=n,
-                               burn_in=burn_in, grad_clip=1.0)  # fmt: skip
+        return collect_moments(
+            config,
+            X,
+            y,
+            rows,
+            keys,
+            init,
+            every=every,
+            n_checkpoints=n,
+            burn_in=burn_in,
+            grad_clip=1.0,
+        )
 
     exact = collect(cfg, 2, 3, 1)  # NNConfig has no n_checkpoints range: a stack of 3
     misses = _epoch_program.cache_info().misses
@@ -130,23 +149,53 @@ def test_the_clip_norm_is_an_argument_and_clips_as_optax_does():
     X, y = _data()
     rows = jnp.arange(70, dtype=jnp.int32)[None, :]
     keys = jax.random.key(4)[None]
-    cfg = NNConfig(width=8, blocks=1, batch_size=16, n_epochs=2, optimizer="sgd",
-                   learning_rate=0.05, momentum=0.0, weight_decay=0.0)  # fmt: skip
+    cfg = NNConfig(
+        width=8,
+        blocks=1,
+        batch_size=16,
+        n_epochs=2,
+        optimizer="sgd",
+        learning_rate=0.05,
+        momentum=0.0,
+        weight_decay=0.0,
+    )
     init, _, _ = train_members(cfg, X, y, X[:0], y[:0], rows, keys)
-    clipped, _, _ = train_members(cfg.model_copy(update={"n_epochs": 1}), X, y, X[:0], y[:0],
-                                  rows, keys, init=init, grad_clip=0.01)  # fmt: skip
+    clipped, _, _ = train_members(
+        cfg.model_copy(update={"n_epochs": 1}),
+        X,
+        y,
+        X[:0],
+        y[:0],
+        rows,
+        keys,
+        init=init,
+        grad_clip=0.01,
+    )
     misses = _epoch_program.cache_info().misses
-    other, _, _ = train_members(cfg.model_copy(update={"n_epochs": 1}), X, y, X[:0], y[:0],
-                                rows, keys, init=init, grad_clip=0.5)  # fmt: skip
+    other, _, _ = train_members(
+        cfg.model_copy(update={"n_epochs": 1}),
+        X,
+        y,
+        X[:0],
+        y[:0],
+        rows,
+        keys,
+        init=init,
+        grad_clip=0.5,
+    )
     assert _epoch_program.cache_info().misses == misses, "another clip norm, the same program"
     # Plain SGD without momentum or decay: each of the 5 steps of the epoch moves the
     # parameters by at most learning_rate * max_norm in global norm (optax's clip).
-    moved = np.sqrt(sum(np.sum((np.asarray(a) - np.asarray(b)) ** 2) for a, b in
-                        zip(jax.tree.leaves(clipped["params"]), jax.tree.leaves(init["params"]),
-                            strict=True)))  # fmt: skip
+    moved = np.sqrt(
+        sum(
+            np.sum((np.asarray(a) - np.asarray(b)) ** 2)
+            for a, b in zip(
+                jax.tree.leaves(clipped["params"]), jax.tree.leaves(init["params"]), strict=True
+            )
+        )
+    )
     assert 0 < moved <= 5 * 0.05 * 0.01 * (1 + 1e-5)
-    assert any(not np.allclose(a, b) for a, b in zip(_leaves(other), _leaves(clipped),
-                                                     strict=True))  # fmt: skip
+    assert any(not np.allclose(a, b) for a, b in zip(_leaves(other), _leaves(clipped), strict=True))
 
 
 def test_swags_val_fraction_keeps_every_programs_shapes():
@@ -157,8 +206,16 @@ def test_swags_val_fraction_keeps_every_programs_shapes():
 
     X, y = _data(n=80, d=3)
     X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
-    base = {"width": 8, "blocks": 1, "batch_size": 16, "n_epochs": 2, "n_checkpoints": 3,
-            "epochs_per_checkpoint": 1, "swag_burn_in": 1, "n_members": 4}  # fmt: skip
+    base = {
+        "width": 8,
+        "blocks": 1,
+        "batch_size": 16,
+        "n_epochs": 2,
+        "n_checkpoints": 3,
+        "epochs_per_checkpoint": 1,
+        "swag_burn_in": 1,
+        "n_members": 4,
+    }
     SWAG(SWAGConfig(**base, val_fraction=0.1)).fit(X, y, seed=0).predict(X)
     with count_compiles() as compiled:
         fits = [SWAG(SWAGConfig(**base, val_fraction=f)).fit(X, y, seed=0) for f in (0.2, 0.25)]

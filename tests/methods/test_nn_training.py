@@ -164,14 +164,16 @@ def test_optimizer_numbers_are_call_arguments_of_one_program(optimizer):
     X, y = _data()
     rows = jnp.arange(64, dtype=jnp.int32)[None, :]
     keys = jax.random.split(jax.random.key(3), 1)
-    base = NNConfig(width=8, blocks=1, n_epochs=1, batch_size=64, val_fraction=0.0,
-                    optimizer=optimizer)  # fmt: skip
+    base = NNConfig(
+        width=8, blocks=1, n_epochs=1, batch_size=64, val_fraction=0.0, optimizer=optimizer
+    )
     adam_only = {"adam_b2": 0.95, "adam_eps": 1e-7} if optimizer == "adam" else {}
     configs = [
         base.model_copy(update={"learning_rate": 1e-3, "momentum": 0.9, "weight_decay": 1e-4}),
-        base.model_copy(update={"learning_rate": 3e-2, "momentum": 0.7, "weight_decay": 1e-2,
-                                **adam_only}),
-    ]  # fmt: skip
+        base.model_copy(
+            update={"learning_rate": 3e-2, "momentum": 0.7, "weight_decay": 1e-2, **adam_only}
+        ),
+    ]
     net = make_network(base, 2)
     init = net.init(jax.random.key(11), X[:1], train=False)
     stacked = jax.tree.map(lambda a: a[None], init)
@@ -199,13 +201,13 @@ def test_optimizer_numbers_are_call_arguments_of_one_program(optimizer):
             return jnp.mean(loss(net.apply({"params": p}, xb, train=True), yb))
 
         params = init["params"]
-        batch = jax.random.permutation(jax.random.fold_in(jax.random.split(keys[0], 3)[2], 0),
-                                       rows[0])  # fmt: skip
+        batch = jax.random.permutation(
+            jax.random.fold_in(jax.random.split(keys[0], 3)[2], 0), rows[0]
+        )
         grads = jax.grad(objective)(params, X[batch], y[batch])
         updates, _ = tx.update(grads, tx.init(params), params)
         expected = optax.apply_updates(params, updates)
-        for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(trained["params"]),
-                        strict=True):  # fmt: skip
+        for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(trained["params"]), strict=True):
             np.testing.assert_allclose(b[0], a, rtol=1e-5, atol=1e-6)
     assert _epoch_program.cache_info().misses == misses, "a new program per learning rate"
 

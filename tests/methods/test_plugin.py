@@ -63,8 +63,11 @@ def test_installed_plugin_meets_the_contract_from_the_shell(knn_installed, tmp_p
     """``python -m udora.methods.contract knn``: the check a plugin's author runs."""
     checked = subprocess.run(
         [sys.executable, "-m", "udora.methods.contract", "knn"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.stdout == "knn: meets the method contract (10 rules)\n"
 

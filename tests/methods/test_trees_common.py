@@ -105,7 +105,9 @@ def test_ngboost_methods_equal_their_scikit_learn_tree_versions(task, name, monk
         monkeypatch.setattr(module, "LeanTree", DecisionTreeRegressor)
     fitted_ref = fit(name, task.X, task.y, seed=4, **extra)
     assert (base_learner(fitted).__name__, base_learner(fitted_ref)) == (
-        "LeanTree", DecisionTreeRegressor)  # fmt: skip
+        "LeanTree",
+        DecisionTreeRegressor,
+    )
     ref = fitted_ref.predict(task.X_near)
     for field in ("mean", "aleatoric", "epistemic"):
         np.testing.assert_array_equal(getattr(lean, field), getattr(ref, field))

@@ -34,10 +34,15 @@ COMPONENTS = [
     {"type": "periodic", "variance": 0.9, "lengthscale": [0.8, 1.5, 1.1], "period": 1.7},
     {"type": "linear", "variance": 0.3},
     {"type": "arccosine", "variance": 1.1, "order": 0},
-    {"type": "arccosine", "variance": 0.6, "order": 1, "weight_variance": [1.0, 0.5, 2.0],
-     "bias_variance": 0.3},
+    {
+        "type": "arccosine",
+        "variance": 0.6,
+        "order": 1,
+        "weight_variance": [1.0, 0.5, 2.0],
+        "bias_variance": 0.3,
+    },
     {"type": "arccosine", "variance": 0.4, "order": 2},
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("spec", COMPONENTS, ids=lambda s: f"{s['type']}-{s.get('order', '')}")
@@ -87,8 +92,10 @@ def test_the_features_posterior_is_the_dense_solve_with_the_feature_gram():
     np.testing.assert_allclose(var, dense_var, rtol=1e-7, atol=1e-10)
 
 
-TINY_KERNEL = [{"type": "matern32", "variance": 1.0, "lengthscale": [0.8, 1.5, 1.2]},
-               {"type": "linear", "variance": 0.2}]  # fmt: skip
+TINY_KERNEL = [
+    {"type": "matern32", "variance": 1.0, "lengthscale": [0.8, 1.5, 1.2]},
+    {"type": "linear", "variance": 0.2},
+]
 
 
 @pytest.mark.parametrize("family", ["warped", "features"])
@@ -176,25 +183,53 @@ def test_oracle_build_writes_a_familys_targets(synthetic_preset, tmp_path):
 
     preset, data = synthetic_preset(rows=90, kernel=TINY_KERNEL)
     (tmp_path / "p.yaml").write_text(preset_to_yaml(preset))
-    result = CliRunner().invoke(app, ["oracle", "build", "--preset", str(tmp_path / "p.yaml"),
-                                      "--seed", "2", "--data-dir", data, "--out",
-                                      str(tmp_path / "o"), "--set", "preset.truth=warped",
-                                      "--set", "preset.truth.warp=1.5"])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "oracle",
+            "build",
+            "--preset",
+            str(tmp_path / "p.yaml"),
+            "--seed",
+            "2",
+            "--data-dir",
+            data,
+            "--out",
+            str(tmp_path / "o"),
+            "--set",
+            "preset.truth=warped",
+            "--set",
+            "preset.truth.warp=1.5",
+        ],
+    )
     assert result.exit_code == 0, result.output
     arrays = np.load(tmp_path / "o" / "oracle.npz")
     info = json.loads((tmp_path / "o" / "oracle.json").read_text())
     assert info["truth"] == {"family": "warped", "warp": 1.5, "features": None, "seed": None}
-    task = build_task(preset.with_overrides({"truth": {"family": "warped", "warp": 1.5}}), 2,
-                      data_dir=data)  # fmt: skip
+    task = build_task(
+        preset.with_overrides({"truth": {"family": "warped", "warp": 1.5}}), 2, data_dir=data
+    )
     std = task.prior.standardiser
     W = np.sinh(1.5 * np.arcsinh(std.x(arrays["X"]))) / 1.5
     S = arrays["train_idx"]
     K = numpy_sum_kernel(TINY_KERNEL, W, W)
     noise = arrays["noise_var"][S] / std.y_sd**2
-    mean, var = _dense_posterior(K[:, S], K[np.ix_(S, S)], np.diag(K), std.y(arrays["y_train"]),
-                                 noise, 0.0)  # fmt: skip
+    mean, var = _dense_posterior(
+        K[:, S], K[np.ix_(S, S)], np.diag(K), std.y(arrays["y_train"]), noise, 0.0
+    )
     np.testing.assert_allclose(std.y(arrays["post_mean"]), mean, rtol=1e-7, atol=1e-8)
     np.testing.assert_allclose(arrays["post_var"] / std.y_sd**2, var, rtol=1e-6, atol=1e-8)
-    bad = CliRunner().invoke(app, ["oracle", "build", "--preset", str(tmp_path / "p.yaml"),
-                                   "--out", str(tmp_path / "x"), "--set", "width=3"])  # fmt: skip
+    bad = CliRunner().invoke(
+        app,
+        [
+            "oracle",
+            "build",
+            "--preset",
+            str(tmp_path / "p.yaml"),
+            "--out",
+            str(tmp_path / "x"),
+            "--set",
+            "width=3",
+        ],
+    )
     assert bad.exit_code != 0 and "oracle build takes preset fields only" in str(bad.exception)

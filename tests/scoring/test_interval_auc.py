@@ -71,8 +71,7 @@ def test_exceedance_regions_use_normal_intervals_and_the_f_quantile():
     post_var = rng.uniform(0.05, 0.3, size=n)
     post_mean = f + np.sqrt(post_var) * rng.normal(size=n)
     mean, epistemic = post_mean + 0.2, 2.0 * post_var
-    out = exceedance_regions(f, mean, epistemic, post_mean, post_var, quantile=0.8,
-                             levels=(0.9,))  # fmt: skip
+    out = exceedance_regions(f, mean, epistemic, post_mean, post_var, quantile=0.8, levels=(0.9,))
     labels = f > np.quantile(f, 0.8)
     z = stats.norm.ppf(0.95)
     lo, hi = mean - z * np.sqrt(epistemic), mean + z * np.sqrt(epistemic)

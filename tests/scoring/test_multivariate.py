@@ -121,8 +121,16 @@ def test_the_true_forecast_scores_best_and_undefined_ones_are_nan():
     y = f + 0.3 * rng.standard_normal(N)
     blocks = nearest_blocks(np.linspace(0, 6, N)[:, None], 500, 5, np.random.default_rng(7))
     truth = np.tile(f, (4, 1))
-    score = lambda m, a: block_scores(y, m, np.full(N, a), blocks,  # noqa: E731
-                                      rng=np.random.default_rng(8))  # fmt: skip
+
+    def score(m, a):
+        return block_scores(
+            y,
+            m,
+            np.full(N, a),
+            blocks,
+            rng=np.random.default_rng(8),
+        )
+
     best = score(truth, 0.09)
     for worse in (score(truth + 0.3, 0.09), score(truth, 0.5), score(truth, 0.01)):
         assert best["energy_score_block"] < worse["energy_score_block"]
@@ -138,8 +146,18 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="size"):
         nearest_blocks(np.zeros((5, 2)), 2, 6, np.random.default_rng(0))
     with pytest.raises(ValueError, match="`blocks` must be \\(B, s\\) integer indices"):
-        block_scores(np.zeros(5), np.zeros((3, 5)), np.ones(5), np.array([[0, 5]]),
-                     rng=np.random.default_rng(0))  # fmt: skip
+        block_scores(
+            np.zeros(5),
+            np.zeros((3, 5)),
+            np.ones(5),
+            np.array([[0, 5]]),
+            rng=np.random.default_rng(0),
+        )
     with pytest.raises(ValueError, match="member_means"):
-        block_scores(np.zeros(5), np.zeros((3, 4)), np.ones(5), np.array([[0, 1]]),
-                     rng=np.random.default_rng(0))  # fmt: skip
+        block_scores(
+            np.zeros(5),
+            np.zeros((3, 4)),
+            np.ones(5),
+            np.array([[0, 1]]),
+            rng=np.random.default_rng(0),
+        )

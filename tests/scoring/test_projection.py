@@ -27,12 +27,20 @@ def task(tmp_path_factory):
     X = rng.normal(size=(140, 2)) * [1.0, 3.0] + 5.0
     y = np.sin(X[:, 0]) + 0.05 * X[:, 1] ** 2 + 0.2 * rng.normal(size=140)
     pd.DataFrame(X, columns=["a", "b"]).assign(target=y).to_csv(folder / "p.csv.gz", index=False)
-    preset = parse_preset({
-        "name": "p", "suite": "test", "source": {"file": "p.csv.gz"}, "features": ["a", "b"],
-        "pool_size": 140, "n_train": 40,
-        "kernel": [{"type": "matern32", "variance": 1.0, "lengthscale": [0.7, 1.1]}],
-        "noise": {"std_min": 0.1, "std_max": 0.3}, "shift": [0.2, 0.2, 0.2, 0.2, 0.2],
-    }, "p.yaml")  # fmt: skip
+    preset = parse_preset(
+        {
+            "name": "p",
+            "suite": "test",
+            "source": {"file": "p.csv.gz"},
+            "features": ["a", "b"],
+            "pool_size": 140,
+            "n_train": 40,
+            "kernel": [{"type": "matern32", "variance": 1.0, "lengthscale": [0.7, 1.1]}],
+            "noise": {"std_min": 0.1, "std_max": 0.3},
+            "shift": [0.2, 0.2, 0.2, 0.2, 0.2],
+        },
+        "p.yaml",
+    )
     return build_task(preset, 3, data_dir=folder)
 
 
@@ -56,8 +64,9 @@ def test_the_best_in_class_and_the_in_class_share_against_dense_computations(tas
     design = np.hstack([np.ones((140, 1)), task.X])
     beta, *_ = np.linalg.lstsq(design, task.post_mean, rcond=None)
     f_hat = design @ (beta + np.array([0.3, -0.1, 0.05]))  # some member of the affine class
-    proj = project(f_hat, task.post_mean, task.post_var, np.zeros(140), design,
-                   task.posterior_cov_times)  # fmt: skip
+    proj = project(
+        f_hat, task.post_mean, task.post_var, np.zeros(140), design, task.posterior_cov_times
+    )
     np.testing.assert_allclose(proj.best, design @ beta, rtol=1e-10, atol=1e-10)
     eu = task.post_var + (f_hat - task.post_mean) ** 2
     np.testing.assert_allclose(proj.estimation + proj.approximation, eu, rtol=1e-12)
@@ -80,8 +89,9 @@ def test_the_monte_carlo_form_with_exact_projections_moves_the_in_class_share(ta
     f_hat = P @ task.post_mean + 0.2
     G, _ = task.posterior_draws(4000, seed=5)
     mc = decompose(f_hat, G, G @ P.T, task.post_mean, task.post_var)
-    proj = project(f_hat, task.post_mean, task.post_var, np.zeros(140), design,
-                   task.posterior_cov_times)  # fmt: skip
+    proj = project(
+        f_hat, task.post_mean, task.post_var, np.zeros(140), design, task.posterior_cov_times
+    )
     gap = np.abs(mc.approximation - proj.expected_mc_approximation)
     assert np.all(gap <= 5 * mc.approximation_se + 1e-9)
     means, mc_means = proj.pool_means(), mc.pool_means()
@@ -97,15 +107,26 @@ def test_a_class_holding_the_posterior_mean_puts_all_eu_in_approximation(tmp_pat
     rng = np.random.default_rng(2)
     X = rng.normal(size=(80, 2))
     pd.DataFrame(X, columns=["a", "b"]).assign(target=X[:, 0] + rng.normal(size=80)).to_csv(
-        tmp_path / "l.csv.gz", index=False)  # fmt: skip
-    preset = parse_preset({
-        "name": "l", "suite": "test", "source": {"file": "l.csv.gz"}, "features": ["a", "b"],
-        "pool_size": 80, "n_train": 30, "kernel": [{"type": "linear", "variance": 1.0}],
-        "noise": {"std_min": 0.2, "std_max": 0.4}, "shift": [0.2, 0.2, 0.2, 0.2, 0.2],
-    }, "l.yaml")  # fmt: skip
+        tmp_path / "l.csv.gz", index=False
+    )
+    preset = parse_preset(
+        {
+            "name": "l",
+            "suite": "test",
+            "source": {"file": "l.csv.gz"},
+            "features": ["a", "b"],
+            "pool_size": 80,
+            "n_train": 30,
+            "kernel": [{"type": "linear", "variance": 1.0}],
+            "noise": {"std_min": 0.2, "std_max": 0.4},
+            "shift": [0.2, 0.2, 0.2, 0.2, 0.2],
+        },
+        "l.yaml",
+    )
     t = build_task(preset, 0, data_dir=tmp_path)
     design = np.hstack([np.ones((80, 1)), t.X])
-    proj = project(t.post_mean, t.post_mean, t.post_var, np.zeros(80), design,
-                   t.posterior_cov_times)  # fmt: skip
+    proj = project(
+        t.post_mean, t.post_mean, t.post_var, np.zeros(80), design, t.posterior_cov_times
+    )
     np.testing.assert_allclose(proj.estimation, 0.0, atol=1e-9 * t.post_var.mean())
     np.testing.assert_allclose(proj.approximation, t.post_var, rtol=1e-9)

@@ -90,8 +90,13 @@ def test_bias_metrics_are_nan_when_the_bias_is_round_off_only():
     n = task.f.size
     off = task.post_mean * (1.0 + 1e-13 * rng.normal(size=n))
     s = score(task, _prediction(off, task.noise_var, task.post_var * (1 + 1e-13)))
-    for key in ("spearman_eu_bias", "pearson_eu_bias", "spearman_eu_bias_crps",
-                "spearman_eu_bias_nll", "pearson_eu_bias_nll"):  # fmt: skip
+    for key in (
+        "spearman_eu_bias",
+        "pearson_eu_bias",
+        "spearman_eu_bias_crps",
+        "spearman_eu_bias_nll",
+        "pearson_eu_bias_nll",
+    ):
         assert np.isnan(s[key]), key
     assert s["spearman_eu"] == pytest.approx(1.0, abs=1e-9)  # the rest is unaffected
     # a real bias (1e-4 of the sd) is kept, and agrees with scipy
@@ -184,8 +189,14 @@ def test_bad_shapes_raise_one_clear_error():
     with pytest.raises(TypeError, match=r"curves_arrays: missing arrays \['post_var', 'mean'"):
         curves_arrays(**arrays)
     with pytest.raises(TypeError, match=r"unknown arrays \['mu'\]"):
-        curves_arrays(**arrays, post_var=task.post_var, mean=ok.mean, aleatoric=ok.aleatoric,
-                      epistemic=ok.epistemic, mu=ok.mean)  # fmt: skip
+        curves_arrays(
+            **arrays,
+            post_var=task.post_var,
+            mean=ok.mean,
+            aleatoric=ok.aleatoric,
+            epistemic=ok.epistemic,
+            mu=ok.mean,
+        )
 
 
 def test_score_is_score_arrays_on_the_objects():
@@ -210,8 +221,12 @@ def test_observable_metrics_need_only_the_outcomes():
     rng = np.random.default_rng(5)
     members = task.f + rng.normal(size=(4, 90))
     pred = _prediction(members.mean(axis=0), task.noise_var, members.var(axis=0, ddof=1), members)
-    arrays = {"mean": pred.mean, "aleatoric": pred.aleatoric, "epistemic": pred.epistemic,
-              "member_means": members}  # fmt: skip
+    arrays = {
+        "mean": pred.mean,
+        "aleatoric": pred.aleatoric,
+        "epistemic": pred.epistemic,
+        "member_means": members,
+    }
     seen = observable_arrays(y=task.y, **arrays)
     other = {k: rng.normal(size=90) for k in ("f", "post_mean")}
     other |= {k: rng.uniform(0.1, 1.0, size=90) for k in ("noise_var", "post_var")}
@@ -240,14 +255,20 @@ def test_observable_metrics_of_rows_are_each_rows_own(with_members):
     epistemic[2, 3] = np.nan  # a non-finite row: NaN where the row's metric is undefined
     y[3] = 1.5  # constant outcomes: undefined utilities
     x = member_means if with_members else None
-    both = observable_arrays(y=y, mean=mean, aleatoric=aleatoric, epistemic=epistemic,
-                             member_means=x)  # fmt: skip
+    both = observable_arrays(
+        y=y, mean=mean, aleatoric=aleatoric, epistemic=epistemic, member_means=x
+    )
     for r in range(R):
-        one = observable_arrays(y=y[r], mean=mean[r], aleatoric=aleatoric[r],
-                                epistemic=epistemic[r],
-                                member_means=None if x is None else x[:, r])  # fmt: skip
+        one = observable_arrays(
+            y=y[r],
+            mean=mean[r],
+            aleatoric=aleatoric[r],
+            epistemic=epistemic[r],
+            member_means=None if x is None else x[:, r],
+        )
         for name, value in one.items():
             assert isinstance(value, float)
-            np.testing.assert_allclose(both[name][r], value, rtol=1e-12, atol=1e-14,
-                                       err_msg=f"{name}, row {r}")  # fmt: skip
+            np.testing.assert_allclose(
+                both[name][r], value, rtol=1e-12, atol=1e-14, err_msg=f"{name}, row {r}"
+            )
     assert np.isnan(both["nll"][2]) and np.isnan(both["util_topk"][3])
