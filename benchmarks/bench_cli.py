@@ -2,7 +2,7 @@
 
 Each command runs ``--repeat`` times (default 5) as a fresh subprocess of the venv's
 ``udora`` script; prints one line per command with the median in seconds. These answers
-must not import JAX (tests/test_cli.py checks that; this script only times them).
+must not import JAX (tests/experiments/cli/test_cli.py checks that; this script only times them).
 
     python benchmarks/bench_cli.py [--repeat 5]
 """

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MAIN_SITE = ROOT / "results" / "report"
 
 

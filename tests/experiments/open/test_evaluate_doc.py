@@ -16,7 +16,7 @@ import pytest
 
 from udora.experiments.open.tasks import FORMS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "evaluate_any_model.md"
 BLOCK = re.compile(r"^```(?P<lang>\w+)(?P<tag>[^\n]*)\n(?P<body>.*?)^```", re.S | re.M)
 UDORA = Path(sys.executable).parent / "udora"

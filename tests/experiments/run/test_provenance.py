@@ -18,7 +18,7 @@ from udora.experiments.grid.local import LocalPool
 from udora.experiments.publish.artefact import build_release, code_line
 from udora.experiments.run.execute import run_one
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _repository_source_sha256() -> str:
