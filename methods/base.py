@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import abc
 import copy
-from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from udora.methods.prediction import Prediction, PredictionError
+from udora.oracle.kinds import REGRESSION
 from udora.oracle.prior import TaskKnowledge
 
 Knowledge = TaskKnowledge | None  # what fit receives: None only when called outside a run
@@ -29,6 +30,7 @@ __all__ = [
     "MethodConfig",
     "NotFittedError",
     "Prediction",
+    "PredictionError",
     "TaskKnowledge",
     "UQMethod",
     "check_x",
@@ -39,56 +41,6 @@ __all__ = [
 
 class ConfigError(ValueError):
     """A method config override that names an unknown field or has a bad value."""
-
-
-@dataclass(frozen=True, eq=False)
-class Prediction:
-    """A Gaussian predictive ``N(mean, aleatoric + epistemic)`` per point, original units.
-
-    Args:
-        mean: ``(n,)`` predictive mean ``mu(x)``.
-        aleatoric: ``(n,)`` aleatoric variance ``a(x) >= 0``.
-        epistemic: ``(n,)`` epistemic variance ``e(x) >= 0``.
-        member_means: optional ``(K, n)`` means of the K members or samples that were
-            combined (``mean`` is their average for member-based methods).
-    """
-
-    mean: np.ndarray
-    aleatoric: np.ndarray
-    epistemic: np.ndarray
-    member_means: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        arrays = {"mean": self.mean, "aleatoric": self.aleatoric, "epistemic": self.epistemic}
-        n = None
-        for name, value in arrays.items():
-            arr = np.asarray(value, dtype=np.float64)
-            if arr.ndim != 1:
-                raise ValueError(f"Prediction.{name}: expected shape (n,), got {arr.shape}")
-            if n is not None and arr.shape[0] != n:
-                raise ValueError(f"Prediction.{name}: has {arr.shape[0]} points, mean has {n}")
-            n = arr.shape[0]
-            if not np.all(np.isfinite(arr)):
-                bad = int(np.sum(~np.isfinite(arr)))
-                raise ValueError(f"Prediction.{name}: {bad} of {n} values are not finite")
-            if name != "mean" and np.any(arr < 0):
-                raise ValueError(f"Prediction.{name}: variances must be >= 0, min {arr.min():g}")
-            object.__setattr__(self, name, arr)
-        if self.member_means is not None:
-            mm = np.asarray(self.member_means, dtype=np.float64)
-            if mm.ndim != 2 or mm.shape[1] != n or mm.shape[0] < 1:
-                raise ValueError(f"Prediction.member_means: expected (K, {n}), got {mm.shape}")
-            if not np.all(np.isfinite(mm)):
-                raise ValueError("Prediction.member_means: values are not finite")
-            object.__setattr__(self, "member_means", mm)
-
-    @property
-    def total(self) -> np.ndarray:
-        """``(n,)`` total predictive variance ``v = a + e``."""
-        return self.aleatoric + self.epistemic
-
-    def __len__(self) -> int:
-        return self.mean.shape[0]
 
 
 class MethodConfig(BaseModel):
@@ -174,6 +126,9 @@ class UQMethod(abc.ABC):
     # literal in the class body, where `udora methods` reads it without importing.
     family: ClassVar[str] = "other"
     uses_task_prior: ClassVar[bool] = False
+    # The task kinds the method can be run on (udora.oracle.kinds); its ``predict``
+    # returns each kind's prediction type (udora.methods.prediction).
+    kinds: ClassVar[tuple[str, ...]] = (REGRESSION,)
 
     def __init__(self, config: MethodConfig | None = None, **overrides: Any) -> None:
         if config is not None:

@@ -20,8 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from udora.oracle.families import Truth
 from udora.oracle.kernels import KernelSpecError, parse_kernel
+from udora.oracle.kinds import DEFAULT_KIND, REGRESSION, get_kind
 
-SUITES = ("dev", "heldout")
+SUITES = ("dev", "heldout")  # the regression presets' suites
 
 
 class PresetError(ValueError):
@@ -68,8 +69,10 @@ class Noise(_Frozen):
 
 
 class Preset(_Frozen):
-    """One semi-synthetic dataset. Shapes: ``features`` has d names; ``shift`` has 5."""
+    """One semi-synthetic regression dataset. Shapes: ``features`` has d names; ``shift``
+    has 5. ``kind`` is the task kind (:mod:`udora.oracle.kinds`), implicit in the files."""
 
+    kind: Literal["regression"] = REGRESSION
     name: str
     suite: Literal["dev", "heldout", "test"]
     source: Source
@@ -215,18 +218,25 @@ def select_kernel(data: dict[str, Any], choice: Any, origin: str = "override") -
     data["kernel_paper"] = data["mean_paper"] = data["fit_paper"] = None
 
 
-def parse_preset(data: Any, origin: str = "<preset>") -> Preset:
-    """Validate a mapping of preset fields; errors name ``origin`` and the field."""
+def parse_preset(data: Any, origin: str = "<preset>") -> Any:
+    """Validate a mapping of preset fields under its kind's schema (a :class:`Preset` for
+    regression); errors name ``origin`` and the field."""
     return _validate(data, origin)
 
 
-def _validate(data: Any, origin: str) -> Preset:
+def _validate(data: Any, origin: str) -> Any:
+    """The preset of ``data`` under its kind's schema (``kind:``, default regression):
+    the kinds' schemas are a union discriminated by ``kind``; unknown keys are errors."""
     if not isinstance(data, dict):
         raise PresetError(
             f"{origin}: expected a mapping of preset fields, got {type(data).__name__}"
         )
     try:
-        return Preset.model_validate(data)
+        schema = get_kind(data.get("kind", DEFAULT_KIND)).preset
+    except ValueError as err:
+        raise PresetError(f"{origin}: field 'kind': {err}") from None
+    try:
+        return schema.model_validate(data)
     except ValidationError as err:
         lines = []
         for e in err.errors():
@@ -242,16 +252,20 @@ def preset_dir() -> Path:
 
 
 def list_presets(suite: str | None = None) -> list[str]:
-    """Names of the shipped presets, optionally only those of ``suite`` (dev|heldout|all)."""
-    if suite not in (None, "all", *SUITES):
-        raise PresetError(f"unknown suite {suite!r}; valid suites: dev, heldout, all")
+    """Names of the shipped presets, optionally only those of ``suite`` (a suite of any
+    task kind, e.g. dev or heldout, or all)."""
+    from udora.oracle.kinds import kind_names
+
+    suites = [s for k in kind_names() for s in get_kind(k).suites]
+    if suite not in (None, "all", *suites):
+        raise PresetError(f"unknown suite {suite!r}; valid suites: {', '.join(suites)}, all")
     names = sorted(p.stem for p in preset_dir().glob("*.yaml"))
     if suite in (None, "all"):
         return names
     return [n for n in names if load_preset(n).suite == suite]
 
 
-def load_preset(name_or_path: str | Path) -> Preset:
+def load_preset(name_or_path: str | Path) -> Any:
     """Load and validate a shipped preset by name, or any preset YAML by path."""
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
@@ -271,7 +285,9 @@ def load_preset(name_or_path: str | Path) -> Preset:
 def preset_to_yaml(preset: Preset, header: str = "") -> str:
     """The YAML text of a preset (field order as in the schema), after ``header`` comments."""
     data = preset.model_dump(mode="json", exclude_none=True)
-    if preset.truth == Truth():
+    if data.get("kind") == DEFAULT_KIND:
+        del data["kind"]  # implicit in every regression file
+    if getattr(preset, "truth", None) == Truth():
         del data["truth"]  # the default family stays implicit in shipped files
     comments = "".join(f"# {line}\n" for line in header.splitlines())
     return comments + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
