@@ -5,7 +5,7 @@ A *task kind* (regression today) is what a preset says it is (``kind:``, default
 preset schema (a pydantic model whose ``kind`` field is the literal name, so the
 schemas form a discriminated union) and the builder ``build(preset, seed, *, data_dir)``;
 ``udora.methods`` keeps the kind's prediction type, ``udora.scoring`` its metrics, and
-``udora.experiments.run.kinds`` puts the parts together (docs/design.md, "Task kinds").
+``udora.experiments.tasks.kinds`` puts the parts together (docs/design.md, "Task kinds").
 
 A kind whose build is expensive (a sampled posterior) sets ``cache_on_disk``; the runner
 then keeps its tasks on disk by task hash and ``version`` (bump it when the builder's
@@ -39,7 +39,10 @@ class TaskKind:
             (n,), and ``knowledge(with_prior=...)`` for the method.
         suites: the suites of the kind's shipped presets.
         version: the builder's version, part of a disk-cached task's key.
-        cache_on_disk: keep built tasks on disk by task hash (an expensive build).
+        cache_on_disk: keep built tasks on disk by task hash (an expensive build); the
+            task then has ``to_arrays() -> {name: array}`` and ``load`` restores it.
+        load: ``load(preset, seed, arrays, meta) -> task``, the task whose
+            ``to_arrays()`` gave ``arrays`` (and whose JSON-able ``meta`` was kept).
     """
 
     name: str
@@ -48,6 +51,11 @@ class TaskKind:
     suites: tuple[str, ...] = ()
     version: int = 1
     cache_on_disk: bool = False
+    load: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.cache_on_disk and self.load is None:
+            raise ValueError(f"task kind {self.name!r}: cache_on_disk needs a load function")
 
 
 _KINDS: dict[str, TaskKind] = {}

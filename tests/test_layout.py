@@ -23,6 +23,7 @@ LAYERS = [
     ("udora.oracle", "udora.presets", "udora.release"),
     ("udora.scoring",),
     ("udora.methods",),
+    ("udora.experiments.tasks",),
     ("udora.experiments", "udora.experiments.run"),
     ("udora.experiments.grid", "udora.experiments.results"),
     (

@@ -124,9 +124,9 @@ def load_cells(
 
 
 def _stored_task(run_dir: str, record: dict) -> Any:
-    """The task's arrays stored beside the runs (:mod:`udora.experiments.run.oracle_arrays`),
+    """The task's arrays stored beside the runs (:mod:`udora.experiments.tasks.arrays`),
     or None (older results folders, external runs without a task hash)."""
-    from udora.experiments.run import oracle_arrays
+    from udora.experiments.tasks import arrays as oracle_arrays
 
     if "task_hash" not in record:
         return None

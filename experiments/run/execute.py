@@ -27,12 +27,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from udora.experiments.run import interrupts, oracle_arrays, provenance
+from udora.experiments.run import interrupts, provenance
 from udora.experiments.run.legacy import SCHEMA, is_current, is_legacy
 from udora.experiments.run.overrides import PRESET_PREFIX, parse_set, split_overrides
 from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
-from udora.experiments.run.spec import ResolvedRun, RunSpec, resolve
-from udora.oracle.preset import Preset
+from udora.experiments.run.spec import (
+    ResolvedRun,
+    RunSpec,
+    data_source_record,
+    resolve,
+    task_hash,
+    task_part,
+)
+from udora.experiments.tasks import arrays as oracle_arrays
+from udora.experiments.tasks import cache as task_cache
+from udora.experiments.tasks.kinds import run_kind
+from udora.methods.prediction import stored
+from udora.oracle import kinds as oracle_kinds
+from udora.oracle.preset import Preset, parse_preset
 
 if TYPE_CHECKING:
     from udora.oracle.task import OracleTask
@@ -67,16 +79,24 @@ class RunResult:
 
 
 @functools.lru_cache(maxsize=16)  # a worker of a tune over both suites meets all 14 presets
-def _cached_task(preset_json: str, seed: int, data_dir: str | None) -> OracleTask:
-    from udora.oracle.task import build_task  # JAX: imported when a run starts, not before
+def _cached_task(preset_json: str, seed: int, data_dir: str | None) -> Any:
+    preset = parse_preset(json.loads(preset_json), "the run's preset")
 
-    return build_task(Preset.model_validate_json(preset_json), seed, data_dir=data_dir)
+    def build() -> Any:  # JAX: the builders import it when a run starts, not before
+        return oracle_kinds.build(preset, seed, data_dir=data_dir)
+
+    if not oracle_kinds.get_kind(preset.kind).cache_on_disk:
+        return build()
+    digest = task_hash({"task": task_part(preset, data_source_record(preset, data_dir))}, seed)
+    return task_cache.load_or_build(preset, seed, digest, build)
 
 
 def cached_task(preset: Preset, seed: int, data_dir: str | Path | None = None) -> OracleTask:
-    """The task of ``preset`` at ``seed``, built once per process (the last 16 are kept)
-    and shared by runs, scoring and exports; ``data_dir`` defaults to ``UDORA_DATA_DIR``.
-    Callers read it and never change it (a run checks it: :func:`_check_unchanged`)."""
+    """The task of ``preset`` at ``seed`` (of the preset's kind), built once per process
+    (the last 16 are kept; a kind that keeps a disk cache reads it first:
+    :mod:`udora.experiments.tasks.cache`) and shared by runs, scoring and exports;
+    ``data_dir`` defaults to ``UDORA_DATA_DIR``. Callers read it and never change it (a
+    run checks it: :func:`_check_unchanged`)."""
     dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
     return _cached_task(preset.model_dump_json(exclude={"paper"}), int(seed), dd)
 
@@ -140,6 +160,7 @@ def _record(run: ResolvedRun, status: str) -> dict[str, Any]:
     """The fields every result.json starts with (docs/running.md, "One run")."""
     return {
         "schema": SCHEMA,
+        "kind": run.preset.kind,
         "preset": run.preset.name,
         "preset_arg": run.preset_arg,
         "method": run.method,
@@ -184,7 +205,10 @@ def run_resolved(
     t0 = time.perf_counter()
     task = cached_task(run.preset, run.seed, data_dir)
     timings["oracle"] = time.perf_counter() - t0
-    oracle_arrays.store(out_dir, run.task_hash, task)  # once per task, for later analyses
+    kind = run_kind(run.preset.kind)
+    # once per task, for later analyses; the run records the checksum it was scored on
+    oracle_arrays.store(out_dir, run.task_hash, task, kind.task_arrays(task))
+    record["oracle_sha256"] = oracle_arrays.checksum(out_dir, run.task_hash)
     before = task.fingerprint()
     try:
         knowledge = task.knowledge(with_prior=type(model).uses_task_prior)
@@ -194,14 +218,14 @@ def run_resolved(
         )
         timings["fit"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        prediction = model.predict(np.array(task.X))
+        returned = model.predict(np.array(task.X))
         timings["predict"] = time.perf_counter() - t0
         _check_unchanged(task, before)
+        # what is scored and written is a validated copy, whatever predict returned
+        prediction = stored(returned, kind.name, task.X.shape[0])
         t0 = time.perf_counter()
-        from udora.scoring import curves, score
-
-        record["metrics"] = _clean(score(task, prediction))
-        record["curves"] = _summarise(curves(task, prediction))
+        record["metrics"] = _clean(kind.score(task, prediction))
+        record["curves"] = _summarise(kind.curves(task, prediction)) if kind.curves else {}
         record["diagnostics"] = _clean(model.diagnostics())
         timings["score"] = time.perf_counter() - t0
         record["status"] = "ok"
@@ -279,14 +303,7 @@ def write_folder_atomically(
 def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> None:
     def fill(tmp: Path) -> None:
         if prediction is not None:
-            arrays = {
-                "mean": prediction.mean,
-                "aleatoric": prediction.aleatoric,
-                "epistemic": prediction.epistemic,
-            }
-            if prediction.member_means is not None:
-                arrays["member_means"] = prediction.member_means
-            np.savez(tmp / PREDICTIONS, **arrays)
+            np.savez(tmp / PREDICTIONS, **prediction.to_arrays())
             files = {PREDICTIONS: file_sha256(tmp / PREDICTIONS)}
         else:
             files = {}

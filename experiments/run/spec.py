@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from udora import methods
+from udora.experiments.run.checks import UsageError
 from udora.experiments.run.overrides import method_seed, split_overrides
+from udora.oracle.kinds import REGRESSION
 from udora.oracle.preset import Preset, load_preset
 
 _SOURCES: dict[tuple[str, str | None], dict[str, str]] = {}  # (source key, dir) -> record
@@ -131,6 +133,9 @@ def task_identity(preset: Preset) -> dict[str, Any]:
     """The preset fields that reach the task (:data:`TASK_FIELDS`), as JSON values; the
     ground-truth family (``truth``) only when it is not the default GP, so every task of
     the GP family keeps the hash it had before families existed."""
+    if preset.kind != REGRESSION:  # another kind: its schema says what reaches the task
+        fields = preset.model_dump(mode="json", include=set(type(preset).TASK_FIELDS))
+        return {**fields, "kind": preset.kind}
     fields = preset.model_dump(mode="json", include=set(TASK_FIELDS))
     if preset.truth.family != "gp":
         fields["truth"] = preset.truth.model_dump(mode="json")
@@ -232,6 +237,12 @@ def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
     if preset_over:
         preset = preset.with_overrides(preset_over, origin="--set preset")
     model = methods.get_method(spec.method, **method_over)
+    supported = getattr(type(model), "kinds", (REGRESSION,))
+    if preset.kind not in supported:
+        raise UsageError(
+            f"method {spec.method} does not support {preset.kind} tasks (preset "
+            f"{preset.name} is {preset.kind}); it supports: {', '.join(supported)}"
+        )
     source = data_source_record(preset, data_dir)
     identity = run_identity(preset, type(model), model.config, source)
     own_seed = method_seed(spec.overrides)

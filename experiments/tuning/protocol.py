@@ -192,9 +192,9 @@ def trial_oracle_metrics(
     sweep ranks trials by ``result.value`` alone. With ``store`` (a sweep folder) and
     ``result.task_hash``, the fit part's posterior is read from there when an earlier
     trial stored it, and stored otherwise
-    (:func:`udora.experiments.run.oracle_arrays.store_posterior`).
+    (:func:`udora.experiments.tasks.arrays.store_posterior`).
     """
-    from udora.experiments.run import oracle_arrays
+    from udora.experiments.tasks import arrays as oracle_arrays
     from udora.scoring.score import score_arrays
 
     key = None

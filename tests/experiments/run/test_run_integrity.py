@@ -235,7 +235,7 @@ def test_meta_reads_each_task_stored_beside_its_runs_and_builds_no_gp(two_runs, 
     """Each run stored its task's arrays once (one file per task hash); meta's cells read
     them, so it builds no Gaussian process, and they equal a fresh build exactly."""
     import udora.oracle.task as oracle_task
-    from udora.experiments.run import oracle_arrays
+    from udora.experiments.tasks import arrays as oracle_arrays
     from udora.oracle.preset import Preset
 
     results, runs, data = two_runs

@@ -112,7 +112,7 @@ def test_trial_oracle_metrics_of_the_exact_gp_rank_eu_perfectly(tiny_preset):
 def test_the_fit_part_posterior_is_stored_once_per_sweep_folder(tiny_preset, tmp_path, monkeypatch):
     """The first trial's analysis conditions the GP and stores the posterior; a later one
     (another process: the in-process cache emptied) reads it and conditions nothing."""
-    from udora.experiments.run import oracle_arrays
+    from udora.experiments.tasks import arrays as oracle_arrays
 
     path, data = tiny_preset
     result = tuning.trial(path, "blr", 0, {"alpha": 0.3}, "nll", data_dir=data)

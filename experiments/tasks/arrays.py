@@ -58,11 +58,15 @@ def paths(root: str | Path, task_hash: str) -> tuple[Path, Path]:
     return folder / f"{task_hash}.npz", folder / f"{task_hash}.json"
 
 
-def store(root: str | Path, task_hash: str, task: Any) -> Path:
+def store(
+    root: str | Path, task_hash: str, task: Any, arrays: dict[str, np.ndarray] | None = None
+) -> Path:
     """Write ``task``'s arrays under ``root`` unless a whole copy is there; the ``.npz``.
 
     ``task`` is an :class:`~udora.oracle.task.OracleTask` (or anything with its array
-    fields, ``preset``, ``seed`` and ``meta``).
+    fields, ``preset``, ``seed`` and ``meta``); ``arrays`` (default: the regression task's
+    :data:`~udora.oracle.files.ARRAYS`) are what is kept, as a task kind says
+    (:class:`udora.experiments.tasks.kinds.RunKind`).
     """
     meta = {k: v for k, v in task.meta.items() if _is_json(v)}
     entry = {
@@ -71,9 +75,18 @@ def store(root: str | Path, task_hash: str, task: Any) -> Path:
         "preset_config": task.preset.model_dump(mode="json"),
         "meta": meta,
     }
-    return _write(
-        root, task_hash, {name: np.asarray(getattr(task, name)) for name in ARRAYS}, entry
-    )
+    if arrays is None:
+        arrays = {name: np.asarray(getattr(task, name)) for name in ARRAYS}
+    return _write(root, task_hash, arrays, entry)
+
+
+def checksum(root: str | Path, task_hash: str) -> str | None:
+    """The SHA-256 of the stored arrays of ``task_hash`` under ``root`` (from its record),
+    or None when they are not stored: what a run records it was scored against."""
+    try:
+        return str(json.loads(paths(root, task_hash)[1].read_text(encoding="utf-8"))["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _write(root: str | Path, name: str, arrays: dict[str, np.ndarray], entry: dict) -> Path:
@@ -93,10 +106,11 @@ def _write(root: str | Path, name: str, arrays: dict[str, np.ndarray], entry: di
 
 
 def _read(
-    root: str | Path, name: str, fields: tuple[str, ...], again: str
+    root: str | Path, name: str, fields: tuple[str, ...] | None, again: str
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    """``(entry, {field: array})`` of ``<name>`` under ``root``, or None when its record
-    is not there. ``again`` says what deleting the files does, in the errors.
+    """``(entry, {field: array})`` of ``<name>`` under ``root`` (every stored array when
+    ``fields`` is None), or None when its record is not there. ``again`` says what
+    deleting the files does, in the errors.
 
     Raises:
         ValueError: naming the file, when the record cannot be read, the archive does not
@@ -122,7 +136,8 @@ def _read(
             f"{npz}: does not match the checksum in {record} (truncated or "
             f"changed?); delete both to {again}"
         )
-    with np.load(io.BytesIO(blob)) as data:
+    with np.load(io.BytesIO(blob), allow_pickle=False) as data:
+        fields = tuple(data.files) if fields is None else fields
         missing = [f for f in fields if f not in data.files]
         if missing:
             raise ValueError(f"{npz}: has no {', '.join(missing)}")
@@ -166,6 +181,14 @@ def load(root: str | Path, task_hash: str) -> StoredTask | None:
     return StoredTask(
         entry["preset_config"], int(entry["seed"]), meta=entry.get("meta", {}), **arrays
     )
+
+
+def load_arrays(
+    root: str | Path, task_hash: str
+) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """``(record, {name: array})``, every array stored for ``task_hash`` under ``root`` (a
+    task of any kind), or None when none is stored; errors as :func:`load`."""
+    return _read(root, task_hash, None, "rebuild the task")
 
 
 def results_root(run_dir: str | Path) -> Path:

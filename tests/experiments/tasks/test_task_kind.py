@@ -1,0 +1,230 @@
+"""The task-kind seam (docs/design.md, "Task kinds"): a test-only kind, with its own preset
+schema, task, prediction type, metric and method, goes through resolve, run, grid,
+record, disk cache and report, registered from this file alone (no regression file knows
+it), and is kept apart from regression runs in the same folder.
+
+The dummy task: a real table's rows (a CSV in a temporary data folder), the target
+``level + x``; a method guesses one constant per task; the metric is the mean absolute
+error of the guess against the target, computed here independently of the runner.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from udora.experiments.grid.bench import make_grid, run_grid
+from udora.experiments.run.checks import UsageError
+from udora.experiments.run.execute import _cached_task, run_one
+from udora.experiments.run.records import read_run
+from udora.experiments.tasks.kinds import RunKind, register_run_kind, unregister_run_kind
+from udora.methods.base import MethodConfig, UQMethod
+from udora.methods.prediction import (
+    PredictionError,
+    register_prediction_type,
+    unregister_prediction_type,
+)
+from udora.methods.registry import register, unregister
+from udora.oracle.data import load_table_with_source
+from udora.oracle.kinds import TaskKind, register_kind, unregister_kind
+from udora.oracle.preset import Source
+from udora.oracle.prior import TaskKnowledge
+
+KIND = "dummy"
+BUILDS: list[int] = []  # one entry per task the builder built (the disk cache skips it)
+
+
+class DummyPreset(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    TASK_FIELDS: ClassVar[tuple[str, ...]] = ("source", "features", "target", "n_train", "level")
+
+    kind: Literal["dummy"] = KIND
+    name: str
+    suite: Literal["toy"] = "toy"
+    source: Source
+    features: tuple[str, ...]
+    target: str = "target"
+    n_train: int
+    level: float = 0.0
+
+
+class DummyTask:
+    """Pool ``X`` (N, 1), training rows, and the exact target ``truth`` (N,)."""
+
+    def __init__(self, preset, seed, X, train_idx, truth, meta=None):
+        self.preset, self.seed, self.X = preset, seed, X
+        self.train_idx, self.truth, self.meta = train_idx, truth, dict(meta or {})
+        self.y_train = truth[train_idx]
+
+    @property
+    def X_train(self):
+        return self.X[self.train_idx]
+
+    def knowledge(self, *, with_prior=False):
+        return TaskKnowledge(tuple(self.preset.features), self.X.shape[1], len(self.train_idx))
+
+    def fingerprint(self) -> str:
+        return str(hash((self.X.tobytes(), self.truth.tobytes(), self.train_idx.tobytes())))
+
+    def to_arrays(self):
+        return {"X": self.X, "train_idx": self.train_idx, "truth": self.truth}
+
+
+def build(preset, seed, *, data_dir=None):
+    BUILDS.append(seed)
+    X, _, source = load_table_with_source(preset, data_dir)
+    rows = np.random.default_rng(seed).choice(X.shape[0], preset.n_train, replace=False)
+    truth = preset.level + X[:, 0]
+    return DummyTask(preset, seed, X, np.sort(rows), truth, {"data_source": source.to_dict()})
+
+
+def load(preset, seed, arrays, meta):
+    return DummyTask(preset, seed, arrays["X"], arrays["train_idx"], arrays["truth"], meta)
+
+
+class DummyPrediction:
+    kind: ClassVar[str] = KIND
+    FIELDS: ClassVar[tuple[str, ...]] = ("guess",)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, guess):
+        guess = np.asarray(guess, dtype=np.float64)
+        if guess.ndim != 1 or not np.all(np.isfinite(guess)):
+            raise PredictionError("DummyPrediction.guess: expected finite values, shape (n,)")
+        self.guess = guess
+
+    def to_arrays(self):
+        return {"guess": self.guess}
+
+
+def score(task, prediction) -> dict[str, float]:
+    return {"abs_error": float(np.mean(np.abs(prediction.guess - task.truth)))}
+
+
+class MeanGuess(UQMethod):
+    """Guesses the training mean plus ``shift`` everywhere."""
+
+    kinds = (KIND,)
+
+    class Config(MethodConfig):
+        shift: float = 0.0
+
+    def fit(self, X, y, *, seed, knowledge=None):
+        self.mean_ = float(np.mean(y)) + self.config.shift
+        self.fitted_ = True
+        return self
+
+    def predict(self, X):
+        return DummyPrediction(np.full(X.shape[0], self.mean_))
+
+
+class BrokenGuess(MeanGuess):
+    """Returns a prediction object that was made invalid after it was built."""
+
+    def predict(self, X):
+        out = DummyPrediction(np.full(X.shape[0], self.mean_))
+        out.guess[0] = np.nan  # changed after construction: only the stored copy shows it
+        return out
+
+
+@pytest.fixture
+def dummy_kind(tmp_path, monkeypatch):
+    """The dummy kind registered in every layer, a data folder with its table, a preset."""
+    BUILDS.clear()
+    register_kind(
+        TaskKind(KIND, DummyPreset, build, suites=("toy",), cache_on_disk=True, load=load)
+    )
+    register_prediction_type(DummyPrediction)
+    register_run_kind(RunKind(KIND, score, None, lambda task: task.to_arrays()))
+    register("mean_guess")(MeanGuess)
+    register("broken_guess")(BrokenGuess)
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)  # shared with the tiny regression preset's table
+    x = np.linspace(0.0, 1.0, 40)
+    pd.DataFrame({"x": x, "target": np.zeros_like(x)}).to_csv(data / "toy.csv", index=False)
+    monkeypatch.setenv("UDORA_DATA_DIR", str(data))
+    monkeypatch.setenv("UDORA_TASK_CACHE", str(tmp_path / "cache"))
+    preset = tmp_path / "toy.yaml"
+    spec = {"kind": KIND, "name": "toy", "source": {"file": "toy.csv"}, "features": ["x"]}
+    preset.write_text(yaml.safe_dump({**spec, "n_train": 10, "level": 2.0}))
+    _cached_task.cache_clear()
+    yield preset, data
+    _cached_task.cache_clear()
+    for name in ("mean_guess", "broken_guess"):
+        unregister(name)
+    unregister_run_kind(KIND)
+    unregister_prediction_type(KIND)
+    unregister_kind(KIND)
+
+
+def expected_error(data: Path, seed: int, shift: float = 0.0) -> float:
+    """The metric computed here from the table: the guess is the training rows' mean."""
+    x = pd.read_csv(data / "toy.csv")["x"].to_numpy()
+    rows = np.random.default_rng(seed).choice(x.size, 10, replace=False)
+    truth = 2.0 + x
+    return float(np.mean(np.abs(truth[rows].mean() + shift - truth)))
+
+
+def test_a_run_of_another_kind_is_scored_by_its_kind(dummy_kind, tmp_path):
+    preset, data = dummy_kind
+    res = run_one(preset, "mean_guess", 3, {"shift": 0.5}, tmp_path / "res")
+    assert res.status == "ok", res.error
+    assert res.metrics["abs_error"] == pytest.approx(expected_error(data, 3, 0.5), rel=1e-12)
+    found = read_run(res.path)
+    assert found.usable, found.problem
+    record = found.record
+    assert record["kind"] == KIND and set(record["metrics"]) == {"abs_error"}
+    assert record["identity"]["task"]["kind"] == KIND  # the kind enters the task hash
+    with np.load(res.path / "predictions.npz") as z:
+        assert z.files == ["guess"]
+    stored = tmp_path / "res" / "oracle" / f"{record['task_hash']}.json"
+    assert json.loads(stored.read_text())["sha256"] == record["oracle_sha256"]
+
+
+def test_what_is_stored_decides_the_outcome(dummy_kind, tmp_path):
+    preset, _ = dummy_kind
+    res = run_one(preset, "broken_guess", 0, None, tmp_path / "res")
+    assert res.status == "failed"
+    assert "DummyPrediction.guess" in res.error
+    assert not (res.path / "predictions.npz").exists()
+
+
+def test_a_method_of_another_kind_is_refused_before_anything_runs(dummy_kind, tmp_path):
+    preset, _ = dummy_kind
+    with pytest.raises(UsageError, match=r"blr does not support dummy tasks.*supports: regression"):
+        run_one(preset, "blr", 0, None, tmp_path / "res")
+    assert not (tmp_path / "res").exists() and BUILDS == []
+
+
+def test_an_expensive_task_is_built_once_per_machine(dummy_kind, tmp_path):
+    preset, data = dummy_kind
+    first = run_one(preset, "mean_guess", 1, None, tmp_path / "a")
+    _cached_task.cache_clear()  # a new process: only the disk cache remains
+    second = run_one(preset, "mean_guess", 1, {"shift": 1.0}, tmp_path / "b")
+    assert BUILDS == [1]
+    assert second.metrics["abs_error"] == pytest.approx(expected_error(data, 1, 1.0), rel=1e-12)
+    assert first.run.task_hash == second.run.task_hash
+
+
+def test_a_grid_of_two_kinds_keeps_them_apart(tiny_preset, dummy_kind, tmp_path):
+    preset, data = dummy_kind
+    out = tmp_path / "grid"
+    runs = make_grid([str(preset)], ["mean_guess"], [0, 1], data_dir=data)
+    runs += make_grid([str(tiny_preset[0])], ["blr"], [0], data_dir=data)
+    summary = run_grid(runs, out, jobs=1, data_dir=data)
+    assert summary.ok and summary.done == 3
+    records = [read_run(p.parent).record for p in sorted(out.glob("*/*/*/seed-*/result.json"))]
+    kinds = sorted((r["kind"], r["method"]) for r in records)
+    assert kinds == [("dummy", "mean_guess"), ("dummy", "mean_guess"), ("regression", "blr")]
+    for r in records:
+        if r["kind"] == KIND:
+            assert r["metrics"]["abs_error"] == pytest.approx(
+                expected_error(data, r["seed"]), rel=1e-12
+            )
