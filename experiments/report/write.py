@@ -7,6 +7,7 @@ Every table and figure keys runs by (preset,) method and config label
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,7 @@ from udora.experiments.report.pages import write_site
 from udora.experiments.report.sections import registered
 from udora.experiments.results import figures, figures_summary
 from udora.experiments.results.sections import ReportContext, markdown_table
-from udora.experiments.results.store import UnreadableRunWarning, load_runs
+from udora.experiments.results.store import UnreadableRunWarning, load_runs, of_kind
 from udora.experiments.results.summaries import (
     HEADLINE,
     method_summary,
@@ -32,6 +33,7 @@ from udora.experiments.results.summaries import (
 )
 from udora.experiments.run.legacy import legacy_note, legacy_results
 from udora.experiments.run.words import plural
+from udora.oracle.kinds import REGRESSION
 
 
 def _save(fig, out: Path, stem: str) -> str:
@@ -97,31 +99,63 @@ def write_report(
     table.to_parquet(out / "results.parquet", index=False)
     table.to_csv(out / "results.csv", index=False)
 
-    step(f"tables and figures of {plural(len(table), 'run')}")
-    summary = method_summary(table)
-    agreement = ranking_agreement(table)
-    images = {
-        "spearman": _save(figures_summary.spearman_summary(table), out, "spearman_au_eu"),
-        "eu_parts": _save(figures_summary.eu_parts(table), out, "eu_decomposition"),
-        "calib_au": _save(figures.calibration(curves, "au"), out, "calibration_au"),
-        "calib_eu": _save(figures.calibration(curves, "eu"), out, "calibration_eu"),
-    }
-    rc = [
-        _save(figures.risk_coverage(curves, p), out, f"risk_coverage_{p}")
-        for p in sorted(table["preset"].unique())
-    ]
+    everything, table = table, of_kind(table, REGRESSION)
+    lines = _header(everything, results_dir, n_legacy, skipped)
+    if not table.empty:  # the regression core: leaderboard, figures, per-preset tables
+        step(f"tables and figures of {plural(len(table), 'run')}")
+        images = _regression_core(table, curves, out, lines)
+    else:
+        images = {}
+    context = ReportContext(Path(results_dir), out, table, curves, data_dir, frozen)
+    sections = {}
+    for section in registered():
+        part = of_kind(everything, section.kind)
+        if part.empty:
+            continue
+        step(f"the {section.title.lower()} section")
+        sections[section.name] = section.write(dataclasses.replace(context, table=part))
+    for part in sections.values():
+        lines += part
+    if not table.empty:
+        _regression_figures(table, curves, out, lines)
+    failed = everything[everything["status"] != "ok"]
+    failed = failed[["preset", "method", "config", "seed", "error"]]
+    if not failed.empty:
+        lines += ["## Failed runs", "", markdown_table(failed, index=False), ""]
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    step("the HTML pages")
+    write_site(
+        table,
+        curves,
+        out,
+        {k: "\n".join(v) for k, v in sections.items() if v},
+        {
+            "EU and AU Spearman per config, one dot per dataset": images["spearman"],
+            "What the EU estimate tracks": images["eu_parts"],
+        }
+        if images
+        else {},
+    )
+    return report
 
-    failed = table[table["status"] != "ok"][["preset", "method", "config", "seed", "error"]]
-    lines = [
+
+def _header(table, results_dir, n_legacy: int, skipped: list[str]) -> list[str]:
+    """report.md's opening lines: the runs of every kind, exclusions, external configs."""
+    failed = int((table["status"] != "ok").sum())
+    kinds = sorted(table["kind"].unique()) if "kind" in table.columns else [REGRESSION]
+    return [
         "# udora report",
         "",
         f"{plural(len(table), 'run')} ({int((table['status'] == 'ok').sum())} ok, "
-        f"{len(failed)} failed) "
+        f"{failed} failed) "
         f"on {plural(table['preset'].nunique(), 'preset')}, "
         f"{plural(table['method'].nunique(), 'method')} "
         f"in {plural(table['config'].nunique(), 'config')}, "
-        f"seeds {sorted(table['seed'].unique().tolist())}. "
-        "Browsable: [index.html](index.html) (sortable leaderboard, a page per preset and config).",
+        f"seeds {sorted(table['seed'].unique().tolist())}"
+        + (f"; task kinds {', '.join(kinds)}, reported apart" if len(kinds) > 1 else "")
+        + ". Browsable: [index.html](index.html) (sortable leaderboard, a page per preset "
+        "and config).",
         "",
         *([f"Excluded: {legacy_note(results_dir, n_legacy)}.", ""] if n_legacy else []),
         *(
@@ -135,6 +169,20 @@ def write_report(
             else []
         ),
         *_external_lines(table),
+    ]
+
+
+def _regression_core(table, curves, out: Path, lines: list[str]) -> dict[str, str]:
+    """The regression runs' leaderboard tables and summary figures, appended to ``lines``;
+    returns the summary images."""
+    summary = method_summary(table)
+    agreement = ranking_agreement(table)
+    agreement = ranking_agreement(table)
+    images = {
+        "spearman": _save(figures_summary.spearman_summary(table), out, "spearman_au_eu"),
+        "eu_parts": _save(figures_summary.eu_parts(table), out, "eu_decomposition"),
+    }
+    lines += [
         "A config is a method with its overrides, `method[key=value,...]` (the bare method "
         "name for defaults). Means and sds are over seeds of one config, then over datasets; "
         "different configs are never averaged together; `runs` counts that config's runs.",
@@ -158,32 +206,20 @@ def write_report(
             pivot = per_dataset(table, metric)
             title = f"## {metric} per preset x config (mean over seeds)"
             lines += [title, "", markdown_table(pivot), ""]
-    context = ReportContext(Path(results_dir), out, table, curves, data_dir, frozen)
-    sections = {}
-    for section in registered():
-        step(f"the {section.title.lower()} section")
-        sections[section.name] = section.write(context)
-    for part in sections.values():
-        lines += part
-    lines += ["## Calibration", "", f"![AU]({images['calib_au']}) ![EU]({images['calib_eu']})", ""]
+    return images
+
+
+def _regression_figures(table, curves, out: Path, lines: list[str]) -> None:
+    """The calibration and risk-coverage figures of the regression runs."""
+    calib_au = _save(figures.calibration(curves, "au"), out, "calibration_au")
+    calib_eu = _save(figures.calibration(curves, "eu"), out, "calibration_eu")
+    rc = [
+        _save(figures.risk_coverage(curves, p), out, f"risk_coverage_{p}")
+        for p in sorted(table["preset"].unique())
+    ]
+    lines += ["## Calibration", "", f"![AU]({calib_au}) ![EU]({calib_eu})", ""]
     lines += ["## Risk-coverage (EU estimate vs the EU target)", ""]
     lines += [f"![risk-coverage]({name})" for name in rc] + [""]
-    if not failed.empty:
-        lines += ["## Failed runs", "", markdown_table(failed, index=False), ""]
-    report = out / "report.md"
-    report.write_text("\n".join(lines))
-    step("the HTML pages")
-    write_site(
-        table,
-        curves,
-        out,
-        {k: "\n".join(v) for k, v in sections.items() if v},
-        {
-            "EU and AU Spearman per config, one dot per dataset": images["spearman"],
-            "What the EU estimate tracks": images["eu_parts"],
-        },
-    )
-    return report
 
 
 def _external_lines(table) -> list[str]:

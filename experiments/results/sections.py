@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from udora.oracle.kinds import REGRESSION
+
 
 def markdown_table(frame: pd.DataFrame, digits: int = 3, index: bool = True) -> str:
     """``frame`` as a GitHub-markdown table (pandas' to_markdown needs the tabulate
@@ -60,11 +62,13 @@ class ReportContext:
 @dataclass(frozen=True)
 class ReportSection:
     """One section of the report: ``name`` (its HTML page is ``<name>.html``), ``title``
-    (the navigation bar's link), ``order`` (sections are written by increasing order) and
+    (the navigation bar's link), ``order`` (sections are written by increasing order),
     ``write(context) -> lines`` (the section's Markdown lines; ``[]`` when the folder has
-    no records of it, and then no page is written)."""
+    no records of it, and then no page is written) and ``kind``, the task kind whose runs
+    it is given (:mod:`udora.oracle.kinds`; runs of other kinds never reach it)."""
 
     name: str
     title: str
     order: int
     write: Callable[[ReportContext], list[str]]
+    kind: str = REGRESSION  # the task kind whose runs the section reads (context.table)

@@ -21,6 +21,7 @@ import pandas as pd
 from udora.experiments.run.legacy import RESULT_GLOB, legacy_note
 from udora.experiments.run.overrides import METHOD_SEED
 from udora.experiments.run.records import RESULT, RUN_GLOB, read_run
+from udora.oracle.kinds import REGRESSION
 
 KEYS = ("preset", "method", "config")  # what a summary row is keyed by; seeds are averaged
 BASE_COLUMNS = (
@@ -165,7 +166,8 @@ def _split_reused_labels(frame: pd.DataFrame) -> pd.DataFrame:
 def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]:
     """(table, curves): one row per run with spec, config label, overrides, timings, metrics.
 
-    The table has :data:`BASE_COLUMNS`, ``external``, ``prediction_form``, ``task_hash``
+    The table has :data:`BASE_COLUMNS`, ``kind`` (the task kind; regression for records
+    written before kinds), ``external``, ``prediction_form``, ``task_hash``
     (the task's identity: preset fields, data checksum, seed), ``data_sha256``,
     ``data_kind`` (file, package or openml), ``udora_version``, ``source_sha256`` and
     ``commit`` and ``dirty`` (the code, :mod:`udora.experiments.run.provenance`; None in
@@ -210,6 +212,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "status": rec["status"],
             "error": rec.get("error"),
             "run_dir": str(path.parent),
+            "kind": str(rec.get("kind") or REGRESSION),
             "external": bool(rec.get("external")),
             "prediction_form": (rec.get("external") or {}).get("form", "split"),
             "config_base": base,
@@ -257,3 +260,11 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
         for r, c in zip(frame.itertuples(index=False), run_curves, strict=True)
     }
     return frame, curves
+
+
+def of_kind(table: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The rows of ``table`` whose task kind is ``kind`` (a table without a ``kind``
+    column, such as a release table written before kinds, is all regression)."""
+    if "kind" not in table.columns:
+        return table if kind == REGRESSION else table.iloc[:0]
+    return table[table["kind"] == kind]

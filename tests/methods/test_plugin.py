@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
-import importlib.util
+import os
 import subprocess
 import sys
 import warnings
@@ -23,36 +23,39 @@ PACKAGE = ROOT / "docs" / "examples" / "udora_knn"
 CLI = "from udora.experiments.cli.main import main; main()"
 
 
-def _pip(*args: str) -> None:
+@pytest.fixture(scope="module")
+def knn_installed(tmp_path_factory):
+    """docs/examples/udora_knn installed by pip into a temporary folder (never into the
+    shared environment, which other workers' tests read); the folder, which the
+    subprocesses below get on ``PYTHONPATH``, as ``importlib.metadata`` finds it there
+    as it finds a package installed into the environment."""
+    target = tmp_path_factory.mktemp("knn-site")
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation"]
+        + ["--no-index", "-q", "--target", str(target), str(PACKAGE)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path_factory.mktemp("knn-build"),
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list(target.glob("udora_knn-*.dist-info")), sorted(p.name for p in target.iterdir())
+    return {**os.environ, "PYTHONPATH": str(target)}
 
 
-@pytest.fixture(scope="module")
-def knn_installed():
-    """docs/examples/udora_knn installed (editable) into this venv; uninstalled after."""
-    if importlib.util.find_spec("wheel") is None:  # setuptools < 70 builds editables with it
-        pytest.skip("the venv lacks the `wheel` package needed to build an editable install")
-    _pip("install", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-e", str(PACKAGE))
-    yield
-    _pip("uninstall", "-y", "-q", "udora-knn")
-
-
-def _udora(*args: str) -> subprocess.CompletedProcess:
+def _udora(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", CLI, *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", CLI, *args], capture_output=True, text=True, timeout=120, env=env
     )
 
 
 def test_installed_plugin_is_listed_and_shown(knn_installed):
-    listed = _udora("methods")
+    listed = _udora(knn_installed, "methods")
     assert listed.returncode == 0, listed.stderr
     rows = {line.split("│")[1].strip(): line for line in listed.stdout.splitlines() if "│" in line}
     assert "knn" in rows and "plugin udora-knn" in rows["knn"] and "blr" in rows
     assert "k-nearest neighbours" in rows["knn"]  # the class docstring, read without import
-    shown = _udora("methods", "knn")
+    shown = _udora(knn_installed, "methods", "knn")
     assert shown.returncode == 0, shown.stderr
     assert "KNNConfig" in shown.stdout and "│ k " in shown.stdout and "int" in shown.stdout
     assert '"k": {"distribution": "int_uniform"' in shown.stdout
@@ -67,6 +70,7 @@ def test_installed_plugin_meets_the_contract_from_the_shell(knn_installed, tmp_p
         text=True,
         timeout=300,
         cwd=tmp_path,
+        env=knn_installed,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.stdout == "knn: meets the method contract (10 rules)\n"
@@ -85,7 +89,7 @@ def test_builtin_table_matches_the_register_decorators():
 def test_families_and_prior_use_read_without_import_are_the_classes_own(monkeypatch):
     from udora.methods.base import FAMILIES
 
-    _fake_entry_points(monkeypatch)  # the built-ins only (knn may be half-installed here)
+    _fake_entry_points(monkeypatch)  # the built-ins only
     infos = {i.name: i for i in registry.method_infos()}
     for name in registry.BUILTIN_METHODS:
         cls = registry.get_method_class(name)

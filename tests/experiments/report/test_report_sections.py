@@ -31,9 +31,9 @@ def extra_capability(tmp_path, monkeypatch):
     (folder / "extra" / "__init__.py").write_text("")
     (folder / "extra" / "section.py").write_text(textwrap.dedent(EXTRA))
     monkeypatch.setattr(udora.experiments, "__path__", [*udora.experiments.__path__, str(folder)])
-    sections.registered.cache_clear()
+    sections._capabilities.cache_clear()
     yield
-    sections.registered.cache_clear()
+    sections._capabilities.cache_clear()
 
 
 def test_the_shipped_sections_come_in_their_order():
@@ -61,9 +61,9 @@ def test_a_section_module_without_a_section_is_named(tmp_path, monkeypatch):
     (folder / "broken" / "__init__.py").write_text("")
     (folder / "broken" / "section.py").write_text("SECTION = 'not a section'\n")
     monkeypatch.setattr(udora.experiments, "__path__", [*udora.experiments.__path__, str(folder)])
-    sections.registered.cache_clear()
+    sections._capabilities.cache_clear()
     try:
         with pytest.raises(TypeError, match=r"udora\.experiments\.broken\.section: expected"):
             sections.registered()
     finally:
-        sections.registered.cache_clear()
+        sections._capabilities.cache_clear()

@@ -21,6 +21,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from udora.experiments.grid.bench import make_grid, run_grid
+from udora.experiments.report.sections import register_section, unregister_section
+from udora.experiments.report.write import write_report
+from udora.experiments.results.sections import ReportSection
 from udora.experiments.run.checks import UsageError
 from udora.experiments.run.execute import _cached_task, run_one
 from udora.experiments.run.records import read_run
@@ -108,6 +111,13 @@ def score(task, prediction) -> dict[str, float]:
     return {"abs_error": float(np.mean(np.abs(prediction.guess - task.truth)))}
 
 
+def section(context) -> list[str]:
+    """The dummy kind's report section: mean absolute error per config and preset."""
+    table = context.table
+    means = table.groupby(["config", "preset"])["abs_error"].mean().unstack()
+    return ["## Dummy tasks", "", context.markdown(means, digits=6), ""]
+
+
 class MeanGuess(UQMethod):
     """Guesses the training mean plus ``shift`` everywhere."""
 
@@ -145,6 +155,7 @@ def dummy_kind(tmp_path, monkeypatch):
     register_run_kind(RunKind(KIND, score, None, lambda task: task.to_arrays()))
     register("mean_guess")(MeanGuess)
     register("broken_guess")(BrokenGuess)
+    register_section(ReportSection("dummy", "Dummy tasks", 90, section, kind=KIND))
     data = tmp_path / "data"
     data.mkdir(exist_ok=True)  # shared with the tiny regression preset's table
     x = np.linspace(0.0, 1.0, 40)
@@ -157,6 +168,7 @@ def dummy_kind(tmp_path, monkeypatch):
     _cached_task.cache_clear()
     yield preset, data
     _cached_task.cache_clear()
+    unregister_section("dummy")
     for name in ("mean_guess", "broken_guess"):
         unregister(name)
     unregister_run_kind(KIND)
@@ -228,3 +240,25 @@ def test_a_grid_of_two_kinds_keeps_them_apart(tiny_preset, dummy_kind, tmp_path)
             assert r["metrics"]["abs_error"] == pytest.approx(
                 expected_error(data, r["seed"]), rel=1e-12
             )
+
+    write_report(out, out / "report", data_dir=str(data))
+    text = (out / "report" / "report.md").read_text()
+    table = pd.read_csv(out / "report" / "results.csv")
+    assert sorted(table["kind"]) == ["dummy", "dummy", "regression"]
+    mine = np.mean([expected_error(data, s) for s in (0, 1)])
+    dummy_part = text[text.index("## Dummy tasks") :]
+    assert f"{mine:.6f}" in dummy_part.split("\n\n")[1]  # the section's table, seeds averaged
+    summary = text[text.index("## Per method and config") : text.index("## Dummy tasks")]
+    assert "blr" in summary and "mean_guess" not in summary  # the leaderboard is regression's
+    assert (out / "report" / "dummy.html").is_file()
+
+
+def test_a_folder_of_another_kind_alone_gets_its_report(dummy_kind, tmp_path):
+    preset, data = dummy_kind
+    out = tmp_path / "grid"
+    assert run_grid(make_grid([str(preset)], ["mean_guess"], [0], data_dir=data), out).ok
+    write_report(out, out / "report", data_dir=str(data))
+    text = (out / "report" / "report.md").read_text()
+    assert "## Dummy tasks" in text and "## Per method and config" not in text
+    index = (out / "report" / "index.html").read_text()
+    assert 'href="dummy.html"' in index
