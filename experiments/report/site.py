@@ -28,21 +28,17 @@ from udora.experiments.report.sections import titles
 from udora.experiments.results.figures_summary import REFERENCE, families, ordered
 from udora.experiments.results.summaries import configs, per_dataset
 from udora.experiments.run.words import plural
+from udora.scoring.registry import metrics
 
-# (metric, header, which way is better, digits): the leaderboard's columns.
+# (metric, header, which way is better, digits): the leaderboard's columns, the run's fit
+# time last.
 COLUMNS = (
-    ("spearman_mean_f", "mean vs f ρ", "higher", 3),
-    ("spearman_au", "AU ρ", "higher", 3),
-    ("spearman_eu", "EU ρ", "higher", 3),
-    ("spearman_total", "total ρ", "higher", 3),
-    ("nAURC_eu", "EU nAURC", "higher", 3),
-    ("nll", "NLL", "lower", 3),
-    ("crps", "CRPS", "lower", 3),
+    *((m.name, m.short, m.better, m.digits) for m in metrics(role="leaderboard")),
     ("time_fit", "fit time (s)", "lower", 1),
 )
 # In the target's units: a mean over presets would be decided by the widest target, so the
 # leaderboard shows them for one preset at a time.
-PER_PRESET = ("nll", "crps")
+PER_PRESET = tuple(m.name for m in metrics(role="leaderboard") if m.unit != "1")
 
 
 def slug(text: str) -> str:
