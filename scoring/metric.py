@@ -28,8 +28,9 @@ Need = Literal[
 # "ranked": ranked with the rankings' statistics (docs/rankings.md); "leaderboard": a
 # default column of the HTML leaderboard; "headline": a column of report.md's headline
 # tables; "oracle" and "observable": the two sides of the meta-evaluation
-# (docs/meta_evaluation.md); "tuning": recorded for every tuning trial.
-Role = Literal["ranked", "leaderboard", "headline", "oracle", "observable", "tuning"]
+# (docs/meta_evaluation.md); "tuning": recorded for every tuning trial; "console": the
+# line `udora run` and `udora evaluate` print.
+Role = Literal["ranked", "leaderboard", "headline", "oracle", "observable", "tuning", "console"]
 TaskKind = Literal["regression"]
 # Units: "1" (scale-free), "target" (the target's units), "target^2", "target^4" (a
 # squared variance), "nats" (a log score: depends on the target's scale too).

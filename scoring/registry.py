@@ -32,10 +32,31 @@ _GAUSSIAN: frozenset[Need] = frozenset({"outcomes", "mean", "gaussian"})
 _MEMBERS: frozenset[Need] = frozenset({"outcomes", "members"})
 # The roles of generated metrics, {name: {role: position}}; position 0 comes first.
 _ROLES: dict[str, dict[Role, int]] = {
-    "spearman_eu": {"ranked": 0, "leaderboard": 2, "headline": 2, "oracle": 0, "tuning": 0},
-    "spearman_au": {"ranked": 1, "leaderboard": 1, "headline": 1, "oracle": 1, "tuning": 1},
-    "spearman_mean_f": {"ranked": 2, "leaderboard": 0, "headline": 0},
-    "spearman_total": {"ranked": 3, "leaderboard": 3, "headline": 3, "oracle": 2, "tuning": 2},
+    "spearman_eu": {
+        "ranked": 0,
+        "leaderboard": 2,
+        "headline": 2,
+        "oracle": 0,
+        "tuning": 0,
+        "console": 2,
+    },
+    "spearman_au": {
+        "ranked": 1,
+        "leaderboard": 1,
+        "headline": 1,
+        "oracle": 1,
+        "tuning": 1,
+        "console": 1,
+    },
+    "spearman_mean_f": {"ranked": 2, "leaderboard": 0, "headline": 0, "console": 0},
+    "spearman_total": {
+        "ranked": 3,
+        "leaderboard": 3,
+        "headline": 3,
+        "oracle": 2,
+        "tuning": 2,
+        "console": 3,
+    },
     "scale_ratio_eu": {"tuning": 3},
     "nAURC_eu": {"leaderboard": 4, "oracle": 3},
     "nAURC_total": {"oracle": 4},
@@ -160,7 +181,7 @@ def _observable() -> Iterator[Metric]:
         "nats",
         "lower",
         _GAUSSIAN,
-        roles={"ranked": 4, "leaderboard": 5, "observable": 0, "tuning": 4},
+        roles={"ranked": 4, "leaderboard": 5, "observable": 0, "tuning": 4, "console": 4},
     )
     yield Metric(
         "crps",
@@ -168,7 +189,7 @@ def _observable() -> Iterator[Metric]:
         "target",
         "lower",
         _GAUSSIAN,
-        roles={"ranked": 5, "leaderboard": 6, "observable": 1},
+        roles={"ranked": 5, "leaderboard": 6, "observable": 1, "console": 5},
     )
     for level in COVERAGE_LEVELS:
         pct = round(100 * level)

@@ -96,7 +96,7 @@ def test_every_role_has_its_consumer_in_the_registry_s_order():
     for role, side in sides.items():
         assert list(side) == [m.goodness_name or m.name for m in reg.metrics(role=role)]
     every = {n for m in reg.METRICS for n in m.roles}
-    assert every == {"ranked", "leaderboard", "headline", "tuning", *sides}
+    assert every == {"ranked", "leaderboard", "headline", "tuning", "console", *sides}
 
 
 def test_the_total_only_forms_get_what_their_needs_allow():

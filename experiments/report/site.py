@@ -28,7 +28,7 @@ from udora.experiments.report.sections import titles
 from udora.experiments.results.figures_summary import REFERENCE, families, ordered
 from udora.experiments.results.summaries import configs, per_dataset
 from udora.experiments.run.words import plural
-from udora.scoring.registry import metrics
+from udora.scoring.registry import metric, metrics
 
 # (metric, header, which way is better, digits): the leaderboard's columns, the run's fit
 # time last.
@@ -230,11 +230,8 @@ def index_html(table: pd.DataFrame, nav: list[tuple[str, str]], figures: dict[st
         "together. Click a header to sort.</p>\n"
     )
     charts = "".join(
-        f'<div class="plot">{strip_chart(table, m, t, d)}</div>'
-        for m, t, d in (
-            ("spearman_eu", "EU Spearman per run", "plot-eu"),
-            ("spearman_au", "AU Spearman per run", "plot-au"),
-        )
+        f'<div class="plot">{strip_chart(table, m, f"{metric(m).label} per run", d)}</div>'
+        for m, d in (("spearman_eu", "plot-eu"), ("spearman_au", "plot-au"))
     )
     failed = table[table["status"] != "ok"]
     if not failed.empty:  # never silent: each failed run, its config page and its error

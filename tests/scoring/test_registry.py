@@ -5,6 +5,7 @@ orders and the goodness is the documented transform."""
 
 import re
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ import pytest
 
 from udora.scoring import Metric, metric, observable_arrays, score_arrays
 from udora.scoring import registry as reg
+from udora.scoring.metric import Role
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 
@@ -120,7 +122,7 @@ def test_what_a_metric_does_not_need_cannot_move_it():
 
 
 def test_each_role_is_one_complete_order():
-    for role in ("ranked", "leaderboard", "headline", "oracle", "observable", "tuning"):
+    for role in get_args(Role):
         positions = sorted(m.roles[role] for m in reg.metrics(role=role))
         assert positions == list(range(len(positions))), role
     assert reg.names(role="ranked")[0] == "spearman_eu"  # the primary metric
