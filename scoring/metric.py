@@ -29,8 +29,11 @@ Need = Literal[
 # default column of the HTML leaderboard; "headline": a column of report.md's headline
 # tables; "oracle" and "observable": the two sides of the meta-evaluation
 # (docs/meta_evaluation.md); "tuning": recorded for every tuning trial; "console": the
-# line `udora run` and `udora evaluate` print.
-Role = Literal["ranked", "leaderboard", "headline", "oracle", "observable", "tuning", "console"]
+# line `udora run` and `udora evaluate` print; "ablation": an ablation study's default
+# metrics (docs/ablations.md).
+Role = Literal[
+    "ranked", "leaderboard", "headline", "oracle", "observable", "tuning", "console", "ablation"
+]
 TaskKind = Literal["regression"]
 # Units: "1" (scale-free), "target" (the target's units), "target^2", "target^4" (a
 # squared variance), "nats" (a log score: depends on the target's scale too).

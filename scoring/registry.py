@@ -39,6 +39,7 @@ _ROLES: dict[str, dict[Role, int]] = {
         "oracle": 0,
         "tuning": 0,
         "console": 2,
+        "ablation": 2,
     },
     "spearman_au": {
         "ranked": 1,
@@ -47,8 +48,9 @@ _ROLES: dict[str, dict[Role, int]] = {
         "oracle": 1,
         "tuning": 1,
         "console": 1,
+        "ablation": 1,
     },
-    "spearman_mean_f": {"ranked": 2, "leaderboard": 0, "headline": 0, "console": 0},
+    "spearman_mean_f": {"ranked": 2, "leaderboard": 0, "headline": 0, "console": 0, "ablation": 0},
     "spearman_total": {
         "ranked": 3,
         "leaderboard": 3,

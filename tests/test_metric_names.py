@@ -1,6 +1,7 @@
 """Every metric a consumer names is a registered one (udora.scoring.registry), and every
 registered role has its consumer: the rankings, the leaderboard and report.md's headline
-tables, the meta-evaluation, the external scorer's total-only forms, the tuning trials.
+tables, the meta-evaluation, the external scorer's total-only forms, the tuning trials,
+the ablation studies.
 
 The source is read as well as the tables: a string constant in the source folders that
 starts like a metric name (a registered name, or its family, followed by ``_``) must be
@@ -18,6 +19,7 @@ from udora.experiments.open.score import TOTAL_METRICS
 from udora.experiments.rankings.blocks import LABELS, PRIMARY, RANKED
 from udora.experiments.report.site import COLUMNS, PER_PRESET
 from udora.experiments.results.summaries import HEADLINE
+from udora.experiments.studies.analysis import METRICS
 from udora.experiments.tuning.protocol import ORACLE_METRICS
 from udora.scoring import registry as reg
 
@@ -77,6 +79,7 @@ def test_every_consumer_table_names_registered_metrics_only():
         "rankings": {m for m, _ in RANKED} | set(LABELS) | {PRIMARY},
         "leaderboard": {k for k, *_ in COLUMNS} - {"time_fit"} | set(PER_PRESET),
         "report.md": set(HEADLINE),
+        "ablation": set(METRICS),
         "tuning": set(ORACLE_METRICS),
         "open": {n for form in TOTAL_METRICS.values() for n in form},
     }
@@ -96,7 +99,8 @@ def test_every_role_has_its_consumer_in_the_registry_s_order():
     for role, side in sides.items():
         assert list(side) == [m.goodness_name or m.name for m in reg.metrics(role=role)]
     every = {n for m in reg.METRICS for n in m.roles}
-    assert every == {"ranked", "leaderboard", "headline", "tuning", "console", *sides}
+    assert reg.names(role="ablation") == METRICS
+    assert every == {"ranked", "leaderboard", "headline", "tuning", "console", "ablation", *sides}
 
 
 def test_the_total_only_forms_get_what_their_needs_allow():
