@@ -1,7 +1,8 @@
 """Scoring of UQ predictions against the oracle and realised outcomes (docs/design.md, "Scoring").
 
 ``score``/``curves`` give every metric and curve of one prediction on one task (names and
-formulas in docs/metrics.md); the array-level functions below are the building blocks.
+formulas in docs/metrics.md, each metric declared once in :mod:`udora.scoring.registry`);
+the array-level functions below are the building blocks.
 """
 
 from udora.scoring.agreement import pearson, scale_ratio, spearman
@@ -12,6 +13,7 @@ from udora.scoring.ensemble import (
     spread_skill_ratio,
     top_decile_error_ratio,
 )
+from udora.scoring.metric import Metric
 from udora.scoring.proper import (
     gaussian_crps,
     gaussian_nll,
@@ -21,11 +23,13 @@ from udora.scoring.proper import (
     pit_histogram,
     reliability_curve,
 )
+from udora.scoring.registry import metric, metrics
 from udora.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
 from udora.scoring.score import curves, curves_arrays, observable_arrays, score, score_arrays
 from udora.scoring.utilities import selective_utility, topk_utility
 
 __all__ = [
+    "Metric",
     "aurc",
     "calibration_curve",
     "calibration_log_ratios",
@@ -36,6 +40,8 @@ __all__ = [
     "gaussian_crps",
     "gaussian_nll",
     "interval_coverage",
+    "metric",
+    "metrics",
     "miscalibration_area",
     "normalised_aurc",
     "observable_arrays",

@@ -19,6 +19,7 @@ from scipy.special import ndtr, ndtri
 from udora.scoring._checks import rows, scalar, vectors
 
 COVERAGE_LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
+INTERVAL_SCORE_LEVELS: tuple[float, ...] = (0.5, 0.9, 0.95)
 
 
 def gaussian_nll(mean: np.ndarray, var: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -31,7 +31,6 @@ _CALIBRATED = ("au", "eu", "total")
 _OTHER_LOSSES = ("crps", "nll")
 # A bias target no larger than this times the largest variance target is round-off.
 ROUND_OFF = 1e-9
-INTERVAL_SCORE_LEVELS = (0.5, 0.9, 0.95)
 _OBSERVABLE_ENSEMBLE = ("crps_fair", "spread_skill", "err_spread_spearman", "top_decile_err_ratio")
 
 
@@ -205,7 +204,7 @@ def observable_arrays(
     for level in proper.COVERAGE_LEVELS:
         out[f"coverage_{round(100 * level)}"] = proper.interval_coverage(mu, v, yy, level)
     out["miscal_area"] = proper.miscalibration_area(proper.pit(mu, v, yy))
-    for level in INTERVAL_SCORE_LEVELS:
+    for level in proper.INTERVAL_SCORE_LEVELS:
         out[f"interval_score_{round(100 * level)}"] = scalar(
             np.mean(proper.interval_score(mu, v, yy, level), axis=-1)
         )

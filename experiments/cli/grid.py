@@ -29,6 +29,7 @@ def run_cmd(
     """Run one method on one preset at one seed and write its run folder."""
     from udora.experiments.run.checks import UsageError, check_out_dir, check_seed
     from udora.experiments.run.execute import parse_set, run_one
+    from udora.scoring.registry import names
 
     try:  # before anything is fitted (docs/running.md, "One run")
         check_seed(seed)
@@ -41,7 +42,7 @@ def run_cmd(
     if result.status != "ok":
         console.print(f"[red]{result.error}[/]")
         raise typer.Exit(1)
-    keys = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total", "nll", "crps")
+    keys = names(role="console")
     console.print("  ".join(f"{k}={m[k]:.3f}" for k in keys if k in m))
 
 

@@ -80,6 +80,7 @@ def score_cmd(
     from udora.experiments.open.score import score_file
     from udora.experiments.open.tasks import load_task, read_task
     from udora.experiments.run.checks import UsageError, check_out_dir
+    from udora.scoring.registry import names
 
     with user_errors(console):
         if (task is None) == (preset is None) or (preset is not None and seed is None):
@@ -103,7 +104,7 @@ def score_cmd(
         head += " (total only: the metrics that need an AU/EU split are NaN)"
     where = f"; wrote {record['path']}" if "path" in record else ""
     console.print(f"ok: {method} on {found.preset}, seed {found.seed}: {head}{where}", **plain)
-    keys = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total", "nll", "crps")
+    keys = names(role="console")
     shown = "  ".join(f"{k}={m[k]:.3f}" for k in keys if m.get(k) is not None)
     console.print(shown, **plain)
 

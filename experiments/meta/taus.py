@@ -10,8 +10,9 @@ tau over the seeds of a preset, then over presets, with a percentile bootstrap i
 that resamples presets.
 
 Each metric is first turned into a *goodness* (higher is better, :data:`OBSERVABLE`,
-:data:`ORACLE`): scores and losses are negated, a coverage becomes minus its distance to
-the nominal level, a spread-skill ratio minus the absolute log of it.
+:data:`ORACLE`; :meth:`udora.scoring.metric.Metric.goodness`): scores and losses are
+negated, a coverage becomes minus its distance to the nominal level, a spread-skill ratio
+minus the absolute log of it.
 """
 
 from __future__ import annotations
@@ -22,51 +23,24 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.results.aggregate import kendall_tau, kendall_tau_rows
+from udora.scoring import registry
+from udora.scoring.metric import Metric, Role
 
 
-def _lower_is_better(name: str) -> Callable[[pd.DataFrame], pd.Series]:
-    return lambda table: -table[name]
+def _goodness(m: Metric) -> Callable[[pd.DataFrame], pd.Series]:
+    return lambda table: m.goodness(table[m.name])
 
 
-def _higher_is_better(name: str) -> Callable[[pd.DataFrame], pd.Series]:
-    return lambda table: table[name]
+def _side(role: Role) -> dict[str, Callable[[pd.DataFrame], pd.Series]]:
+    """{goodness name: goodness of a table's column} of the metrics with ``role``."""
+    return {m.goodness_name or m.name: _goodness(m) for m in registry.metrics(role=role)}
 
 
-def _coverage(level: int) -> Callable[[pd.DataFrame], pd.Series]:
-    return lambda table: -(table[f"coverage_{level}"] - level / 100.0).abs()
-
-
-OBSERVABLE: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
-    "nll": _lower_is_better("nll"),
-    "crps": _lower_is_better("crps"),
-    "miscal_area": _lower_is_better("miscal_area"),
-    "coverage_error_50": _coverage(50),
-    "coverage_error_90": _coverage(90),
-    "coverage_error_95": _coverage(95),
-    "interval_score_50": _lower_is_better("interval_score_50"),
-    "interval_score_90": _lower_is_better("interval_score_90"),
-    "interval_score_95": _lower_is_better("interval_score_95"),
-    "nAURC_eu_realised": _higher_is_better("nAURC_eu_realised"),
-    "nAURC_total_realised": _higher_is_better("nAURC_total_realised"),
-    "util_selective": _lower_is_better("util_selective"),
-    "util_topk": _lower_is_better("util_topk"),
-    "crps_fair": _lower_is_better("crps_fair"),
-    "spread_skill": lambda table: -np.log(table["spread_skill"]).abs(),
-    "err_spread_spearman": _higher_is_better("err_spread_spearman"),
-    "energy_score_block": _lower_is_better("energy_score_block"),
-    "variogram_score_block": _lower_is_better("variogram_score_block"),
-}
-# The last two are multivariate scores over blocks of nearby pool points, not in
-# result.json (they need the covariates): :mod:`udora.experiments.meta.cells` computes them.
-ORACLE: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
-    "spearman_eu": _higher_is_better("spearman_eu"),
-    "spearman_au": _higher_is_better("spearman_au"),
-    "spearman_total": _higher_is_better("spearman_total"),
-    "nAURC_eu": _higher_is_better("nAURC_eu"),
-    "nAURC_total": _higher_is_better("nAURC_total"),
-    "util_selective_oracle": _lower_is_better("util_selective_oracle"),
-    "util_topk_oracle": _lower_is_better("util_topk_oracle"),
-}
+# The two sides, each metric's goodness as :mod:`udora.scoring.registry` declares it. The
+# block scores (energy, variogram) are not in result.json (they need the covariates):
+# :mod:`udora.experiments.meta.cells` computes them.
+OBSERVABLE = _side("observable")
+ORACLE = _side("oracle")
 
 
 def goodness(table: pd.DataFrame, metrics: dict[str, Callable]) -> pd.DataFrame:

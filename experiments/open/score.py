@@ -27,53 +27,30 @@ from udora.experiments.open.forms import Predictions, parse, read_fields
 from udora.experiments.open.tasks import PublicTask
 from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
 from udora.experiments.run.spec import identity_hash
+from udora.scoring.metric import Need
+from udora.scoring.registry import metric, scored
 
-_MEAN = (
-    "spearman_mean_f",
-    "pearson_mean_f",
-    "mse_mean_f",
-    "spearman_mean_post",
-    "pearson_mean_post",
-    "mse_mean_post",
-)
-_SQUARED_TOTAL = (
-    "spearman_total",
-    "pearson_total",
-    "mse_total",
-    "scale_ratio_total",
-    "calib_abs_log_ratio_total",
-    "calib_log_ratio_total",
-    "aurc_total",
-    "nAURC_total",
-    "nAURC_total_realised",
-)
-_GAUSSIAN = (
-    "spearman_total_crps",
-    "pearson_total_crps",
-    "spearman_total_nll",
-    "pearson_total_nll",
-    "nAURC_total_crps",
-    "nAURC_total_nll",
-    "nll",
-    "crps",
-    "coverage_50",
-    "coverage_80",
-    "coverage_90",
-    "coverage_95",
-    "miscal_area",
-    "interval_score_50",
-    "interval_score_90",
-    "interval_score_95",
-    "util_selective",
-    "util_selective_oracle",
-    "util_topk",
-    "util_topk_oracle",
-)
-TOTAL_METRICS = {
-    "gaussian": (*_MEAN, *_SQUARED_TOTAL, *_GAUSSIAN),
-    "samples": (*_MEAN, *_SQUARED_TOTAL, "crps"),
-    "quantiles": (*_MEAN, "spearman_total", "nAURC_total", "nAURC_total_realised", "crps"),
+# What each total-only form supplies of a predictive (docs/evaluate_any_model.md): a
+# Gaussian; samples, whose variance is a squared error's; quantiles, whose spread orders
+# the points. Every form also has the oracle's targets and the realised outcomes.
+_SUPPLIES: dict[str, frozenset[Need]] = {
+    "gaussian": frozenset({"mean", "total_order", "total", "gaussian"}),
+    "samples": frozenset({"mean", "total_order", "total"}),
+    "quantiles": frozenset({"mean", "total_order"}),
 }
+# Scored from the form itself rather than from a Gaussian of its mean and variance.
+_OWN = {"gaussian": (), "samples": ("crps",), "quantiles": ("crps",)}
+
+
+def _total_metrics(form: str) -> tuple[str, ...]:
+    """The metrics of :func:`udora.scoring.score` a total-only form gets: those whose
+    needs (:mod:`udora.scoring.registry`) the form supplies, and its own."""
+    has = _SUPPLIES[form] | {"oracle", "outcomes"}
+    kept = tuple(n for n in scored() if metric(n).needs <= has)
+    return (*kept, *(n for n in _OWN[form] if n not in kept))
+
+
+TOTAL_METRICS = {form: _total_metrics(form) for form in _SUPPLIES}
 
 
 def _oracle(task: PublicTask, data_dir: str | Path | None):

@@ -16,25 +16,12 @@ import pandas as pd
 
 from udora.experiments.results.figures_summary import REFERENCE, families
 from udora.experiments.results.summaries import configs as ordered_configs
+from udora.scoring.registry import metrics
 
 # (metric, which way is better): the ranked metrics, the primary one first.
-RANKED = (
-    ("spearman_eu", "higher"),
-    ("spearman_au", "higher"),
-    ("spearman_mean_f", "higher"),
-    ("spearman_total", "higher"),
-    ("nll", "lower"),
-    ("crps", "lower"),
-)
+RANKED = tuple((m.name, m.better) for m in metrics(role="ranked"))
 PRIMARY = RANKED[0][0]
-LABELS = {
-    "spearman_eu": "EU Spearman",
-    "spearman_au": "AU Spearman",
-    "spearman_mean_f": "Spearman of the mean vs f",
-    "spearman_total": "total Spearman",
-    "nll": "NLL",
-    "crps": "CRPS",
-}
+LABELS = {m.name: m.label for m in metrics(role="ranked")}
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from udora.experiments.results import figures_summary
 from udora.experiments.results.summaries import HEADLINE, configs
 from udora.experiments.run.records import read_run
 from udora.experiments.run.words import plural
+from udora.scoring.registry import metric
 
 
 def _table_html(frame: pd.DataFrame, digits: int = 3, links: dict[str, str] | None = None) -> str:
@@ -72,8 +73,10 @@ def preset_html(table, curves, preset: str, nav) -> str:
     charts = "".join(
         f'<div class="plot">{chart}</div>'
         for chart in (
-            strip_chart(part, "spearman_eu", "EU Spearman per run", "plot-eu"),
-            strip_chart(part, "spearman_au", "AU Spearman per run", "plot-au"),
+            *(
+                strip_chart(part, m, f"{metric(m).label} per run", d)
+                for m, d in (("spearman_eu", "plot-eu"), ("spearman_au", "plot-au"))
+            ),
             parts_chart(part, "plot-parts"),
             calibration_chart(curves, preset, "eu", "plot-calibration-eu"),
             calibration_chart(curves, preset, "au", "plot-calibration-au"),

@@ -28,21 +28,17 @@ from udora.experiments.report.sections import titles
 from udora.experiments.results.figures_summary import REFERENCE, families, ordered
 from udora.experiments.results.summaries import configs, per_dataset
 from udora.experiments.run.words import plural
+from udora.scoring.registry import metric, metrics
 
-# (metric, header, which way is better, digits): the leaderboard's columns.
+# (metric, header, which way is better, digits): the leaderboard's columns, the run's fit
+# time last.
 COLUMNS = (
-    ("spearman_mean_f", "mean vs f ρ", "higher", 3),
-    ("spearman_au", "AU ρ", "higher", 3),
-    ("spearman_eu", "EU ρ", "higher", 3),
-    ("spearman_total", "total ρ", "higher", 3),
-    ("nAURC_eu", "EU nAURC", "higher", 3),
-    ("nll", "NLL", "lower", 3),
-    ("crps", "CRPS", "lower", 3),
+    *((m.name, m.short, m.better, m.digits) for m in metrics(role="leaderboard")),
     ("time_fit", "fit time (s)", "lower", 1),
 )
 # In the target's units: a mean over presets would be decided by the widest target, so the
 # leaderboard shows them for one preset at a time.
-PER_PRESET = ("nll", "crps")
+PER_PRESET = tuple(m.name for m in metrics(role="leaderboard") if m.unit != "1")
 
 
 def slug(text: str) -> str:
@@ -234,11 +230,8 @@ def index_html(table: pd.DataFrame, nav: list[tuple[str, str]], figures: dict[st
         "together. Click a header to sort.</p>\n"
     )
     charts = "".join(
-        f'<div class="plot">{strip_chart(table, m, t, d)}</div>'
-        for m, t, d in (
-            ("spearman_eu", "EU Spearman per run", "plot-eu"),
-            ("spearman_au", "AU Spearman per run", "plot-au"),
-        )
+        f'<div class="plot">{strip_chart(table, m, f"{metric(m).label} per run", d)}</div>'
+        for m, d in (("spearman_eu", "plot-eu"), ("spearman_au", "plot-au"))
     )
     failed = table[table["status"] != "ok"]
     if not failed.empty:  # never silent: each failed run, its config page and its error

@@ -14,8 +14,10 @@ import re
 import pandas as pd
 
 from udora.experiments.results.aggregate import kendall_w
+from udora.scoring.registry import names
 
-HEADLINE = ("spearman_mean_f", "spearman_au", "spearman_eu", "spearman_total")
+# The metrics of report.md's headline tables.
+HEADLINE = names(role="headline")
 
 
 def natural_key(label: str) -> tuple:

@@ -19,10 +19,11 @@ import pandas as pd
 from scipy import stats
 
 from udora.experiments.results.aggregate import kendall_w, ols_slope
+from udora.scoring.registry import names
 
 Scale = Literal["log2", "linear", "ordinal"]
 SCALES = ("log2", "linear", "ordinal")
-METRICS = ("spearman_mean_f", "spearman_au", "spearman_eu")
+METRICS = names(role="ablation")  # what a study summarises unless it names its metrics
 CELL = ["method", "preset"]
 
 

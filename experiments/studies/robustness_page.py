@@ -26,6 +26,7 @@ from udora.experiments.studies.robustness_files import (
     table_path,
     write_table,
 )
+from udora.scoring import registry
 
 # The source paper's conclusions about methods that a ranking can test (§5 and §7): a
 # statement, its methods, and what "holds" means for their mean EU rank among M methods.
@@ -218,7 +219,10 @@ def write_robustness_page(
 def _paper_lines(table: pd.DataFrame, families: list[str], seeds) -> list[str]:
     """The paper's conclusions about EU rankings, checked under every family."""
     columns = [GP, *families]
-    ranks = {f: rank_matrix(table, f, seeds, "spearman_eu", "higher") for f in columns}
+    ranks = {
+        f: rank_matrix(table, f, seeds, "spearman_eu", registry.metric("spearman_eu").better)
+        for f in columns
+    }
     rows = []
     for statement, methods, rule in PAPER:
         cells = [statement, rule]

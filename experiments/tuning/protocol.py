@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from udora.scoring.registry import names
+
 if TYPE_CHECKING:
     from udora.oracle.task import OracleTask
 
@@ -175,7 +177,8 @@ def trial_on_task(
     )
 
 
-ORACLE_METRICS = ("spearman_eu", "spearman_au", "spearman_total", "scale_ratio_eu", "nll")
+# What a trial records of its oracle metrics (docs/design.md, "Tuning without the oracle").
+ORACLE_METRICS = names(role="tuning")
 
 
 def trial_oracle_metrics(
