@@ -34,7 +34,7 @@ Need = Literal[
 Role = Literal[
     "ranked", "leaderboard", "headline", "oracle", "observable", "tuning", "console", "ablation"
 ]
-TaskKind = Literal["regression"]
+TaskKind = str  # a task kind's name (udora.oracle.kinds): "regression", ...
 # Units: "1" (scale-free), "target" (the target's units), "target^2", "target^4" (a
 # squared variance), "nats" (a log score: depends on the target's scale too).
 Unit = Literal["1", "target", "target^2", "target^4", "nats"]

@@ -338,20 +338,42 @@ METRICS: tuple[Metric, ...] = (
     *_blocks(),
 )
 _BY_NAME = {m.name: m for m in METRICS}
+_ADDED: dict[str, Metric] = {}  # declared by another task kind's module (register_metric)
+
+
+def register_metric(declared: Metric) -> Metric:
+    """Declare a metric of another task kind (docs/design.md, "Task kinds"): the kind's
+    module calls this for each of its metrics, so no regression file lists them. A name
+    is declared once: a second, different declaration is an error."""
+    known = _BY_NAME.get(declared.name) or _ADDED.get(declared.name)
+    if known is not None and known != declared:
+        raise ValueError(f"metric {declared.name!r} is already declared")
+    _ADDED[declared.name] = declared
+    return declared
+
+
+def unregister_metric(name: str) -> None:
+    """Drop a metric declared by :func:`register_metric` (tests of a kind of their own)."""
+    _ADDED.pop(name, None)
+
+
+def _all() -> tuple[Metric, ...]:
+    return (*METRICS, *_ADDED.values())
 
 
 def metric(name: str) -> Metric:
     """The declared metric ``name``; an unknown name raises KeyError listing the known."""
     try:
-        return _BY_NAME[name]
+        return _BY_NAME.get(name) or _ADDED[name]
     except KeyError:
-        raise KeyError(f"unknown metric {name!r}; known: {', '.join(_BY_NAME)}") from None
+        known = ", ".join(m.name for m in _all())
+        raise KeyError(f"unknown metric {name!r}; known: {known}") from None
 
 
 def metrics(task: TaskKind = "regression", role: Role | None = None) -> tuple[Metric, ...]:
     """The metrics of a task kind, in declaration order; with ``role``, only those with
     that role, in its order (the primary ranked metric first)."""
-    found = [m for m in METRICS if task in m.tasks]
+    found = [m for m in _all() if task in m.tasks]
     if role is None:
         return tuple(found)
     return tuple(sorted((m for m in found if role in m.roles), key=lambda m: m.roles[role]))

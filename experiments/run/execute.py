@@ -127,6 +127,17 @@ def _clean(metrics: dict[str, float]) -> dict[str, float | None]:
     return {k: (float(v) if np.isfinite(v) else None) for k, v in metrics.items()}
 
 
+def _declared(kind: str, metrics: dict[str, float]) -> dict[str, float]:
+    """``metrics``, each of which must be declared for ``kind`` in the metric registry
+    (:mod:`udora.scoring.registry`): a scorer never records a metric nobody declared."""
+    from udora.scoring.registry import names
+
+    unknown = sorted(set(metrics) - set(names(kind)))
+    if unknown:
+        raise RuntimeError(f"the {kind} scorer returned undeclared metrics {unknown}")
+    return metrics
+
+
 def _check_unchanged(task: OracleTask, before: str) -> None:
     """Raise when the run changed the cached task (through its prior, say); the task is
     dropped from the cache first, so later runs rebuild it as it should be."""
@@ -224,7 +235,7 @@ def run_resolved(
         # what is scored and written is a validated copy, whatever predict returned
         prediction = stored(returned, kind.name, task.X.shape[0])
         t0 = time.perf_counter()
-        record["metrics"] = _clean(kind.score(task, prediction))
+        record["metrics"] = _clean(_declared(kind.name, kind.score(task, prediction)))
         record["curves"] = _summarise(kind.curves(task, prediction)) if kind.curves else {}
         record["diagnostics"] = _clean(model.diagnostics())
         timings["score"] = time.perf_counter() - t0

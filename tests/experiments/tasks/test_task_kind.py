@@ -39,6 +39,8 @@ from udora.oracle.data import load_table_with_source
 from udora.oracle.kinds import TaskKind, register_kind, unregister_kind
 from udora.oracle.preset import Source
 from udora.oracle.prior import TaskKnowledge
+from udora.scoring.metric import Metric
+from udora.scoring.registry import metrics, register_metric, unregister_metric
 
 KIND = "dummy"
 BUILDS: list[int] = []  # one entry per task the builder built (the disk cache skips it)
@@ -111,11 +113,25 @@ def score(task, prediction) -> dict[str, float]:
     return {"abs_error": float(np.mean(np.abs(prediction.guess - task.truth)))}
 
 
+ABS_ERROR = Metric(
+    "abs_error",
+    "mean absolute error of the guess",
+    "target",
+    "lower",
+    frozenset({"oracle", "mean"}),
+    tasks=frozenset({KIND}),
+    roles={"ranked": 0},
+    digits=6,
+)
+
+
 def section(context) -> list[str]:
-    """The dummy kind's report section: mean absolute error per config and preset."""
-    table = context.table
-    means = table.groupby(["config", "preset"])["abs_error"].mean().unstack()
-    return ["## Dummy tasks", "", context.markdown(means, digits=6), ""]
+    """The dummy kind's report section: its ranked metrics per config and preset."""
+    lines = ["## Dummy tasks", ""]
+    for m in metrics(KIND, "ranked"):
+        means = context.table.groupby(["config", "preset"])[m.name].mean().unstack()
+        lines += [f"{m.label} ({m.better} is better):", "", context.markdown(means, m.digits), ""]
+    return lines
 
 
 class MeanGuess(UQMethod):
@@ -156,6 +172,7 @@ def dummy_kind(tmp_path, monkeypatch):
     register("mean_guess")(MeanGuess)
     register("broken_guess")(BrokenGuess)
     register_section(ReportSection("dummy", "Dummy tasks", 90, section, kind=KIND))
+    register_metric(ABS_ERROR)
     data = tmp_path / "data"
     data.mkdir(exist_ok=True)  # shared with the tiny regression preset's table
     x = np.linspace(0.0, 1.0, 40)
@@ -169,6 +186,7 @@ def dummy_kind(tmp_path, monkeypatch):
     yield preset, data
     _cached_task.cache_clear()
     unregister_section("dummy")
+    unregister_metric("abs_error")
     for name in ("mean_guess", "broken_guess"):
         unregister(name)
     unregister_run_kind(KIND)
@@ -247,7 +265,8 @@ def test_a_grid_of_two_kinds_keeps_them_apart(tiny_preset, dummy_kind, tmp_path)
     assert sorted(table["kind"]) == ["dummy", "dummy", "regression"]
     mine = np.mean([expected_error(data, s) for s in (0, 1)])
     dummy_part = text[text.index("## Dummy tasks") :]
-    assert f"{mine:.6f}" in dummy_part.split("\n\n")[1]  # the section's table, seeds averaged
+    assert "mean absolute error of the guess (lower is better)" in dummy_part
+    assert f"{mine:.6f}" in dummy_part.split("\n\n")[2]  # the section's table, seeds averaged
     summary = text[text.index("## Per method and config") : text.index("## Dummy tasks")]
     assert "blr" in summary and "mean_guess" not in summary  # the leaderboard is regression's
     assert (out / "report" / "dummy.html").is_file()
@@ -262,3 +281,13 @@ def test_a_folder_of_another_kind_alone_gets_its_report(dummy_kind, tmp_path):
     assert "## Dummy tasks" in text and "## Per method and config" not in text
     index = (out / "report" / "index.html").read_text()
     assert 'href="dummy.html"' in index
+
+
+def test_a_metric_nobody_declared_fails_the_run(dummy_kind, tmp_path):
+    preset, _ = dummy_kind
+    unregister_run_kind(KIND)
+    register_run_kind(
+        RunKind(KIND, lambda t, p: {**score(t, p), "stray": 0.0}, None, lambda t: t.to_arrays())
+    )
+    res = run_one(preset, "mean_guess", 0, None, tmp_path / "res")
+    assert res.status == "failed" and "undeclared metrics ['stray']" in res.error
