@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from udora.methods.plugins import PluginWarning, describe, load_plugin, warn_left_out
+from udora.oracle.kinds import REGRESSION
 
 __all__ = [
     "BUILTIN_METHODS",
@@ -80,6 +81,7 @@ class MethodInfo:
     summary: str
     family: str = "other"
     uses_task_prior: bool = False
+    kinds: tuple[str, ...] = (REGRESSION,)  # the task kinds it declares (UQMethod.kinds)
 
 
 def _target(cls: type) -> str:
@@ -196,38 +198,57 @@ def class_summary(target: str) -> str:
     return _class_source(target)[0]
 
 
-def _class_source(target: str) -> tuple[str, str, bool]:
-    """(first docstring line, ``family``, ``uses_task_prior``) of the class ``"module:Class"``
-    read with :mod:`ast`: ``family = "..."`` and ``uses_task_prior = True`` in the class
-    body, else "other" and False (a built-in sets them in its own body, checked by
-    ``tests/methods/test_plugin.py``); ("", "other", False) when the source cannot be read."""
+def _class_source(target: str) -> tuple[str, str, bool, tuple[str, ...]]:
+    """(first docstring line, ``family``, ``uses_task_prior``, ``kinds``) of the class
+    ``"module:Class"`` read with :mod:`ast`: ``family = "..."``, ``uses_task_prior = True``
+    and ``kinds = ("...",)`` in the class body, else "other", False and regression (a
+    built-in sets them in its own body, checked by ``tests/methods/test_plugin.py``);
+    ("", "other", False, regression) when the source cannot be read."""
+    default: dict[str, Any] = {
+        "family": "other",
+        "uses_task_prior": False,
+        "kinds": (REGRESSION,),
+    }
     module, _, qualname = target.partition(":")
     try:
         spec = importlib.util.find_spec(module)
         tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
     except Exception:  # no source (compiled, missing): no summary
-        return "", "other", False
+        return "", "other", False, (REGRESSION,)
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == qualname:
             lines = (ast.get_docstring(node) or "").strip().splitlines()
-            found = {"family": "other", "uses_task_prior": False}
+            found = dict(default)
             for item in node.body:
                 if (
                     isinstance(item, ast.Assign)
                     and len(item.targets) == 1
                     and isinstance(item.targets[0], ast.Name)
                     and item.targets[0].id in found
-                    and isinstance(item.value, ast.Constant)
                 ):
-                    found[item.targets[0].id] = item.value.value
-            return (lines[0] if lines else ""), found["family"], found["uses_task_prior"] is True
-    return "", "other", False
+                    try:
+                        found[item.targets[0].id] = ast.literal_eval(item.value)
+                    except ValueError:  # not a literal: the default stands
+                        continue
+            return (
+                lines[0] if lines else "",
+                found["family"],
+                found["uses_task_prior"] is True,
+                tuple(found["kinds"]),
+            )
+    return "", "other", False, (REGRESSION,)
 
 
 def _class_info(name: str, cls: type, origin: str) -> MethodInfo:
     doc = (cls.__doc__ or "").strip().splitlines()
     return MethodInfo(
-        name, _target(cls), origin, doc[0] if doc else "", cls.family, bool(cls.uses_task_prior)
+        name,
+        _target(cls),
+        origin,
+        doc[0] if doc else "",
+        cls.family,
+        bool(cls.uses_task_prior),
+        tuple(getattr(cls, "kinds", (REGRESSION,))),
     )
 
 

@@ -23,20 +23,21 @@ oracle_app = typer.Typer(help="Build and inspect oracle tasks.", no_args_is_help
 @presets_app.callback(invoke_without_command=True)
 def presets_list(
     ctx: typer.Context,
-    suite: Annotated[str, typer.Option(help="dev, heldout or all.")] = "all",
+    suite: Annotated[str, typer.Option(help="A suite (dev, heldout, ...) or all.")] = "all",
 ) -> None:
-    """List the presets found (name, suite, d, pool size, n_train, kernel)."""
+    """List the presets found (name, task kind, suite, d, pool size, n_train, kernel)."""
     if ctx.invoked_subcommand is not None:
         return
     from udora.oracle.preset import list_presets, load_preset
 
-    table = Table("preset", "suite", "d", "pool", "n_train", "kernel", "shift")
+    table = Table("preset", "kind", "suite", "d", "pool", "n_train", "kernel", "shift")
     for name in list_presets(suite):
         p = load_preset(name)
-        kernel = " + ".join(c["type"] for c in p.kernel)
-        shift = " ".join(f"{f:g}" for f in p.shift)
-        table.add_row(name, p.suite, str(p.d), str(p.pool_size), str(p.n_train), kernel, shift)
-    console.print(table)
+        kernel = " + ".join(c["type"] for c in getattr(p, "kernel", ()))
+        shift = " ".join(f"{f:g}" for f in getattr(p, "shift", ()))
+        row = (p.kind, p.suite, str(len(p.features)), str(p.pool_size), str(p.n_train))
+        table.add_row(name, *row, kernel, shift)
+    Console(width=160).print(table)
 
 
 @presets_app.command("show")
@@ -175,9 +176,9 @@ def methods_list(
     if name is not None:
         _show_method(name)
         return
-    table = Table("method", "family", "from", "summary")
+    table = Table("method", "family", "task kinds", "from", "summary")
     for info in registry.method_infos():  # reads docstrings; imports no method module
-        table.add_row(info.name, info.family, info.origin, info.summary)
+        table.add_row(info.name, info.family, ", ".join(info.kinds), info.origin, info.summary)
     Console(width=160).print(table)
 
 
@@ -194,6 +195,7 @@ def _show_method(name: str) -> None:
     out.print(f"{name}: {info.summary}", **plain)
     out.print(f"class {info.target} ({info.origin})", **plain)
     out.print(f"uses the task prior: {'yes' if cls.uses_task_prior else 'no'}", **plain)
+    out.print(f"task kinds: {', '.join(info.kinds)}", **plain)
     table = Table("field", "type", "default", title=cls.Config.__name__)
     for field_name, field in cls.Config.model_fields.items():
         kind = getattr(field.annotation, "__name__", None) or str(field.annotation)

@@ -95,6 +95,7 @@ def test_families_and_prior_use_read_without_import_are_the_classes_own(monkeypa
         cls = registry.get_method_class(name)
         assert infos[name].family == cls.family, name
         assert infos[name].uses_task_prior is cls.uses_task_prior, name
+        assert infos[name].kinds == tuple(cls.kinds) == ("regression",), name
         assert cls.family in FAMILIES and cls.family != "other", name
     assert infos["gp_oracle"].family == "GP reference"
     assert {n for n, i in infos.items() if i.uses_task_prior} == {"gp_oracle"}
