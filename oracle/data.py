@@ -9,6 +9,13 @@ Sources, tried in order:
 3. OpenML by id through the ``openml`` package and its cache; a table that is not in the
    cache is downloaded unless ``UDORA_OFFLINE=1`` (or ``allow_download=False``). The
    dataset's default target becomes ``target``; ``source.openml_columns`` renames others.
+   Before a download the server is probed once per process (a TCP connection with a
+   timeout of :data:`PROBE_SECONDS`): offline, the lookup fails in seconds instead of
+   waiting out the ``openml`` package's retries.
+
+A preset whose table is found nowhere raises :class:`DataNotFoundError` (one line naming
+the preset, where udora looked and what to set); the answer is remembered for the rest of
+the process, so a grid of many runs of that preset asks once.
 
 A data directory that is given (argument or ``UDORA_DATA_DIR``) must exist; one that
 exists but lacks the preset's file falls through to 2 and 3. Whichever source is used is
@@ -32,6 +39,28 @@ from udora.oracle.preset import Preset
 
 class DataNotFoundError(FileNotFoundError):
     """No source of a preset's raw table could be read."""
+
+
+PROBE_SECONDS = 5.0
+_UNREACHABLE: dict[str, str] = {}  # OpenML server URL -> why it cannot be reached ("": it can)
+_NOT_FOUND: dict[tuple[str, str, str | None, bool], str] = {}  # lookup -> the error's message
+
+
+def _server_unreachable(url: str, timeout: float = PROBE_SECONDS) -> str:
+    """Why the server of ``url`` cannot be reached ("" when a TCP connection to it opens
+    within ``timeout`` seconds); asked once per URL per process."""
+    if url not in _UNREACHABLE:
+        import socket
+        from urllib.parse import urlparse
+
+        parts = urlparse(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            with socket.create_connection((parts.hostname, port), timeout=timeout):
+                _UNREACHABLE[url] = ""
+        except OSError as err:
+            _UNREACHABLE[url] = f"{parts.hostname} cannot be reached ({type(err).__name__}: {err})"
+    return _UNREACHABLE[url]
 
 
 @dataclass(frozen=True)
@@ -123,8 +152,12 @@ def _from_openml(preset: Preset, allow_download: bool) -> pd.DataFrame | None:
     import openml
 
     dataset_id = preset.source.openml
-    if not (openml_cache_dir(dataset_id) / "description.xml").is_file() and not allow_download:
-        return None
+    if not (openml_cache_dir(dataset_id) / "description.xml").is_file():
+        if not allow_download:
+            return None
+        why = _server_unreachable(openml.config.server)
+        if why:
+            raise ConnectionError(f"the OpenML server {why}")
     dataset = openml.datasets.get_dataset(
         dataset_id,
         download_data=True,
@@ -159,8 +192,25 @@ def load_table_with_source(
             a value is not finite.
         DataNotFoundError: no source had the table; the message lists where it looked.
     """
-    looked = []
     folder = existing_data_dir(data_dir)
+    key = (
+        preset.name,
+        preset.source.model_dump_json(),
+        None if folder is None else str(folder.resolve()),
+        _downloads_allowed(allow_download),
+    )
+    if key in _NOT_FOUND:  # asked before in this process: the same answer, at once
+        raise DataNotFoundError(_NOT_FOUND[key])
+    try:
+        return _load(preset, folder, allow_download)
+    except DataNotFoundError as err:
+        _NOT_FOUND[key] = str(err)
+        raise
+
+
+def _load(preset: Preset, folder: Path | None, allow_download: bool | None) -> Table:
+    """:func:`load_table_with_source` without the memory of earlier failures."""
+    looked = []
     if folder is not None:
         path = folder / preset.source.file
         looked.append(str(path))
@@ -190,9 +240,11 @@ def load_table_with_source(
             X, y = _select(frame, preset, f"OpenML {preset.source.openml}")
             origin = f"openml:{preset.source.openml}"
             return Table(X, y, DataSource("openml", origin, array_checksum(X, y)))
+    offline = "" if preset.source.openml is None else ", or UDORA_OFFLINE=1 to skip OpenML"
     raise DataNotFoundError(
         f"preset {preset.name!r}: no data found. Looked in: {'; '.join(looked)}. "
-        f"Put {preset.source.file} in a folder and set UDORA_DATA_DIR (or pass --data-dir)."
+        f"Put {preset.source.file} in a folder and set UDORA_DATA_DIR (or pass --data-dir)"
+        f"{offline}."
     )
 
 
