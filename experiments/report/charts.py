@@ -1,24 +1,30 @@
 """The HTML report's interactive charts (Plotly): where hovering answers "which config,
-preset and seed is this point?". Each function returns a chart's ``<div>`` and script,
+preset and seed is this point?". Each function returns a chart's ``<div>`` and figure data,
 "" when there is nothing to draw; the pages load Plotly's bundle from ``assets/``
 (:func:`udora.experiments.report.site.write_assets`)."""
 
 from __future__ import annotations
 
+import json
+from html import escape as _escape
+
 import numpy as np
 import pandas as pd
 
+from udora.experiments.report.safe import json_script
 from udora.experiments.results.figures import OKABE_ITO, config_styles
 from udora.experiments.results.figures_summary import FAMILY_COLOURS, families, ordered
 
 
 def _embed(fig, div_id: str) -> str:
-    """``fig`` as a ``<div>`` with its script; Plotly's bundle is loaded by the page."""
-    return fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        div_id=div_id,
-        config={"displaylogo": False, "responsive": True},
+    """``fig`` as a ``<div>`` and its figure as a JSON data block, which the report's
+    ``assets/charts.js`` draws (no inline script: :mod:`udora.experiments.report.safe`)."""
+    import plotly.io
+
+    figure = json.loads(plotly.io.to_json(fig, validate=False))
+    return (
+        f'<div id="{_escape(div_id, quote=True)}" class="plotly-graph-div"></div>\n'
+        + json_script(f"{div_id}-figure", figure, data_chart=div_id)
     )
 
 

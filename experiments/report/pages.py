@@ -10,9 +10,12 @@ from pathlib import Path
 import pandas as pd
 
 from udora.experiments.report.charts import calibration_chart, parts_chart, strip_chart
+from udora.experiments.report.safe import markdown_html
 from udora.experiments.report.sections import titles
 from udora.experiments.report.site import (
+    CHART_SCRIPT,
     COLUMNS,
+    PLOTLY_SCRIPT,
     config_page,
     esc,
     index_html,
@@ -97,9 +100,7 @@ def preset_html(table, curves, preset: str, nav) -> str:
         + f'<div class="plots">{charts}</div>\n'
         + "".join(_figure(src, alt) for alt, src in shown.items())
     )
-    return page(
-        preset, body, nav, "presets.html", head='<script src="assets/plotly.min.js"></script>\n'
-    )
+    return page(preset, body, nav, "presets.html", head=PLOTLY_SCRIPT, scripts=CHART_SCRIPT)
 
 
 def _search_space(method: str) -> str:
@@ -182,9 +183,7 @@ def list_html(title: str, items: list[tuple[str, str, str]], nav, current: str) 
 
 def section_html(name: str, text: str, nav) -> str:
     """A report section's Markdown (tables, images relative to the report folder) as a page."""
-    import markdown
-
-    body = markdown.markdown(text, extensions=["tables"], output_format="html")
+    body = markdown_html(text)
     return page(titles()[name], body, nav, f"{name}.html")
 
 

@@ -13,7 +13,6 @@ preset, seed and config is this point?"; every other figure is the report's PNG.
 from __future__ import annotations
 
 import html
-import json
 import re
 from hashlib import sha1
 from importlib import resources
@@ -24,11 +23,17 @@ import pandas as pd
 
 from udora.experiments.rankings.section import tied_with_best
 from udora.experiments.report.charts import strip_chart
+from udora.experiments.report.safe import CSP, json_script
 from udora.experiments.report.sections import titles
 from udora.experiments.results.figures_summary import REFERENCE, families, ordered
 from udora.experiments.results.summaries import configs, per_dataset
 from udora.experiments.run.words import plural
 from udora.scoring.registry import metric, metrics
+
+# The scripts a page with charts loads: Plotly's bundle (in the head) and the chart
+# drawer (at the end of the body, after the charts' divs and data).
+PLOTLY_SCRIPT = '<script src="assets/plotly.min.js"></script>\n'
+CHART_SCRIPT = '<script src="assets/charts.js"></script>\n'
 
 # (metric, header, which way is better, digits): the leaderboard's columns, the run's fit
 # time last.
@@ -80,6 +85,7 @@ def page(
     return (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         f"<title>{esc(title)} · udora report</title>\n"
         '<link rel="stylesheet" href="assets/style.css">\n'
         f"{head}</head>\n<body>\n<header><nav>{links}</nav></header>\n<main>\n{body}\n</main>\n"
@@ -97,7 +103,7 @@ def write_assets(out: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     source = resources.files("udora.experiments.report") / "assets"
-    for name in ("style.css", "leaderboard.js"):
+    for name in ("style.css", "leaderboard.js", "charts.js"):
         (folder / name).write_text(source.joinpath(name).read_text(encoding="utf-8"))
         written.append(folder / name)
     bundle = get_plotlyjs()
@@ -167,11 +173,6 @@ def leaderboard_data(table: pd.DataFrame) -> dict:
     return {"columns": columns, "rows": rows, "presets": presets, "default_sort": "spearman_eu"}
 
 
-def _json_script(element_id: str, data: dict) -> str:
-    text = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    return f'<script type="application/json" id="{element_id}">{text}</script>\n'
-
-
 def leaderboard_html(data: dict) -> str:
     """The filters and the (script-filled) leaderboard table."""
     suites = sorted({p["suite"] for p in data["presets"] if p["suite"]})
@@ -200,7 +201,7 @@ def leaderboard_html(data: dict) -> str:
         "<tbody></tbody></table>\n"
         '<p class="note" id="leaderboard-note"></p>\n'
         "<noscript>The leaderboard needs JavaScript; report.md has the same numbers."
-        "</noscript>\n" + _json_script("leaderboard-data", data)
+        "</noscript>\n" + json_script("leaderboard-data", data)
     )
 
 
@@ -260,6 +261,6 @@ def index_html(table: pd.DataFrame, nav: list[tuple[str, str]], figures: dict[st
         body,
         nav,
         "index.html",
-        head='<script src="assets/plotly.min.js"></script>\n',
-        scripts='<script src="assets/leaderboard.js"></script>\n',
+        head=PLOTLY_SCRIPT,
+        scripts=CHART_SCRIPT + '<script src="assets/leaderboard.js"></script>\n',
     )

@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from udora.experiments.report.site import _json_script, config_page, leaderboard_data, slug
+from udora.experiments.report.safe import json_script
+from udora.experiments.report.site import config_page, leaderboard_data, slug
 from udora.experiments.results.figures_summary import families, ordered
 
 
@@ -76,7 +77,7 @@ def test_configs_are_grouped_by_family_best_first_with_the_references_last():
 
 
 def test_embedded_json_cannot_close_its_script_and_names_make_safe_unique_files():
-    text = _json_script("d", {"config": "m[x=</script><b>]"})
+    text = json_script("d", {"config": "m[x=</script><b>]"})
     assert "</script><b>" not in text.split(">", 1)[1].rsplit("</script>", 1)[0]
     payload = text.split(">", 1)[1].rsplit("</script>", 1)[0]
     assert json.loads(payload) == {"config": "m[x=</script><b>]"}
