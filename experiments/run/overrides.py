@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -55,8 +56,8 @@ class Overrides:
         scoped: method name -> fields for that method only (a grid's
             ``nn_ensemble.width=64``); empty for one resolved run.
 
-    The parts are copied on construction and never changed in place; the value pickles
-    (spawned grid workers get it inside a resolved run).
+    The parts are read-only copies of what was given (a part cannot be changed in place);
+    the value pickles (spawned grid workers get it inside a resolved run).
     """
 
     method: Mapping[str, Any] = field(default_factory=dict)
@@ -65,10 +66,15 @@ class Overrides:
     scoped: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "method", dict(self.method))
-        object.__setattr__(self, "task", dict(self.task))
+        scoped = {m: MappingProxyType(dict(f)) for m, f in self.scoped.items() if f}
+        object.__setattr__(self, "method", MappingProxyType(dict(self.method)))
+        object.__setattr__(self, "task", MappingProxyType(dict(self.task)))
         object.__setattr__(self, "method_seed", _check_seed(self.method_seed))
-        object.__setattr__(self, "scoped", {m: dict(f) for m, f in self.scoped.items() if f})
+        object.__setattr__(self, "scoped", MappingProxyType(scoped))
+
+    def __reduce__(self):  # read-only mappings do not pickle; their dicts do
+        scoped = {m: dict(f) for m, f in self.scoped.items()}
+        return Overrides, (dict(self.method), dict(self.task), self.method_seed, scoped)
 
     @classmethod
     def parse(cls, pairs: Iterable[str]) -> Overrides:

@@ -77,6 +77,8 @@ def test_frozen_copied_and_picklable():
     assert over.method == {"width": 64}
     with pytest.raises(dataclasses.FrozenInstanceError):
         over.method_seed = 3
+    with pytest.raises(TypeError):
+        over.method["width"] = 8
     assert pickle.loads(pickle.dumps(over)) == over
 
 
