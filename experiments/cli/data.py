@@ -129,21 +129,23 @@ def oracle_build(
     ] = None,
 ) -> None:
     """Build the oracle task of PRESET at SEED and write it to OUT."""
-    from udora.experiments.run.overrides import PRESET_PREFIX, parse_set, split_overrides
+    from dataclasses import replace
+
+    from udora.experiments.run.overrides import Overrides
     from udora.oracle.preset import load_preset
     from udora.oracle.store import load_oracle, save_task, summary
     from udora.oracle.task import build_task
 
-    overrides = parse_set(set_ or [])
-    other = [k for k in overrides if not k.startswith(PRESET_PREFIX)]
+    overrides = Overrides.parse(set_ or [])
+    other = sorted(replace(overrides, task={}).flat())  # what is not a preset field
     if other:
         raise ValueError(
             f"--set {other[0]}: oracle build takes preset fields only "
             "(preset.KEY=VALUE, e.g. preset.truth=warped)"
         )
     chosen = load_preset(preset)
-    if overrides:
-        chosen = chosen.with_overrides(split_overrides(overrides)[1], origin="--set preset")
+    if overrides.task:
+        chosen = chosen.with_overrides(dict(overrides.task), origin="--set preset")
     folder = save_task(build_task(chosen, seed, data_dir=data_dir), out)
     _print_summary(summary(*load_oracle(folder)))
     console.print(f"wrote {folder / 'oracle.npz'} and {folder / 'oracle.json'}")

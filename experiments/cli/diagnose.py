@@ -71,7 +71,7 @@ def diagnose_cmd(
     from udora.experiments.grid.bench import make_grid, suite_presets
     from udora.experiments.run import interrupts
     from udora.experiments.run.checks import UsageError, check_out_dir, check_seed
-    from udora.experiments.run.execute import parse_set
+    from udora.experiments.run.execute import Overrides
     from udora.methods.base import ConfigError
     from udora.oracle.preset import load_preset
 
@@ -97,16 +97,16 @@ def diagnose_cmd(
                 raise UsageError("give --method M (or --sanity)")
             check_seed(seed)
             check_out_dir(out)
-            overrides = parse_set(set_ or [])
+            overrides = Overrides.parse(set_ or [])
             sizes = _sizes(n if n is not None else ("100,300,1000" if sanity else None))
-            if sizes and "preset.n_train" in overrides:
+            if sizes and "n_train" in overrides.task:
                 raise UsageError("give --n or --set preset.n_train, not both")
             diagnoses = []
             for size in sizes or [None]:
                 usable = presets
                 if size is not None:
                     pools = {
-                        p: overrides.get("preset.pool_size", load_preset(p).pool_size)
+                        p: overrides.task.get("pool_size", load_preset(p).pool_size)
                         for p in presets
                     }
                     usable = [p for p in presets if size <= pools[p]]
@@ -117,13 +117,13 @@ def diagnose_cmd(
                         )
                 if not usable:
                     continue
-                extra = {} if size is None else {"preset.n_train": size}
+                extra = Overrides(task={} if size is None else {"n_train": size})
                 try:
                     runs = make_grid(
                         usable,
                         methods,
                         [seed],
-                        {**overrides, **extra},
+                        overrides.updated(extra),
                         quick=quick,
                         data_dir=data_dir,
                     )

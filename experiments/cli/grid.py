@@ -4,13 +4,16 @@ the root app by :mod:`udora.experiments.cli.main`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from udora.experiments.cli import options as opts
 from udora.experiments.cli.errors import usage_error as _usage_error
+
+if TYPE_CHECKING:
+    from udora.experiments.run.overrides import Overrides
 
 console = Console()
 
@@ -28,7 +31,7 @@ def run_cmd(
 ) -> None:
     """Run one method on one preset at one seed and write its run folder."""
     from udora.experiments.run.checks import UsageError, check_out_dir, check_seed
-    from udora.experiments.run.execute import parse_set, run_one
+    from udora.experiments.run.execute import Overrides, run_one
     from udora.scoring.registry import names
 
     try:  # before anything is fitted (docs/running.md, "One run")
@@ -36,7 +39,7 @@ def run_cmd(
         check_out_dir(out)
     except UsageError as err:
         _usage_error(err)
-    result = run_one(preset, method, seed, parse_set(set_ or []), out, data_dir=data_dir)
+    result = run_one(preset, method, seed, Overrides.parse(set_ or []), out, data_dir=data_dir)
     m = result.metrics
     console.print(f"{result.status}: {result.path}")
     if result.status != "ok":
@@ -86,7 +89,7 @@ def bench_cmd(
     from udora.experiments.grid.lock import LockHeldError
     from udora.experiments.run import interrupts
     from udora.experiments.run.checks import UsageError, check_out_dir
-    from udora.experiments.run.execute import parse_set
+    from udora.experiments.run.execute import Overrides
 
     with interrupts.catch_interrupts():
         try:
@@ -98,7 +101,7 @@ def bench_cmd(
             names = names or suite_presets("quick" if quick else suite)
             default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
             chosen = chosen or default or registry.list_methods()
-            over = parse_set(set_ or [])
+            over = Overrides.parse(set_ or [])
             configs, sources = _tuned_configs(tuned, names, chosen, over)
             runs = make_grid(
                 names, chosen, seed_list, over, quick=quick, data_dir=data_dir, tuned=configs
@@ -133,19 +136,18 @@ def bench_cmd(
         raise typer.Exit(1)
 
 
-def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], over: dict):
+def _tuned_configs(tuned: Path | None, presets: list[str], methods: list[str], over: Overrides):
     """``bench --tuned``: ({(preset, method): config}, {(preset, method): source}); prints
     one line per method without a tuned file and one when --set overrides tuned values."""
     if tuned is None:
         return None, None
-    from udora.experiments.run.overrides import split_overrides
     from udora.experiments.tuning.tuned_files import check_tuned_preset_fields, tuned_configs
 
     configs, sources, missing = tuned_configs(tuned, presets, methods)
-    check_tuned_preset_fields(sources, split_overrides(over)[1])
+    check_tuned_preset_fields(sources, over.task)
     plain = {"highlight": False, "markup": False, "soft_wrap": True}
     for (preset, method), config in configs.items():
-        won = sorted(set(over) & set(config))
+        won = sorted(set(over.for_method(method, methods).method) & set(config.method))
         if won:
             path = sources[(preset, method)]["path"]
             console.print(f"{preset}/{method}: --set {', '.join(won)} wins over {path}", **plain)

@@ -251,7 +251,7 @@ def tune_cmd(
 
     pairs = [(preset, method) for preset in names for method in chosen]
     try:
-        from udora.experiments.run.overrides import parse_set
+        from udora.experiments.run.overrides import Overrides
 
         spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
         summaries = tune_many(
@@ -261,7 +261,7 @@ def tune_cmd(
             objective=objective,
             seed=seed,
             executor=spec,
-            fixed=parse_set(set_ or []),
+            fixed=Overrides.parse(set_ or []),
             data_dir=data_dir,
             on_trial=show,
             on_tuned=tuned,

@@ -160,7 +160,7 @@ def diagnose(job: Diagnosis, data_dir: str | None = None) -> tuple[dict[str, Any
         "method": run.method,
         "seed": run.seed,
         "label": run.label,
-        "overrides": run.overrides,
+        "overrides": run.overrides.flat(),
         "config": run.config.to_dict(),
         "config_hash": run.config_hash,
         "identity": run.identity,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pandas as pd
 
 from udora.experiments.diagnostics.diagnose import RECORD
 from udora.experiments.results.figures import save_figure
+from udora.experiments.run.overrides import Overrides
 
 SERIES = ["method", "config", "setting", "seed", "draws", "scale"]  # one config, all n
 GROUP = [*SERIES, "n"]  # n: the --n level, 0 for each preset's own n_train
@@ -31,9 +33,10 @@ VALUES = ["estimation", "approximation", "sum", "eu_target"]
 PROJECTION = ["estimation", "approximation", "in_class_variance", "finite_k"]
 
 
-def _setting(overrides: dict[str, Any]) -> str:
+def _setting(overrides: Overrides) -> str:
     """The overrides other than ``preset.n_train`` as ``k=v,...`` (``default`` if none)."""
-    rest = {k: v for k, v in overrides.items() if k != "preset.n_train"}
+    task = {k: v for k, v in overrides.task.items() if k != "n_train"}
+    rest = replace(overrides, task=task).flat()
     if not rest:
         return "default"
     return ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in sorted(rest.items()))
@@ -52,16 +55,17 @@ def collect(folder: str | Path) -> pd.DataFrame:
             continue
         norm = record["normalised"]
         proj = (record.get("projection") or {}).get("normalised", {})
+        overrides = Overrides.from_flat(record["overrides"])
         rows.append(
             {
                 "preset": record["preset"],
                 "method": record["method"],
                 "config": json.dumps(record["config"], sort_keys=True),
-                "setting": _setting(record["overrides"]),
+                "setting": _setting(overrides),
                 "seed": record["seed"],
                 "draws": record["draws"],
                 "scale": record["scale"],
-                "n": int(record["overrides"].get("preset.n_train", 0)),
+                "n": int(overrides.task.get("n_train", 0)),
                 "n_train": record["n_train"],
                 **{k: norm[k] for k in VALUES},
                 **{f"{k}_se": norm[f"{k}_se"] for k in ("estimation", "approximation", "sum")},

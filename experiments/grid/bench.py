@@ -33,7 +33,7 @@ from udora.experiments.run import interrupts
 from udora.experiments.run.checks import check_out_dir, missing_data
 from udora.experiments.run.execute import record_skipped
 from udora.experiments.run.legacy import legacy_note, legacy_results
-from udora.experiments.run.overrides import scoped_overrides
+from udora.experiments.run.overrides import Overrides
 from udora.experiments.run.records import read_run
 from udora.experiments.run.spec import ResolvedRun, RunSpec, resolve, scope_hint
 from udora.experiments.run.words import plural
@@ -44,38 +44,40 @@ QUICK_PRESETS = ("concrete", "diamonds", "health_insurance")  # shipped by rdata
 QUICK_METHODS = ("blr", "gp_oracle", "gp_linear", "nn_ensemble", "nn_dropout")
 
 
-def quick_overrides(method: str) -> dict[str, Any]:
-    """The method's declared quick budget, ``Config.QUICK`` (a fresh copy)."""
-    return dict(methods.get_method_class(method).Config.QUICK)
+def quick_overrides(method: str) -> Overrides:
+    """The method's declared quick budget, ``Config.QUICK``, as method fields."""
+    return Overrides(method=methods.get_method_class(method).Config.QUICK)
 
 
 def make_grid(
     presets: Iterable[str],
     method_names: Iterable[str],
     seeds: Iterable[int],
-    overrides: dict[str, Any] | None = None,
+    overrides: Overrides | dict[str, Any] | None = None,
     quick: bool = False,
     data_dir: str | Path | None = None,
-    tuned: dict[tuple[str, str], dict[str, Any]] | None = None,
+    tuned: dict[tuple[str, str], Overrides] | None = None,
 ) -> list[ResolvedRun]:
     """The resolved runs of the grid, preset by preset, then seed by seed (so the runs of
     one task follow each other and a worker's task cache builds it once), then method;
     unknown presets/methods/fields raise here.
 
     With ``quick`` each method starts from its ``Config.QUICK``; ``tuned[(preset, method)]``
-    (``bench --tuned``) comes next; ``overrides`` win. An override key ``<method>.<field>``
-    applies to that method only (:func:`scoped_overrides`).
+    (``bench --tuned``) comes next; ``overrides`` (:class:`Overrides`, or flat ``--set``
+    keys) win. An override key ``<method>.<field>`` applies to that method only
+    (:meth:`Overrides.for_method`).
     ``data_dir`` (default ``UDORA_DATA_DIR``) is where the runs' tables are looked up.
     """
     method_names, seeds = list(method_names), list(seeds)
+    given = Overrides.of(overrides)
     runs = []
     for preset in presets:  # the methods of one task next to each other: a worker builds it once
         for seed in seeds:
             for method in method_names:
-                base = quick_overrides(method) if quick else {}
-                base = {**base, **(tuned or {}).get((str(preset), method), {})}
-                mine = scoped_overrides(overrides or {}, method, method_names)
-                spec = RunSpec(str(preset), method, int(seed), {**base, **mine})
+                base = quick_overrides(method) if quick else Overrides()
+                base = base.updated((tuned or {}).get((str(preset), method), Overrides()))
+                mine = given.for_method(method, method_names)
+                spec = RunSpec(str(preset), method, int(seed), base.updated(mine))
                 try:
                     runs.append(resolve(spec, data_dir) if data_dir is not None else resolve(spec))
                 except ConfigError as err:

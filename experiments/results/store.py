@@ -5,13 +5,19 @@ Runs are keyed by (preset, method, config): ``config`` is a readable label built
 run's overrides (``nn_ensemble[width=64]``, the bare method name for a default config), so
 every summary averages over seeds of one config only, never over configs
 (docs/design.md, "The life of a run", step 8; docs/running.md, "The report").
+
+Each override field is a typed column named by its ``--set`` key (:func:`override_cells`,
+:func:`typed_column`): an integer stays an integer where other runs leave the field unset
+(``Int64``), no cell holds JSON text.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.run.legacy import RESULT_GLOB, legacy_note
-from udora.experiments.run.overrides import METHOD_SEED
+from udora.experiments.run.overrides import Overrides
 from udora.experiments.run.records import RESULT, RUN_GLOB, read_run
 from udora.oracle.kinds import REGRESSION
 
@@ -62,18 +68,51 @@ def config_name(method: str, overrides: dict[str, Any] | None) -> str:
     return f"{method}[{','.join(f'{k}={_value(v)}' for k, v in sorted(overrides.items()))}]"
 
 
-def _override_cell(v: Any) -> Any:
-    """A scalar override as is; lists and dicts as compact JSON text (parquet-safe)."""
-    return v if v is None or isinstance(v, bool | int | float | str) else _value(v)
+def override_cells(overrides: Overrides) -> dict[str, Any]:
+    """One cell per override field, keyed by its ``--set`` key (``width``,
+    ``preset.n_train``, ``method_seed``). A mapping is one cell per entry under dotted keys
+    (``preset.truth={family: features, features: 256}`` -> ``preset.truth.family``,
+    ``preset.truth.features``, the columns ``--set preset.truth.features=256`` fills too);
+    a list is a tuple."""
+    cells: dict[str, Any] = {}
+
+    def put(key: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for field, inner in value.items():
+                put(f"{key}.{field}", inner)
+        else:
+            cells[key] = tuple(value) if isinstance(value, list) else value
+
+    for key, value in overrides.flat().items():
+        put(key, value)
+    return cells
 
 
-def _tidy_overrides(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Override columns whose values mix types (e.g. 64 and "wide") become text columns."""
-    for key in keys:
-        kinds = {type(v) for v in frame[key] if v is not None and not pd.isna(v)}
-        if len(kinds - {int, float}) > 0 and len(kinds) > 1:
-            frame[key] = [None if v is None or pd.isna(v) else str(v) for v in frame[key]]
-    return frame
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def typed_column(values: list[Any]) -> pd.Series:
+    """The column of one override field, shape (runs,), None where a run leaves it unset:
+    ``Int64`` for integers, ``float64`` when a float is among the numbers, ``boolean``,
+    ``string``, tuples (a list field) as objects. Values of several kinds (64 and
+    ``"wide"``) are a ``string`` column of their label text (:func:`config_name`)."""
+    kinds = {type(v) for v in values if not _missing(v)}
+    tuples = kinds == {tuple} and all(
+        isinstance(x, bool | int | float | str) for v in values if not _missing(v) for x in v
+    )
+    if kinds and kinds <= {bool}:
+        return pd.Series(values, dtype="boolean")
+    if kinds and kinds <= {int}:
+        return pd.Series(values, dtype="Int64")
+    if kinds and kinds <= {int, float}:
+        return pd.Series([np.nan if _missing(v) else float(v) for v in values], dtype="float64")
+    if kinds and kinds <= {str}:
+        return pd.Series(values, dtype="string")
+    if not kinds or tuples:
+        return pd.Series(values, dtype=object)
+    text = [None if _missing(v) else _value(list(v) if isinstance(v, tuple) else v) for v in values]
+    return pd.Series(text, dtype="string")
 
 
 def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -173,8 +212,9 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     ``commit`` and ``dirty`` (the code, :mod:`udora.experiments.run.provenance`; None in
     records written before udora recorded them), ``cpus`` (the cores the run's process could use),
     ``config_base`` (the label without a ``method_seed`` override,
-    which the noise floor groups by), one column per override key (``width``,
-    ``preset.n_train``; empty where a run does not set it; ``override.<key>`` when a key
+    which the noise floor groups by), one typed column per override field (``width``,
+    ``preset.n_train``, ``method_seed``, ``preset.truth.features``; :func:`override_cells`,
+    :func:`typed_column`; empty where a run does not set it; ``override.<key>`` when a key
     would clash with another column), ``time_*`` and one column per metric. ``curves``
     maps (preset, method, config, seed) to the run's curve summaries.
 
@@ -185,7 +225,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     (no ``"schema": 2``) are left out with one :class:`LegacyRunsWarning` saying how many.
     Raises FileNotFoundError naming ``results_dir`` when no run can be read.
     """
-    rows, run_curves, legacy, bad = [], [], 0, 0
+    rows, override_rows, run_curves, legacy, bad = [], [], [], 0, 0
     override_keys: dict[str, str] = {}  # override key -> column name
     folders = sorted(p for p in Path(results_dir).glob(RUN_GLOB) if p.is_dir())
     for path in (folder / RESULT for folder in folders):  # a folder without one is skipped
@@ -198,10 +238,10 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             warnings.warn(f"skipped {path}: {found.problem}", UnreadableRunWarning, stacklevel=2)
             continue
         rec = found.record
-        overrides = dict(rec.get("overrides") or {})
-        label, tuning = _label(rec, overrides)
-        own = {k: v for k, v in overrides.items() if k != METHOD_SEED}
-        base = _label(rec, own)[0] if len(own) < len(overrides) else label
+        given = Overrides.from_flat(rec.get("overrides"))
+        label, tuning = _label(rec, given.flat())
+        seeded = given.method_seed is not None
+        base = _label(rec, given.without_seed().flat())[0] if seeded else label
         row = {
             "preset": rec["preset"],
             "suite": str((rec.get("preset_config") or {}).get("suite") or ""),
@@ -226,11 +266,13 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "cpus": (rec.get("compute") or {}).get("cpus"),
             **tuning,
         }
-        for key, value in overrides.items():
+        cells = {}
+        for key, value in override_cells(given).items():
             column = override_keys.setdefault(
                 key, f"override.{key}" if key in BASE_COLUMNS else key
             )
-            row[column] = _override_cell(value)
+            cells[column] = value
+        override_rows.append(cells)
         timings = rec.get("timings")
         row.update(
             {f"time_{k}": v for k, v in (timings if isinstance(timings, dict) else {}).items()}
@@ -250,7 +292,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
         )
     frame = pd.DataFrame(rows)
     columns = list(override_keys.values())
-    frame = _tidy_overrides(frame, columns)
+    for column in columns:  # typed from the values as recorded (an int stays an int)
+        frame[column] = typed_column([cells.get(column) for cells in override_rows])
     frame = _split_tuning_protocols(frame)
     frame = _split_reused_labels(frame)
     rest = [c for c in frame.columns if c not in BASE_COLUMNS and c not in columns]

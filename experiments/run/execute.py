@@ -29,7 +29,7 @@ import numpy as np
 
 from udora.experiments.run import interrupts, provenance
 from udora.experiments.run.legacy import SCHEMA, is_current, is_legacy
-from udora.experiments.run.overrides import PRESET_PREFIX, parse_set, split_overrides
+from udora.experiments.run.overrides import PRESET_PREFIX, Overrides, parse_set
 from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
 from udora.experiments.run.spec import (
     ResolvedRun,
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PRESET_PREFIX",
+    "Overrides",
     "ResolvedRun",
     "RunResult",
     "RunSpec",
@@ -61,7 +62,6 @@ __all__ = [
     "resolve",
     "run_one",
     "run_resolved",
-    "split_overrides",
 ]
 _LIBRARIES = {"ngboost": "ngboost", "catboost": "catboost", "gp": "gpjax", "laplace": "laplax"}
 
@@ -153,17 +153,18 @@ def run_one(
     preset: str | Path,
     method: str,
     seed: int,
-    overrides: dict[str, Any] | None = None,
+    overrides: Overrides | dict[str, Any] | None = None,
     out_dir: str | Path = "results",
     *,
     data_dir: str | Path | None = None,
 ) -> RunResult:
     """Run ``method`` on ``preset`` at ``seed`` and write the run folder (see module doc).
 
-    Bad presets, methods or overrides raise before anything runs; failures of the method
-    itself are recorded in the result (status ``failed``) and returned.
+    ``overrides`` are :class:`Overrides` or flat ``--set`` keys. Bad presets, methods or
+    overrides raise before anything runs; failures of the method itself are recorded in
+    the result (status ``failed``) and returned.
     """
-    run = resolve(RunSpec(str(preset), method, int(seed), dict(overrides or {})), data_dir)
+    run = resolve(RunSpec(str(preset), method, int(seed), Overrides.of(overrides)), data_dir)
     return run_resolved(run, out_dir, data_dir=data_dir)
 
 
@@ -176,7 +177,7 @@ def _record(run: ResolvedRun, status: str) -> dict[str, Any]:
         "preset_arg": run.preset_arg,
         "method": run.method,
         "seed": run.seed,
-        "overrides": run.overrides,
+        "overrides": run.overrides.flat(),  # the user's keys, as --set takes them
         "label": run.label,
         "config": run.config.to_dict(),
         "config_hash": run.config_hash,

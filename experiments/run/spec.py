@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from udora import methods
 from udora.experiments.run.checks import UsageError
-from udora.experiments.run.overrides import method_seed, split_overrides
+from udora.experiments.run.overrides import Overrides
 from udora.oracle.kinds import REGRESSION
 from udora.oracle.preset import Preset, load_preset
 
@@ -45,12 +46,12 @@ TASK_FIELDS = (
 )
 
 
-def scope_hint(method: str, mine: dict[str, Any], method_names: list[str]) -> str:
+def scope_hint(method: str, mine: Overrides, method_names: list[str]) -> str:
     """For a grid-wide --set key that ``method`` lacks: which methods have it, and how to
     set it for them only (empty when no other method of the grid has it)."""
     fields = methods.get_method_class(method).Config.model_fields
     hints = []
-    for key in (k for k in mine if k not in fields and "." not in k):
+    for key in (k for k in mine.method if k not in fields and "." not in k):
         owners = [
             m
             for m in method_names
@@ -64,12 +65,21 @@ def scope_hint(method: str, mine: dict[str, Any], method_names: list[str]) -> st
 
 @dataclass(frozen=True)
 class RunSpec:
-    """A run as the user gave it: preset name or path, method name, seed, raw overrides."""
+    """A run as the user gave it: preset name or path, method name, seed, overrides.
+
+    ``overrides`` may be given as flat ``--set`` keys (``{"width": 64, "preset.n_train":
+    300}``); they are read into :class:`~udora.experiments.run.overrides.Overrides` here,
+    once, and a ``<method>.<field>`` key of this run's method becomes a method field.
+    """
 
     preset: str
     method: str
     seed: int
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: Overrides = field(default_factory=Overrides)
+
+    def __post_init__(self) -> None:
+        given = Overrides.of(self.overrides)
+        object.__setattr__(self, "overrides", given.for_method(self.method, [self.method]))
 
 
 @dataclass(frozen=True)
@@ -85,13 +95,17 @@ class ResolvedRun:
     method: str
     config: Any  # the method's validated MethodConfig
     seed: int
-    overrides: dict[str, Any]  # the user's overrides (method fields and ``preset.X``)
+    overrides: Overrides  # the user's overrides: method fields, preset fields, method_seed
     label: str  # "default" or the overrides as "k=v,k=v" (sorted)
     identity: dict[str, Any]  # exactly what was hashed
     config_hash: str
     rel_dir: Path  # <preset>/<method>/<hash>/seed-<s>, relative to the results root
     data_source: dict[str, str] | None = None  # the table's DataSource record, or None
-    method_seed: int | None = None  # the ``method_seed`` override; None: the task seed
+
+    @property
+    def method_seed(self) -> int | None:
+        """The ``method_seed`` override; None: the method uses the task seed."""
+        return self.overrides.method_seed
 
     @property
     def fit_seed(self) -> int:
@@ -217,13 +231,14 @@ def task_hash(identity: dict[str, Any], seed: int) -> str:
     return identity_hash({"task": identity["task"], "seed": int(seed)})
 
 
-def config_label(overrides: dict[str, Any]) -> str:
-    """A short human label of a run's overrides: ``default`` or ``k=v,k=v`` sorted by key."""
-    if not overrides:
+def config_label(overrides: Overrides | Mapping[str, Any]) -> str:
+    """A short human label of a run's overrides: ``default`` or ``k=v,k=v`` sorted by the
+    user's keys (``preset.n_train=300,width=64``; :meth:`Overrides.flat`)."""
+    flat = Overrides.of(overrides).flat()
+    if not flat:
         return "default"
     return ",".join(
-        f"{k}={json.dumps(v, default=str, separators=(',', ':'))}"
-        for k, v in sorted(overrides.items())
+        f"{k}={json.dumps(v, default=str, separators=(',', ':'))}" for k, v in sorted(flat.items())
     )
 
 
@@ -232,11 +247,11 @@ def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
 
     ``data_dir`` (default ``UDORA_DATA_DIR``) locates the table whose source is hashed.
     """
-    method_over, preset_over = split_overrides(spec.overrides)
+    over = spec.overrides
     preset = load_preset(spec.preset)
-    if preset_over:
-        preset = preset.with_overrides(preset_over, origin="--set preset")
-    model = methods.get_method(spec.method, **method_over)
+    if over.task:
+        preset = preset.with_overrides(dict(over.task), origin="--set preset")
+    model = methods.get_method(spec.method, **over.method)
     supported = getattr(type(model), "kinds", (REGRESSION,))
     if preset.kind not in supported:
         raise UsageError(
@@ -245,9 +260,8 @@ def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
         )
     source = data_source_record(preset, data_dir)
     identity = run_identity(preset, type(model), model.config, source)
-    own_seed = method_seed(spec.overrides)
-    if own_seed is not None:  # only then: every run without it keeps its hash
-        identity["method"]["seed"] = own_seed
+    if over.method_seed is not None:  # only then: every run without it keeps its hash
+        identity["method"]["seed"] = over.method_seed
     digest = identity_hash(identity)
     return ResolvedRun(
         preset_arg=str(spec.preset),
@@ -255,13 +269,12 @@ def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
         method=spec.method,
         config=model.config,
         seed=int(spec.seed),
-        overrides=dict(spec.overrides),
-        label=config_label(spec.overrides),
+        overrides=over,
+        label=config_label(over),
         identity=identity,
         config_hash=digest,
         rel_dir=Path(preset.name) / spec.method / digest / f"seed-{int(spec.seed)}",
         data_source=source,
-        method_seed=own_seed,
     )
 
 

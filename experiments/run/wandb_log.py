@@ -61,7 +61,7 @@ def _config(record: dict, run: ResolvedRun | None) -> dict:
             "method": run.method,
             "seed": run.seed,
             **run.config.to_dict(),
-            "overrides": run.overrides,
+            "overrides": run.overrides.flat(),
             "label": run.label,
             "config_hash": run.config_hash,
         }

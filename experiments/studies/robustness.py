@@ -24,7 +24,6 @@ the shift between the two GP seed sets, the noise a shift must exceed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,35 +38,30 @@ FAMILY_COLUMN = "preset.truth"  # the override column of the results table
 GP = "gp"
 
 
+def _unset(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+
+
 def family_of(table: pd.DataFrame) -> pd.Series:
-    """Each run's ground-truth family: its ``preset.truth`` override (``gp`` when unset),
-    with a parameter that is not the family's default appended as
-    ``features[features=256]`` (from a mapping override or ``preset.truth.<field>``
-    columns), so two variants of a family never pool."""
-    fields = sorted(c for c in table.columns if c.startswith(FAMILY_COLUMN + "."))
+    """Each run's ground-truth family, from the typed override columns of the results
+    table (:func:`udora.experiments.results.store.override_cells`): ``preset.truth`` (or
+    ``preset.truth.family``, from a mapping override; ``gp`` when both are unset), with a
+    ``preset.truth.<field>`` that is not the family's default appended as
+    ``features[features=256]``, so two variants of a family never pool."""
+    prefix = FAMILY_COLUMN + "."
+    named = [c for c in (FAMILY_COLUMN, prefix + "family") if c in table]
+    fields = sorted(c for c in table.columns if c.startswith(prefix) and c not in named)
 
     def name(row) -> str:
-        value = row.get(FAMILY_COLUMN)
-        if isinstance(value, str) and value.startswith("{"):
-            value = json.loads(value)
-        spec = dict(value) if isinstance(value, dict) else {}
-        family = spec.pop("family", None) if spec else value
-        if family is None or (not isinstance(family, str) and pd.isna(family)):
-            family = GP
+        family = next((row[c] for c in named if not _unset(row[c])), GP)
         defaults = TRUTH_DEFAULTS.get(str(family), {})
-        for column in fields:
-            value = row.get(column)
-            if not pd.isna(value):  # a column with gaps holds 128 as 128.0
-                whole = isinstance(value, float) and value.is_integer()
-                spec[column[len(FAMILY_COLUMN) + 1 :]] = int(value) if whole else value
-        extra = ",".join(
-            f"{k}={v}" for k, v in sorted(spec.items()) if v is not None and v != defaults.get(k)
-        )
+        spec = {c[len(prefix) :]: row[c] for c in fields if not _unset(row[c])}
+        extra = ",".join(f"{k}={v}" for k, v in sorted(spec.items()) if v != defaults.get(k))
         return f"{family}[{extra}]" if extra else str(family)
 
-    if FAMILY_COLUMN not in table and not fields:
+    if not named and not fields:
         return pd.Series(GP, index=table.index)
-    return table.apply(name, axis=1).astype(str)
+    return table[named + fields].astype(object).apply(name, axis=1).astype(str)
 
 
 def rank_matrix(table: pd.DataFrame, family: str, seeds, metric: str, better: str) -> pd.DataFrame:

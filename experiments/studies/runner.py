@@ -54,7 +54,6 @@ def run_study(
         return run_grid(
             runs, out, data_dir=data_dir, console=console, wait_lock=wait_lock, executor=executor
         )
-    from udora.experiments.run.overrides import split_overrides
     from udora.experiments.tuning.tune import tune_many
     from udora.experiments.tuning.tuned_files import check_tuned_preset_fields, tuned_configs
 
@@ -65,10 +64,7 @@ def run_study(
         tune = study.tune.model_dump()
         if study.factor.startswith(TUNING_PREFIX):
             tune[study.factor[len(TUNING_PREFIX) :]] = value
-            held = dict(study.set)
-        else:
-            held = {**study.set, study.factor: value}
-        plans.append((name, tune, held))
+        plans.append((name, tune, study.overrides(value)))
     for name, _, held in plans:  # every level's fields checked before anything is tuned
         try:
             make_grid(presets, study.methods, study.seeds[:1], held, data_dir=data_dir)
@@ -90,7 +86,7 @@ def run_study(
             total.interrupted = True
             return total
         configs, sources, _ = tuned_configs(folder, presets, study.methods)
-        check_tuned_preset_fields(sources, split_overrides(held)[1])  # holds by construction
+        check_tuned_preset_fields(sources, held.task)  # holds by construction
         runs = make_grid(
             presets, study.methods, study.seeds, held, data_dir=data_dir, tuned=configs
         )

@@ -18,7 +18,7 @@ from udora.experiments.results.sections import ReportContext, ReportSection
 from udora.experiments.studies import figures as figs
 from udora.experiments.studies.analysis import METRICS, positions, runs, summarise
 from udora.experiments.studies.figures import level_label as _label
-from udora.experiments.studies.study import Study, is_number, level_name, read_study
+from udora.experiments.studies.study import Study, is_number, read_study
 
 
 def study_table(table, study: Study):
@@ -27,22 +27,23 @@ def study_table(table, study: Study):
     name on the ordinal one.
 
     A row belongs when its method, preset and seed are the study's and its factor cell
-    equals one of the levels (numbers compared by value, lists as their compact JSON,
-    which is how the table stores them).
+    equals one of the levels (the table's typed override column: numbers compared by
+    value, a list level with the sequence in the cell, item by item).
     """
     column = study.factor if study.factor in table else f"override.{study.factor}"
     if column not in table:
         return table.iloc[0:0]
     level = pd.Series(None, index=table.index, dtype=object)
-    numeric = pd.to_numeric(table[column], errors="coerce")
+    cells = table[column].astype(object)
+    numeric = pd.to_numeric(cells, errors="coerce")
     for name, value in zip(study.level_names(), study.level_values(), strict=True):
         if is_number(value):
             mask = numeric == float(value)
+        elif isinstance(value, list):
+            mask = cells.map(lambda cell, v=value: _same_items(cell, v))
         else:
-            mask = table[column].astype(object) == (
-                value if isinstance(value, str) else level_name(value)
-            )
-        level[mask] = float(value) if study.scale != "ordinal" else name
+            mask = cells == value
+        level[mask.to_numpy(dtype=bool)] = float(value) if study.scale != "ordinal" else name
     from udora.oracle.preset import load_preset
 
     presets = {load_preset(p).name for p in study.preset_names()}
@@ -53,6 +54,14 @@ def study_table(table, study: Study):
         & table["seed"].isin(study.seeds)
     )
     return table[keep].assign(**{study.factor: level[keep]})
+
+
+def _same_items(cell, value: list) -> bool:
+    """Whether a list-valued cell (a tuple, or the array parquet reads it back as) holds
+    the items of ``value``."""
+    if isinstance(cell, str) or not isinstance(cell, tuple | list | np.ndarray):
+        return False
+    return len(cell) == len(value) and all(a == b for a, b in zip(cell, value, strict=True))
 
 
 def study_section(table, study: Study, out_dir, md) -> list[str]:

@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from udora.experiments.studies.scales import SCALES as SCALES  # re-exported
 from udora.experiments.studies.scales import choose_scale, is_number
+
+if TYPE_CHECKING:
+    from udora.experiments.run.overrides import Overrides
 
 STUDY_FILE = "study.yaml"
 TUNING_PREFIX = "tuning."  # a factor of the tuning protocol itself (tuning.objective)
@@ -120,6 +123,14 @@ class Study(BaseModel):
     def level_values(self) -> list[Any]:
         """The factor's value at each level, in order."""
         return list(self.levels.values()) if isinstance(self.levels, dict) else list(self.levels)
+
+    def overrides(self, value: Any) -> Overrides:
+        """The ``--set`` of the runs at the level of ``value``: ``set`` and the factor at
+        ``value`` (``set`` alone for a ``tuning.`` factor, which reaches runs through tuning)."""
+        from udora.experiments.run.overrides import Overrides
+
+        tuning = self.factor.startswith(TUNING_PREFIX)
+        return Overrides.from_flat(self.set if tuning else {**self.set, self.factor: value})
 
     def positions(self) -> list[float]:
         """The x of each level in slopes: log2 of the value, the value, or its index."""
@@ -255,10 +266,13 @@ def study_runs(study: Study, data_dir: str | Path | None = None, *, origin: str 
                     f"(its fields: `udora methods {method}`); drop the method or change the factor"
                 )
     for value in study.level_values():
-        overrides = dict(study.set) if tuning else {**study.set, study.factor: value}
         try:
             runs += make_grid(
-                study.preset_names(), study.methods, study.seeds, overrides, data_dir=data_dir
+                study.preset_names(),
+                study.methods,
+                study.seeds,
+                study.overrides(value),
+                data_dir=data_dir,
             )
         except (ValueError, KeyError) as err:
             message = err.args[0] if isinstance(err, KeyError) and err.args else err

@@ -236,21 +236,22 @@ def trial(
 ) -> TrialResult:
     """Build the task of ``preset`` at ``seed`` and run :func:`trial_on_task` on it.
 
-    ``config_overrides`` are method fields and, with the ``preset.`` prefix, preset
-    fields, as for ``udora run --set``; bad input raises before anything is fitted.
-    The result keeps the task (``result.task``) for :func:`trial_oracle_metrics`.
+    ``config_overrides`` are a sweep's flat keys: method fields and, with the ``preset.``
+    prefix, preset fields, as for ``udora run --set``
+    (:class:`~udora.experiments.run.overrides.Overrides`); bad input raises before
+    anything is fitted. The result keeps the task (``result.task``) for
+    :func:`trial_oracle_metrics`.
     """
     from udora.experiments.run.execute import cached_task
-    from udora.experiments.run.overrides import split_overrides
+    from udora.experiments.run.overrides import Overrides
     from udora.experiments.run.spec import RunSpec, resolve
 
     check_objective(objective)
     check_val_fraction(val_fraction)
-    overrides = dict(config_overrides or {})
+    overrides = Overrides.of(config_overrides)
     run = resolve(RunSpec(str(preset), method, int(seed), overrides), data_dir)
     task = cached_task(run.preset, run.seed, data_dir)  # the runs' key: one build per worker
-    method_over, _ = split_overrides(overrides)
-    result = trial_on_task(task, method, run.seed, method_over, objective, val_fraction)
+    result = trial_on_task(task, method, run.seed, run.overrides.method, objective, val_fraction)
     result.task, result.task_hash = task, run.task_hash
     return result
 

@@ -11,7 +11,7 @@ names the key of anything wrong.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -23,6 +23,9 @@ from udora.experiments.tuning.protocol import (
     check_val_fraction,
 )
 from udora.methods.base import ConfigError, make_config
+
+if TYPE_CHECKING:
+    from udora.experiments.run.overrides import Overrides
 
 SEARCHES = ("bayes", "random", "grid")
 FIXED = ("preset", "method", "seed", "objective", "tuning_val_fraction")  # non-method keys
@@ -39,11 +42,14 @@ def sweep_config(
     trials: int = 20,
     seed: int = 0,
     val_fraction: float = VAL_FRACTION,
-    fixed: dict[str, Any] | None = None,
+    fixed: Overrides | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A W&B sweep configuration for tuning ``method`` on ``preset`` (see module doc).
 
-    ``fixed`` method fields (``{"optimizer": "sgd"}``) are single-value parameters, and the
+    ``fixed`` (:class:`~udora.experiments.run.overrides.Overrides`, or flat ``--set``
+    keys): its method fields (``{"optimizer": "sgd"}``) are single-value parameters, its
+    preset fields single-value ``preset.X`` parameters (the task every trial is drawn
+    from), and the
     space searched is that of the config with them set (the NN methods' optimizer-specific
     ranges follow ``optimizer``); a fixed field is never also searched.
 
@@ -66,11 +72,12 @@ def sweep_config(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise SweepConfigError(f"--seed: expected a non-negative integer, got {seed!r}")
     check_val_fraction(val_fraction)
-    from udora.experiments.run.overrides import PRESET_PREFIX, split_overrides
+    from udora.experiments.run.overrides import PRESET_PREFIX, Overrides
 
     base_preset = load_preset(preset)  # an unknown preset raises, naming the valid ones
     cls = methods.get_method_class(method)
-    held, preset_held = split_overrides(dict(fixed or {}))
+    given = Overrides.of(fixed)
+    held, preset_held = dict(given.method), dict(given.task)
     _check_preset_fields(base_preset, preset_held, "--set preset")
     try:
         base = make_config(cls.Config, held)

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from udora.experiments.grid.executors import ExecutorSpec
+from udora.experiments.run.overrides import Overrides
 from udora.experiments.tuning import protocol as tuning
 from udora.experiments.tuning import sweep_file as sc
 from udora.experiments.tuning import sweeps as sr
@@ -44,7 +45,7 @@ def prepare(
     objective: str = "nll",
     seed: int = 0,
     search: str = "bayes",
-    fixed: dict[str, Any] | None = None,
+    fixed: Overrides | None = None,
 ) -> tuple[Path, dict[str, Any] | None, dict[str, Any] | None]:
     """(tuned file, its content when final already, the validated sweep config or None).
 
@@ -58,10 +59,8 @@ def prepare(
     name = load_preset(preset).name
     target = tuned_path(out, name, method)
     cls = methods.get_method_class(method)
-    from udora.experiments.run.overrides import split_overrides
-
-    held = dict(fixed or {})
-    method_held, preset_held = split_overrides(held)
+    held = fixed or Overrides()
+    method_held, preset_held = dict(held.method), dict(held.task)
     if not {k: v for k, v in cls.Config().search_space().items() if k not in method_held}:
         from udora.methods.base import make_config
 
@@ -153,7 +152,7 @@ def tune_many(
     objective: str = "nll",
     seed: int = 0,
     search: str = "bayes",
-    fixed: dict[str, Any] | None = None,
+    fixed: Overrides | dict[str, Any] | None = None,
     data_dir: str | Path | None = None,
     on_trial: Callable[[dict[str, Any]], None] | None = None,
     on_tuned: Callable[[Path, dict[str, Any], SweepSummary | None], None] | None = None,
@@ -161,20 +160,18 @@ def tune_many(
 ) -> list[SweepSummary]:
     """Tune every (preset, method) of ``pairs``: one sweep each, all over ``jobs`` workers.
 
-    ``fixed`` holds method fields at values for every sweep (``optimizer: sgd``), with
-    ``<method>.<field>`` keys for one method, as ``bench --set``. Every sweep file is
-    written (and every bad name raised) before anything runs.
+    ``fixed`` (:class:`Overrides`, or flat ``--set`` keys) holds method fields at values
+    for every sweep (``optimizer: sgd``), with ``<method>.<field>`` keys for one method, as
+    ``bench --set``, and preset fields (``preset.truth: warped``) for every task tuned on.
+    Every sweep file is written (and every bad name raised) before anything runs.
     ``on_tuned(path, content, summary)`` follows each tuned file as it is written (summary
     None for a pass-through). Returns the sweep summaries (interrupted ones after Ctrl-C).
     ``executor`` (default: the local one with ``jobs``) says where trials execute.
     """
-    from udora.experiments.run.overrides import scoped_overrides
-
     names = sorted({m for _, m in pairs})
     kw = {"trials": trials, "objective": objective, "seed": seed, "search": search}
-    prepared = [
-        prepare(p, m, out, **kw, fixed=scoped_overrides(fixed or {}, m, names)) for p, m in pairs
-    ]
+    held = Overrides.of(fixed)
+    prepared = [prepare(p, m, out, **kw, fixed=held.for_method(m, names)) for p, m in pairs]
     targets = {}
     configs = []
     for target, data, config in prepared:

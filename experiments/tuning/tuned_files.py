@@ -5,11 +5,13 @@ truth")."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from udora.experiments.run.overrides import Overrides
 from udora.experiments.run.spec import tuned_source
 from udora.experiments.tuning import sweep_file as sc
 
@@ -89,7 +91,7 @@ def tuned_configs(tuned: str | Path, presets: list[str], methods: list[str]):
     """What ``bench --tuned`` reads: ``(configs, sources, missing)``.
 
     ``configs[(preset, method)]`` is the tuned file's ``config`` (the overrides of that
-    pair), ``sources[(preset, method)]`` its
+    pair, :class:`~udora.experiments.run.overrides.Overrides`), ``sources[(preset, method)]`` its
     :func:`~udora.experiments.run.spec.tuned_source`, and ``missing[method]``
     the preset names without a tuned file (those run the default config). ``preset`` is
     as given (name or path). Raises ValueError when ``tuned`` is not a folder.
@@ -106,7 +108,7 @@ def tuned_configs(tuned: str | Path, presets: list[str], methods: list[str]):
             if found is None:
                 missing.setdefault(method, []).append(name)
                 continue
-            configs[(preset, method)] = dict(found.get("config") or {})
+            configs[(preset, method)] = Overrides.from_flat(found.get("config"))
             sweep_file = found.get("sweep_file")
             if found.get("protocol") is None and sweep_file and Path(sweep_file).is_file():
                 found = {
@@ -118,7 +120,7 @@ def tuned_configs(tuned: str | Path, presets: list[str], methods: list[str]):
 
 
 def check_tuned_preset_fields(
-    sources: dict[tuple[str, str], dict[str, Any]], preset_over: dict[str, Any]
+    sources: dict[tuple[str, str], dict[str, Any]], preset_over: Mapping[str, Any]
 ) -> None:
     """``bench --tuned``: a config tuned on tasks with a preset field held (a ground-truth
     family) runs only on tasks with that field at the same value; raises UsageError

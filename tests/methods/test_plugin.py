@@ -31,8 +31,10 @@ def knn_installed(tmp_path_factory):
     as it finds a package installed into the environment."""
     target = tmp_path_factory.mktemp("knn-site")
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation"]
-        + ["--no-index", "-q", "--target", str(target), str(PACKAGE)],
+        [
+            *(sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation"),
+            *("--no-index", "-q", "--target", str(target), str(PACKAGE)),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

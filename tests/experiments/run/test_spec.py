@@ -20,6 +20,7 @@ from udora.experiments.report.write import write_report
 from udora.experiments.results.store import LegacyRunsWarning
 from udora.experiments.run import spec as spec_module
 from udora.experiments.run.execute import run_one
+from udora.experiments.run.overrides import Overrides
 from udora.experiments.run.spec import TASK_FIELDS, RunSpec, identity_hash, resolve
 from udora.oracle import preset as preset_module
 
@@ -89,7 +90,7 @@ def test_identity_is_exactly_what_is_hashed(tiny_preset):
     assert run.config.to_dict()["alpha"] == 0.5
     blob = json.dumps(run.identity, sort_keys=True, separators=(",", ":"))
     assert run.config_hash == hashlib.sha256(blob.encode()).hexdigest()[:10]
-    assert run.label == "alpha=0.5" and run.overrides == {"alpha": 0.5}
+    assert run.label == "alpha=0.5" and run.overrides == Overrides(method={"alpha": 0.5})
 
 
 def test_result_json_records_schema_and_identity(tiny_preset, tmp_path):
@@ -130,16 +131,16 @@ def test_quick_grid_uses_each_class_declaration(tiny_preset):
     for name in methods.list_methods():
         quick = methods.get_method_class(name).Config.QUICK
         (run,) = make_grid([str(path)], [name], [0], quick=True)
-        assert run.overrides == quick, name
+        assert run.overrides == Overrides(method=quick), name
         config = run.config.to_dict()
         assert all(config[k] == v for k, v in quick.items()), name
         for key, value in quick.items():  # the user's --set wins over the quick budget
             default = methods.get_method_class(name).Config.model_fields[key].default
             (mine,) = make_grid([str(path)], [name], [0], {key: default}, quick=True)
-            assert mine.overrides[key] == default and mine.config.to_dict()[key] == default
+            assert mine.overrides.method[key] == default and mine.config.to_dict()[key] == default
             assert default != value or mine.config_hash == run.config_hash
     (dkl,) = make_grid([str(path)], ["dkl"], [0], quick=True)
-    assert dkl.overrides and dkl.overrides == methods.get_method_class("dkl").Config.QUICK
+    assert dkl.overrides and dkl.overrides.method == methods.get_method_class("dkl").Config.QUICK
 
 
 def _old_record(preset, method, config_hash, seed):

@@ -187,24 +187,28 @@ def test_a_tuned_study_says_so_and_lists_the_tuning_commands():
 
 
 def test_family_variants_never_pool():
+    # the typed columns of the results table: a mapping override (preset.truth={family:
+    # features, features: 256}) fills preset.truth.family and preset.truth.features
     table = pd.DataFrame(
         {
-            "preset.truth": [
-                None,
-                "gp",
-                "warped",
-                "features",
-                "features",
-                '{"family": "features", "features": 256}',
-            ],
-            "preset.truth.features": [None, None, None, None, 128, None],
+            "preset.truth": pd.array(
+                [None, "gp", "warped", "features", "features", None, "warped"], dtype="string"
+            ),
+            "preset.truth.family": pd.array(
+                [None, None, None, None, None, "features", None], dtype="string"
+            ),
+            "preset.truth.features": pd.array(
+                [None, None, None, 64, 128, 256, None], dtype="Int64"
+            ),
+            "preset.truth.warp": [None, None, None, None, None, None, 2.5],
         }
     )
     assert family_of(table).tolist() == [
         "gp",
         "gp",
         "warped",
-        "features",
+        "features",  # 64 is the family's default
         "features[features=128]",
         "features[features=256]",
+        "warped[warp=2.5]",
     ]

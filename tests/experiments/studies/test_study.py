@@ -31,7 +31,7 @@ def test_every_shipped_study_resolves_its_whole_grid(name, shared_data):
     n = len(study.preset_names()) * len(study.methods) * len(study.levels) * len(study.seeds)
     assert len(runs) == n
     if study.tune is None:
-        values = {json.dumps(r.overrides[study.factor]) for r in runs}
+        values = {json.dumps(r.overrides.flat()[study.factor]) for r in runs}
         assert values == {json.dumps(v) for v in study.level_values()}
     else:  # a tuned study's factor reaches the runs through tuning (see the next tests)
         assert study.tune.trials == 10
