@@ -166,6 +166,7 @@ class UQMethod(abc.ABC):
     ``@register("name")`` decorator sets ``name``. A reference method that needs the
     task's generating prior sets ``uses_task_prior = True``; the runner then puts the prior
     into the ``knowledge`` it hands to ``fit`` (every other method gets ``prior=None``).
+    ``libraries`` names the distributions it depends on, whose versions each run records.
     """
 
     Config: ClassVar[type[MethodConfig]] = MethodConfig
@@ -174,6 +175,9 @@ class UQMethod(abc.ABC):
     # literal in the class body, where `udora methods` reads it without importing.
     family: ClassVar[str] = "other"
     uses_task_prior: ClassVar[bool] = False
+    # The distributions (pip names) the method runs on besides udora and JAX: every
+    # result.json records their versions (docs/design.md, "Methods"). Declare, don't guess.
+    libraries: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: MethodConfig | None = None, **overrides: Any) -> None:
         if config is not None:

@@ -117,6 +117,7 @@ class LinearGP(UQMethod):
     """
 
     family = "GP reference"
+    libraries = ("gpjax", "scipy")
     Config = LinearGPConfig
     config: LinearGPConfig
 

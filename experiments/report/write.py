@@ -30,7 +30,6 @@ from udora.experiments.results.summaries import (
     per_dataset,
     ranking_agreement,
 )
-from udora.experiments.run.legacy import legacy_note, legacy_results
 from udora.experiments.run.words import plural
 
 
@@ -86,7 +85,6 @@ def write_report(
     skipped = [str(w.message) for w in caught if issubclass(w.category, UnreadableRunWarning)]
     for w in caught:  # pass every warning on to the caller, as if not caught
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    n_legacy = 0 if release is not None else len(legacy_results(results_dir))
     if out_dir is not None:
         out = Path(out_dir)
     else:  # never into the installed package
@@ -123,7 +121,6 @@ def write_report(
         f"seeds {sorted(table['seed'].unique().tolist())}. "
         "Browsable: [index.html](index.html) (sortable leaderboard, a page per preset and config).",
         "",
-        *([f"Excluded: {legacy_note(results_dir, n_legacy)}.", ""] if n_legacy else []),
         *(
             [
                 f"Skipped {len(skipped)} unreadable result.json:",
