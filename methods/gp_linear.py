@@ -117,7 +117,7 @@ class LinearGP(UQMethod):
     """
 
     family = "GP reference"
-    libraries = ("gpjax", "scipy")
+    libraries = ("gpjax", "equinox", "scipy")
     Config = LinearGPConfig
     config: LinearGPConfig
 
