@@ -118,7 +118,8 @@ def _typed(record: dict[str, Any]) -> tuple[RunRecord | None, str]:
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(_path_in(record, first["loc"]))
-        if first["type"] == "missing":
+        if first["type"] == "missing":  # the last part of the location is not in record
+            where = ".".join([*_path_in(record, first["loc"][:-1]), str(first["loc"][-1])])
             return None, f"lacks the key {where!r}"
         if first["type"] == "extra_forbidden":
             return None, f"has the unknown key {where!r}"

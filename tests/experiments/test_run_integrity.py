@@ -140,6 +140,8 @@ DAMAGE = {
     "identity edited": ("result.json", _json_edit(identity={"x": 1}), "hash is not its config"),
     "task hash edited": ("result.json", _json_edit(task_hash="0123456789"), "a task_hash that"),
     "schema of another version": ("result.json", _json_edit(schema=99), "'schema' of the wrong"),
+    "an unknown key": ("result.json", _json_edit(stauts="ok"), "has the unknown key 'stauts'"),
+    "code incomplete": ("result.json", _json_edit(code={}), "lacks the key 'code.source_sha256'"),
     "result.json not UTF-8": ("result.json", _not_utf8, "cannot be read (UnicodeDecodeError"),
     "predictions truncated": ("predictions.npz", _truncate, "does not match its checksum"),
     "predictions empty": ("predictions.npz", _empty, "does not match its checksum"),
@@ -216,6 +218,18 @@ def test_every_reader_catches_every_damage(damaged):
     assert (summary.done, summary.skipped, summary.failed) == (1, 1, 0)  # rerun, once
     assert f"rerunning {runs[0].rel_dir}: its result.json" in console.export_text()
     assert read_run(folder).finished
+
+
+def test_the_record_read_is_the_json_written(two_runs):
+    """Reading a run gives its typed record (no field lost, none added): written again it
+    is the same result.json, key for key and in the same order."""
+    results, runs, _ = two_runs
+    for run in runs:
+        path = run.run_dir(results) / "result.json"
+        found = read_run(path.parent)
+        assert found.finished and found.record.seed == run.seed
+        assert found.record.to_json() == path.read_text()
+        assert list(json.loads(found.record.to_json())) == list(json.loads(path.read_text()))
 
 
 def test_a_copied_run_folder_is_not_counted_twice(two_runs, tmp_path):
