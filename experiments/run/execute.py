@@ -26,6 +26,7 @@ import numpy as np
 from udora.experiments.run import interrupts, oracle_arrays, provenance
 from udora.experiments.run.overrides import PRESET_PREFIX, parse_set, split_overrides
 from udora.experiments.run.record import SCHEMA, RunRecord, write_run
+from udora.experiments.run.records import read_run
 from udora.experiments.run.spec import ResolvedRun, RunSpec, resolve
 from udora.oracle.preset import Preset
 
@@ -207,7 +208,7 @@ def run_resolved(
         data_source=data_source,
         **extra,
     )
-    _write(final, record, prediction)
+    record = _write(final, record, prediction)
     metrics = {k: (np.nan if v is None else v) for k, v in record.metrics.items()}
     return RunResult(run, record.status, final, metrics, record.error, timings)
 
@@ -234,9 +235,11 @@ def record_failed(run: ResolvedRun, out_dir: str | Path, reason: str) -> Path:
     return final
 
 
-def _write(final: Path, record: RunRecord, prediction: Any) -> None:
-    """Publish the run folder (:func:`udora.experiments.run.record.write_run`); a Ctrl-C
-    waits the few ms until the folder is whole."""
+def _write(final: Path, record: RunRecord, prediction: Any) -> RunRecord:
+    """Publish the run folder (:func:`udora.experiments.run.record.write_run`); the record
+    on disk after. A finished run already there (written meanwhile by another process: a
+    worker presumed dead) is never replaced by one that is not ok: it is kept and
+    returned. A Ctrl-C waits the few ms until the folder is whole."""
     arrays = None
     if prediction is not None:
         arrays = {
@@ -246,5 +249,10 @@ def _write(final: Path, record: RunRecord, prediction: Any) -> None:
         }
         if prediction.member_means is not None:
             arrays["member_means"] = prediction.member_means
+
+    def replace(old: Path) -> bool:
+        return record.status == "ok" or not read_run(old).finished
+
     with interrupts.deferred():
-        write_run(final, record, arrays)
+        written = write_run(final, record, arrays, replace=replace)
+    return written or read_run(final).record or record

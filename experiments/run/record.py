@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -129,11 +129,17 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def write_run(final: Path, record: RunRecord, arrays: Mapping[str, Any] | None) -> RunRecord:
+def write_run(
+    final: Path,
+    record: RunRecord,
+    arrays: Mapping[str, Any] | None,
+    *,
+    replace: Callable[[Path], bool] = lambda old: True,
+) -> RunRecord | None:
     """Publish the run folder ``final``: ``predictions.npz`` of ``arrays`` (when given) and
     ``result.json`` of ``record`` listing its checksum under ``files``; returns the record
-    written. An earlier attempt at ``final`` is replaced (the last writer wins,
-    :func:`udora.oracle.atomic.publish_folder`); a reader sees the old folder or the new
+    written, or None when ``replace(old)`` kept a folder already at ``final``
+    (:func:`udora.oracle.atomic.publish_folder`). A reader sees the old folder or the new
     one, whole."""
     written = record
 
@@ -147,5 +153,4 @@ def write_run(final: Path, record: RunRecord, arrays: Mapping[str, Any] | None) 
         written.model_fields_set.add("files")
         write_text(tmp / RESULT, written.to_json())
 
-    publish_folder(final, fill)
-    return written
+    return written if publish_folder(final, fill, replace=replace) else None
