@@ -26,7 +26,7 @@ import numpy as np
 from udora.experiments.run import interrupts, oracle_arrays, provenance
 from udora.experiments.run.overrides import PRESET_PREFIX, parse_set, split_overrides
 from udora.experiments.run.record import SCHEMA, RunRecord, write_run
-from udora.experiments.run.records import read_run
+from udora.experiments.run.records import read_run, refuse_old
 from udora.experiments.run.spec import ResolvedRun, RunSpec, resolve
 from udora.oracle.preset import Preset
 
@@ -239,7 +239,8 @@ def _write(final: Path, record: RunRecord, prediction: Any) -> RunRecord:
     """Publish the run folder (:func:`udora.experiments.run.record.write_run`); the record
     on disk after. A finished run already there (written meanwhile by another process: a
     worker presumed dead) is never replaced by one that is not ok: it is kept and
-    returned. A Ctrl-C waits the few ms until the folder is whole."""
+    returned; a run of udora 0.1.0 there is an :class:`~udora.experiments.run.records.
+    OldResultsError`. A Ctrl-C waits the few ms until the folder is whole."""
     arrays = None
     if prediction is not None:
         arrays = {
@@ -251,7 +252,9 @@ def _write(final: Path, record: RunRecord, prediction: Any) -> RunRecord:
             arrays["member_means"] = prediction.member_means
 
     def replace(old: Path) -> bool:
-        return record.status == "ok" or not read_run(old).finished
+        found = read_run(old)
+        refuse_old(old.parents[3], found)  # a run of udora 0.1.0 is never overwritten
+        return record.status == "ok" or not found.finished
 
     with interrupts.deferred():
         written = write_run(final, record, arrays, replace=replace)

@@ -18,6 +18,7 @@ from udora.experiments.cli.main import app
 from udora.experiments.grid.bench import make_grid, run_grid
 from udora.experiments.run import spec as spec_module
 from udora.experiments.run.execute import run_one
+from udora.experiments.run.records import OldResultsError
 from udora.experiments.run.spec import TASK_FIELDS, RunSpec, identity_hash, resolve
 from udora.oracle import preset as preset_module
 
@@ -185,6 +186,17 @@ def test_results_of_udora_010_are_refused_in_one_line(tiny_preset, tmp_path):
         cli = CliRunner().invoke(app, args)
         assert cli.exit_code == 2, (name, cli.output)
         assert cli.output.strip().splitlines()[-1] == line, (name, cli.output)
+    # a single run whose folder holds a 0.1.0 record refuses too, and writes nothing
+    (run,) = make_grid([str(path)], ["blr"], [0])
+    same = run.run_dir(tmp_path) / "result.json"
+    same.parent.mkdir(parents=True)
+    same.write_text(json.dumps(_old_record("tiny", "blr", run.config_hash, 0)))
+    with pytest.raises(OldResultsError, match=r"written by udora 0\.1\.0"):
+        run_one(path, "blr", 0, {}, tmp_path)
+    assert json.loads(same.read_text())["versions"] == {"udora": "0.1.0"}
+    same.unlink()
+    same.parent.rmdir()
+    same.parent.parent.rmdir()
     assert old.read_text() == text
     assert sorted(p.name for p in (tmp_path / "tiny").iterdir()) == ["blr"]  # nothing ran
     assert sorted(p.name for p in (tmp_path / "tiny" / "blr").iterdir()) == ["0123456789"]
