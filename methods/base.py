@@ -118,6 +118,7 @@ class UQMethod(abc.ABC):
     ``@register("name")`` decorator sets ``name``. A reference method that needs the
     task's generating prior sets ``uses_task_prior = True``; the runner then puts the prior
     into the ``knowledge`` it hands to ``fit`` (every other method gets ``prior=None``).
+    ``libraries`` names the distributions it depends on, whose versions each run records.
     """
 
     Config: ClassVar[type[MethodConfig]] = MethodConfig
@@ -129,6 +130,9 @@ class UQMethod(abc.ABC):
     # The task kinds the method can be run on (udora.oracle.kinds); its ``predict``
     # returns each kind's prediction type (udora.methods.prediction).
     kinds: ClassVar[tuple[str, ...]] = (REGRESSION,)
+    # The distributions (pip names) the method runs on besides udora and JAX: every
+    # result.json records their versions (docs/design.md, "Methods"). Declare, don't guess.
+    libraries: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: MethodConfig | None = None, **overrides: Any) -> None:
         if config is not None:

@@ -73,6 +73,7 @@ class CatBoostPS(UQMethod):
     """K CatBoost RMSEWithUncertainty models with posterior sampling, early-stopped."""
 
     family = "trees"
+    libraries = ("catboost",)
     Config = CatBoostPSConfig
     config: CatBoostPSConfig
 

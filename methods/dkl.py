@@ -113,6 +113,7 @@ class DKL(UQMethod):
     """
 
     family = "linear & kernel"
+    libraries = ("flax", "gpjax", "equinox", "optax")
     Config = DKLConfig
     config: DKLConfig
 

@@ -50,6 +50,7 @@ class OracleGP(UQMethod):
     """Exact GP with the task's own kernel, mean and noise model (``knowledge.prior``)."""
 
     family = "GP reference"
+    libraries = ("gpjax",)
     Config = OracleGPConfig
     config: OracleGPConfig
     uses_task_prior = True

@@ -113,6 +113,7 @@ class LastLayerLaplace(SampledHeadsMethod):
     """Last-layer Laplace over the mean head of one MAP residual MLP; K = 30 samples."""
 
     family = "Bayesian NN"
+    libraries = ("flax", "optax", "laplax")
     Config = LaplaceConfig
     config: LaplaceConfig
 

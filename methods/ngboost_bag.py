@@ -130,6 +130,7 @@ class NGBoostBag(UQMethod):
     """Bagging of K Normal NGBoost regressors, each fitted to a resample of the data."""
 
     family = "trees"
+    libraries = ("ngboost", "scikit-learn")
     Config = NGBoostBagConfig
     config: NGBoostBagConfig
 

@@ -182,6 +182,7 @@ class NGBoostNIG(UQMethod):
     """NGBoost with a Normal-Inverse-Gamma output: AU = beta/(alpha-1), EU = AU/nu."""
 
     family = "trees"
+    libraries = ("ngboost", "scikit-learn", "scipy")
     Config = NGBoostNIGConfig
     config: NGBoostNIGConfig
 

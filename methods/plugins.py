@@ -54,8 +54,8 @@ def declaration_problems(cls: Any) -> list[str]:
     """What udora cannot use in the method class ``cls`` before any fit; [] when nothing.
 
     Checked: a ``UQMethod`` subclass whose ``Config`` is a ``MethodConfig``; ``family`` in
-    ``FAMILIES``; every config field has a default and the default config builds; then
-    ``QUICK`` builds; every ``SEARCH_SPACE`` key is a field.
+    ``FAMILIES``; ``libraries`` a tuple of names; every config field has a default and the
+    default config builds; then ``QUICK`` builds; every ``SEARCH_SPACE`` key is a field.
     """
     from udora.methods.base import FAMILIES, MethodConfig, UQMethod
 
@@ -67,6 +67,9 @@ def declaration_problems(cls: Any) -> list[str]:
     problems = []
     if cls.family not in FAMILIES:
         problems.append(f"family {cls.family!r} is not one of {', '.join(map(repr, FAMILIES))}")
+    libraries = cls.libraries
+    if not (isinstance(libraries, tuple) and all(isinstance(x, str) for x in libraries)):
+        problems.append(f"libraries {libraries!r} is not a tuple of distribution names")
     required = [name for name, field in config.model_fields.items() if field.is_required()]
     if required:
         fields = f"field{'s' if len(required) > 1 else ''} {', '.join(required)}"

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from udora.oracle.files import ARRAYS, atomic_write
+from udora.oracle.atomic import write_json, write_npz
+from udora.oracle.files import ARRAYS
 from udora.oracle.task import OracleTask
 
 
@@ -24,10 +25,9 @@ def save_task(task: OracleTask, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     arrays = {name: getattr(task, name) for name in ARRAYS}
-    atomic_write(out / "oracle.npz", lambda fh: np.savez(fh, **arrays))
+    write_npz(out / "oracle.npz", arrays)
     info = {"preset": task.preset.name, "seed": task.seed, **task.meta}
-    text = json.dumps(info, indent=2).encode()
-    atomic_write(out / "oracle.json", lambda fh: fh.write(text))
+    write_json(out / "oracle.json", info, indent=2, allow_nan=True)
     return out
 
 

@@ -108,7 +108,7 @@ def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_di
             warnings.simplefilter("always", UnreadableRunWarning)  # said below, one line each
             table, _ = load_runs(results)
         for w in caught:
-            if issubclass(w.category, UnreadableRunWarning):  # legacy runs: `udora report` says
+            if issubclass(w.category, UnreadableRunWarning):
                 console.print(
                     f"warning: {w.message}", highlight=False, markup=False, soft_wrap=True
                 )

@@ -46,15 +46,9 @@ def report_cmd(
     from udora.experiments.cli.progress import steps
     from udora.experiments.rankings.baseline import BaselineMismatchWarning
     from udora.experiments.report.write import write_report
-    from udora.experiments.results.store import LegacyRunsWarning, UnreadableRunWarning
-    from udora.experiments.run.legacy import legacy_note, legacy_results
+    from udora.experiments.results.store import UnreadableRunWarning
 
-    n_legacy = len(legacy_results(results))
-    if n_legacy:
-        note = f"note: the report excludes {legacy_note(results, n_legacy)}"
-        console.print(note, highlight=False, markup=False, soft_wrap=True)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("ignore", LegacyRunsWarning)  # said above, once
         warnings.simplefilter("always", UnreadableRunWarning)
         warnings.simplefilter("always", BaselineMismatchWarning)
         stop = "interrupted: the report folder may be incomplete; run udora report again"

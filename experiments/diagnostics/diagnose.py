@@ -41,11 +41,12 @@ from typing import Any
 import numpy as np
 
 from udora.experiments.diagnostics.projection import projection_part
-from udora.experiments.run import interrupts
-from udora.experiments.run.execute import _versions, cached_task, write_folder_atomically
+from udora.experiments.run import interrupts, provenance
+from udora.experiments.run.execute import cached_task
 from udora.experiments.run.spec import ResolvedRun
 from udora.methods import get_method_class
 from udora.methods.seeding import numpy_rng
+from udora.oracle.atomic import publish_folder, write_npz, write_text
 
 RECORD = "decomposition.json"
 ARRAYS = "decomposition.npz"
@@ -167,7 +168,7 @@ def diagnose(job: Diagnosis, data_dir: str | None = None) -> tuple[dict[str, Any
         "n_train": run.preset.n_train,
         "draws": job.draws,
         "scale": job.scale,
-        "versions": _versions(run.method),
+        "versions": provenance.versions(run.method_class.libraries),
         "timings": {},
     }
     timings = record["timings"]
@@ -232,10 +233,11 @@ def write_diagnosis(folder: Path, record: dict[str, Any], arrays: dict) -> None:
 
     def fill(tmp: Path) -> None:
         if arrays:
-            np.savez(tmp / ARRAYS, **arrays)
-        (tmp / RECORD).write_text(json.dumps(record, indent=1, allow_nan=False, default=float))
+            write_npz(tmp / ARRAYS, arrays)
+        write_text(tmp / RECORD, json.dumps(record, indent=1, allow_nan=False, default=float))
 
-    write_folder_atomically(folder, fill)
+    with interrupts.deferred():  # a Ctrl-C waits the few ms until the folder is whole
+        publish_folder(folder, fill)
 
 
 def load_diagnosis(folder: str | Path) -> dict[str, Any] | None:

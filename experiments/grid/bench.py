@@ -32,9 +32,8 @@ from udora.experiments.grid.lock import results_lock
 from udora.experiments.run import interrupts
 from udora.experiments.run.checks import check_out_dir, missing_data
 from udora.experiments.run.execute import record_skipped
-from udora.experiments.run.legacy import legacy_note, legacy_results
 from udora.experiments.run.overrides import Overrides
-from udora.experiments.run.records import read_run
+from udora.experiments.run.records import read_run, refuse_old_results
 from udora.experiments.run.spec import ResolvedRun, RunSpec, resolve, scope_hint
 from udora.experiments.run.words import plural
 from udora.methods.base import ConfigError
@@ -99,7 +98,6 @@ class GridSummary:
     skipped: int = 0  # already ok under the results folder: not run again
     failed: int = 0
     interrupted: bool = False
-    legacy: int = 0  # result.json files of udora 0.1.0 found (kept, not reused)
     not_run: int = 0  # recorded with status "skipped" and the reason
 
     @property
@@ -139,9 +137,9 @@ def run_grid(
     """Run every run not already ``ok`` under ``out_dir`` while holding its lock; returns counts.
 
     Checks ``jobs`` and ``out_dir`` first (:mod:`udora.experiments.run.checks`); runs whose
-    preset's data is missing are recorded as ``skipped``. Runs written by udora 0.1.0 under
-    ``out_dir`` are counted, kept and never reused; one note line says how many
-    (:mod:`udora.experiments.run.legacy`). Raises :class:`udora.experiments.grid.lock.LockHeldError`
+    preset's data is missing are recorded as ``skipped``. Raises
+    :class:`~udora.experiments.run.records.OldResultsError` (nothing runs) when ``out_dir``
+    holds runs of udora 0.1.0, and :class:`udora.experiments.grid.lock.LockHeldError`
     when another grid holds the folder, unless ``wait_lock``. ``config_sources[(preset_arg,
     method)]`` is recorded as each run's ``config_source`` (default ``"default"``).
     ``executor`` (default: the local one with ``jobs``) says where the runs execute
@@ -178,17 +176,14 @@ def _run_locked(
         (r.preset_arg, r.method): (config_sources or {}).get((r.preset_arg, r.method)) for r in runs
     }
     clean_temporaries(out)
-    summary.legacy = len(legacy_results(out))
-    if summary.legacy:
-        note = f"note: {legacy_note(out, summary.legacy)}"
-        console.print(note, highlight=False, markup=False, soft_wrap=True)
+    refuse_old_results(out)
     pending = []
     for run in runs:
         previous = read_run(run.run_dir(out))
         if previous.finished:
             summary.skipped += 1
             continue
-        if previous.problem and not previous.legacy and previous.folder.is_dir():
+        if previous.problem and previous.folder.is_dir():
             console.print(
                 f"rerunning {run.rel_dir}: its result.json {previous.problem}",
                 highlight=False,

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from udora.experiments.grid.executors import run_all
-from udora.experiments.run.execute import load_result, record_failed, run_resolved
-from udora.experiments.run.legacy import is_current
-from udora.experiments.run.records import read_run
+from udora.experiments.run.execute import record_failed, run_resolved
+from udora.experiments.run.records import RESULT, read_run
 from udora.experiments.run.spec import ResolvedRun
 
 
@@ -45,11 +44,10 @@ def count_unreported(
     for run in todo:
         if run.rel_dir in reported:
             continue
-        path = run.run_dir(out) / "result.json"
-        record = load_result(run.run_dir(out))
-        if is_current(record) and path.stat().st_mtime >= since:
+        found = read_run(run.run_dir(out), verify_files=False)
+        if found.usable and (found.folder / RESULT).stat().st_mtime >= since:
             summary.done += 1
-            summary.failed += record.get("status") != "ok"
+            summary.failed += found.record.status != "ok"
 
 
 def run_on(

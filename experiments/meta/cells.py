@@ -17,7 +17,7 @@ import pandas as pd
 from udora.experiments.meta.pool import CellPool
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, goodness
 from udora.experiments.results.aggregate import kendall_tau, kendall_tau_rows
-from udora.experiments.run.records import finished_run, load_predictions
+from udora.experiments.run.records import RunRecord, finished_run, load_predictions
 
 # Multivariate scores over blocks of nearby pool points (udora.scoring.multivariate): not
 # in result.json (they need the covariates); :func:`block_metrics` computes them.
@@ -85,7 +85,7 @@ def load_cells(
             continue
         checked = [finished_run(d) for d in runs["run_dir"]]  # checked once, files too
         records = [f.record for f in checked]
-        used = {(r.get("data_source") or {}).get("sha256") for r in records}
+        used = {(r.data_source or {}).get("sha256") for r in records}
         record = records[0]
         task = _stored_task(runs["run_dir"].iloc[0], record)
         if task is None:  # a results folder from before tasks were stored: build it
@@ -95,13 +95,13 @@ def load_cells(
             if progress is not None:
                 progress(f"rebuilding the task of {preset}, seed {run_seed}")
             task = build_task(
-                Preset.model_validate(record["preset_config"]), int(run_seed), data_dir=data_dir
+                Preset.model_validate(record.preset_config), int(run_seed), data_dir=data_dir
             )
         found = task.meta.get("data_source") or {}
         if used != {found.get("sha256")}:  # other data: other f, y and targets
             ran = sorted(
-                f"{(r.get('data_source') or {}).get('location')} (sha256 "
-                f"{str((r.get('data_source') or {}).get('sha256'))[:12]})"
+                f"{(r.data_source or {}).get('location')} (sha256 "
+                f"{str((r.data_source or {}).get('sha256'))[:12]})"
                 for r in records
             )
             raise ValueError(
@@ -123,14 +123,14 @@ def load_cells(
     return cells
 
 
-def _stored_task(run_dir: str, record: dict) -> Any:
+def _stored_task(run_dir: str, record: RunRecord) -> Any:
     """The task's arrays stored beside the runs (:mod:`udora.experiments.tasks.arrays`),
     or None (older results folders, external runs without a task hash)."""
     from udora.experiments.tasks import arrays as oracle_arrays
 
-    if "task_hash" not in record:
+    if record.task_hash is None:
         return None
-    return oracle_arrays.load(oracle_arrays.results_root(run_dir), record["task_hash"])
+    return oracle_arrays.load(oracle_arrays.results_root(run_dir), record.task_hash)
 
 
 def _block_rng(cell: Cell, config: str) -> np.random.Generator:

@@ -25,7 +25,7 @@ import numpy as np
 
 from udora.experiments.open.forms import Predictions, parse, read_fields
 from udora.experiments.open.tasks import PublicTask
-from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
+from udora.experiments.run.records import PREDICTIONS, file_sha256
 from udora.experiments.run.spec import identity_hash
 from udora.scoring.metric import Need
 from udora.scoring.registry import metric, scored
@@ -128,8 +128,8 @@ def _fields(path: Path, task: PublicTask) -> dict[str, Any]:
     fields = read_fields(path)
     if not {"row_id", "task_hash"} & set(fields) and path.name == PREDICTIONS:
         found = read_run(path.parent)
-        if found.finished and "task_hash" in found.record:
-            fields["task_hash"] = found.record["task_hash"]
+        if found.finished and found.record.task_hash is not None:
+            fields["task_hash"] = found.record.task_hash
     return fields
 
 
@@ -142,11 +142,13 @@ def score_file(
 ) -> dict[str, Any]:
     """Read, check and score the predictions file ``path`` on ``task``; with ``out``,
     write its run folder ``<out>/<preset>/<method>/<hash>/seed-<s>/`` (result.json marked
-    ``external``, the predictions in pool order as ``predictions.npz``, both checksummed)
-    and return the record. Raises ValueError naming the file and field on bad input,
-    before anything is written."""
-    from udora.experiments.run.execute import _summarise, _versions, write_folder_atomically
-    from udora.experiments.run.legacy import SCHEMA
+    ``external``, with the code and compute that scored it; the predictions in pool order
+    as ``predictions.npz``, both checksummed) and return the record as JSON values (with
+    ``path``). Raises ValueError naming the file and field on bad input, before anything
+    is written."""
+    from udora.experiments.run import provenance
+    from udora.experiments.run.execute import _summarise
+    from udora.experiments.run.record import SCHEMA, RunRecord, write_run
 
     path = Path(path)
     if not method or not all(c.isalnum() or c in "._-" for c in method):
@@ -156,35 +158,37 @@ def score_file(
     sha = file_sha256(path)
     identity = external_identity(task, method, sha)
     digest = identity_hash(identity)
-    record = {
-        "schema": SCHEMA,
-        "preset": task.preset,
-        "preset_arg": task.preset,
-        "method": method,
-        "seed": task.seed,
-        "overrides": {},
-        "label": "external",
-        "config": {},
-        "config_hash": digest,
-        "task_hash": task.task_hash,
-        "identity": identity,
-        "preset_config": task.preset_config,
-        "versions": _versions(method),
-        "status": "ok",
-        "error": None,
-        "metrics": {k: (float(v) if np.isfinite(v) else None) for k, v in metrics.items()},
-        "curves": _summarise(curves),
-        "timings": {},
-        "config_source": "external",
-        "external": {
+    record = RunRecord(
+        schema=SCHEMA,
+        preset=task.preset,
+        preset_arg=task.preset,
+        method=method,
+        seed=task.seed,
+        overrides={},
+        label="external",
+        config={},
+        config_hash=digest,
+        task_hash=task.task_hash,
+        identity=identity,
+        preset_config=task.preset_config,
+        versions=provenance.versions(),  # the method ran outside udora: not known
+        code=provenance.code_identity(),
+        compute=provenance.compute(),
+        status="ok",
+        error=None,
+        metrics={k: (float(v) if np.isfinite(v) else None) for k, v in metrics.items()},
+        curves=_summarise(curves),
+        timings={},
+        config_source="external",
+        external={
             "form": predictions.form,
             "file": str(path),
             "sha256": sha,
             "split": predictions.split,
         },
-    }
+    )
     if out is None:
-        return record
+        return _as_json(record)
     arrays = {
         k: v
         for k in (
@@ -201,11 +205,9 @@ def score_file(
     if not predictions.split:
         arrays["total"] = predictions.total
     final = Path(out) / task.preset / method / digest / f"seed-{task.seed}"
+    written = write_run(final, record, arrays)
+    return {**_as_json(written), "path": str(final)}
 
-    def fill(tmp: Path) -> None:
-        np.savez(tmp / PREDICTIONS, **arrays)
-        files = {PREDICTIONS: file_sha256(tmp / PREDICTIONS)}
-        (tmp / RESULT).write_text(json.dumps({**record, "files": files}, indent=1))
 
-    write_folder_atomically(final, fill)
-    return {**record, "path": str(final)}
+def _as_json(record: Any) -> dict[str, Any]:
+    return json.loads(record.to_json())

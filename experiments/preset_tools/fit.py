@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from udora.oracle.atomic import write_text
 from udora.oracle.fit import fit_preset
 from udora.oracle.preset import load_preset, parse_preset, preset_path, preset_to_yaml
 from udora.oracle.task import noise_for_median_std
@@ -72,7 +73,7 @@ def fit_and_write(
     )
     if write:
         path = preset_path(name)
-        path.write_text(preset_to_yaml(fitted, HEADER))
+        write_text(path, preset_to_yaml(fitted, HEADER))
         console.print(f"wrote {path}")
     return fitted
 
@@ -152,7 +153,7 @@ def fit_paper_and_write(
         header = "".join(line[2:] + "\n" for line in text.splitlines() if line.startswith("# "))
         if PAPER_HEADER_LINE.splitlines()[0] not in header:
             header += PAPER_HEADER_LINE
-        path.write_text(preset_to_yaml(fitted, header.rstrip("\n")))
+        write_text(path, preset_to_yaml(fitted, header.rstrip("\n")))
         console.print(f"wrote {path}")
     return fitted
 

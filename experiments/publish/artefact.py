@@ -22,7 +22,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from udora.experiments.results.store import load_runs
+from udora.oracle.atomic import write_bytes, write_parquet
 
 MANIFEST, TABLE, CURVES = "manifest.json", "results.parquet", "curves.json.gz"
 SHIPPED = "release"  # the name that means the release shipped in ``udora.release``
@@ -38,12 +38,6 @@ NEEDED = ("preset", "method", "config", "seed", "status", "task_hash")  # of a b
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def build_release(results: list[str | Path], out: str | Path, commit: str | None = None) -> Path:
@@ -96,8 +90,7 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
     table = table.reset_index(drop=True)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    table.to_parquet(out / f".{TABLE}.tmp", index=False)
-    os.replace(out / f".{TABLE}.tmp", out / TABLE)
+    write_parquet(out / TABLE, table)
     keyed = [
         {
             "key": [r.preset, r.method, r.config, int(r.seed)],
@@ -107,7 +100,7 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
         for r in table.itertuples(index=False)
     ]
     blob = json.dumps(keyed, separators=(",", ":"), allow_nan=True).encode()
-    _atomic(out / CURVES, gzip.compress(blob, mtime=0))
+    write_bytes(out / CURVES, gzip.compress(blob, mtime=0))
     failed = table[table["status"] != "ok"]
     manifest = {
         "commit": sorted(table["commit"].dropna().unique().tolist()),
@@ -131,7 +124,7 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
         "seeds": sorted(int(s) for s in table["seed"].unique()),
         "files": {TABLE: _sha256(out / TABLE), CURVES: _sha256(out / CURVES)},
     }
-    _atomic(out / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+    write_bytes(out / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
     return out / MANIFEST
 
 

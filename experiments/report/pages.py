@@ -129,7 +129,7 @@ def config_html(table, config: str, out: Path, nav) -> str:
         if record is None:
             resolved[preset] = "(result.json unreadable)"
         else:
-            resolved[preset] = json.dumps(record.get("config"), indent=1, sort_keys=True)
+            resolved[preset] = json.dumps(record.config, indent=1, sort_keys=True)
     if len(set(resolved.values())) == 1:
         config_text = f"<pre>{esc(next(iter(resolved.values())))}</pre>\n"
     else:

@@ -31,7 +31,6 @@ from udora.experiments.results.summaries import (
     per_dataset,
     ranking_agreement,
 )
-from udora.experiments.run.legacy import legacy_note, legacy_results
 from udora.experiments.run.words import plural
 from udora.oracle.kinds import REGRESSION
 
@@ -64,10 +63,9 @@ def write_report(
     default report folder ``./release-report``): its table and curves are read, checked
     against the manifest, and every section works from the table.
 
-    Runs of udora 0.1.0 under ``results_dir`` are excluded with a warning (and a note in
-    report.md) that says how many; an unreadable result.json is skipped with a warning
-    naming its path (and listed in report.md). Raises FileNotFoundError when no run can
-    be read.
+    An unreadable result.json is skipped with a warning naming its path (and listed in
+    report.md). Raises FileNotFoundError when no run can be read, and
+    :class:`~udora.experiments.run.records.OldResultsError` for a folder of udora 0.1.0.
     """
     step = progress or (lambda _: None)
     frozen = None
@@ -88,7 +86,6 @@ def write_report(
     skipped = [str(w.message) for w in caught if issubclass(w.category, UnreadableRunWarning)]
     for w in caught:  # pass every warning on to the caller, as if not caught
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    n_legacy = 0 if release is not None else len(legacy_results(results_dir))
     if out_dir is not None:
         out = Path(out_dir)
     else:  # never into the installed package
@@ -100,7 +97,7 @@ def write_report(
     table.to_csv(out / "results.csv", index=False)
 
     everything, table = table, of_kind(table, REGRESSION)
-    lines = _header(everything, results_dir, n_legacy, skipped)
+    lines = _header(everything, skipped)
     if not table.empty:  # the regression core: leaderboard, figures, per-preset tables
         step(f"tables and figures of {plural(len(table), 'run')}")
         images = _regression_core(table, curves, out, lines)
@@ -140,8 +137,8 @@ def write_report(
     return report
 
 
-def _header(table, results_dir, n_legacy: int, skipped: list[str]) -> list[str]:
-    """report.md's opening lines: the runs of every kind, exclusions, external configs."""
+def _header(table, skipped: list[str]) -> list[str]:
+    """report.md's opening lines: the runs of every kind, skipped records, external configs."""
     failed = int((table["status"] != "ok").sum())
     kinds = sorted(table["kind"].unique()) if "kind" in table.columns else [REGRESSION]
     return [
@@ -157,7 +154,6 @@ def _header(table, results_dir, n_legacy: int, skipped: list[str]) -> list[str]:
         + ". Browsable: [index.html](index.html) (sortable leaderboard, a page per preset "
         "and config).",
         "",
-        *([f"Excluded: {legacy_note(results_dir, n_legacy)}.", ""] if n_legacy else []),
         *(
             [
                 f"Skipped {len(skipped)} unreadable result.json:",

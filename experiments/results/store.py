@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from udora.experiments.run.legacy import RESULT_GLOB, legacy_note
 from udora.experiments.run.overrides import Overrides
-from udora.experiments.run.records import RESULT, RUN_GLOB, read_run
+from udora.experiments.run.record import RunRecord
+from udora.experiments.run.records import RESULT, RUN_GLOB, read_run, refuse_old
 from udora.oracle.kinds import REGRESSION
 
 KEYS = ("preset", "method", "config")  # what a summary row is keyed by; seeds are averaged
@@ -41,10 +41,6 @@ BASE_COLUMNS = (
     "error",
     "run_dir",
 )
-
-
-class LegacyRunsWarning(UserWarning):
-    """Run folders of udora 0.1.0 were found and left out (:mod:`udora.experiments.run.legacy`)."""
 
 
 class UnreadableRunWarning(UserWarning):
@@ -115,7 +111,7 @@ def typed_column(values: list[Any]) -> pd.Series:
     return pd.Series(text, dtype="string")
 
 
-def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _label(rec: RunRecord, overrides: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(config label, tuning columns) of a run. The tuning columns, for tuned runs only:
     ``tuning_protocol`` (JSON), ``tuned_file``, ``tuning.objective``, ``tuning.trials``,
     ``tuning.search``.
@@ -126,14 +122,14 @@ def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[st
     ``--set`` values on top of the tuned ones follow in brackets. Other runs are labelled
     by their overrides (:func:`config_name`).
     """
-    if rec.get("external"):  # scored from a predictions file (docs/evaluate_any_model.md)
-        return f"{rec['method']} (external)", {}
-    source = rec.get("config_source")
+    if rec.external:  # scored from a predictions file (docs/evaluate_any_model.md)
+        return f"{rec.method} (external)", {}
+    source = rec.config_source
     if isinstance(source, dict) and "protocol" not in source and source.get("path"):
         source = _read_source(source)
     protocol = source.get("protocol") if isinstance(source, dict) else None
     if not protocol:
-        return config_name(rec["method"], overrides), {}
+        return config_name(rec.method, overrides), {}
     tuned_keys = set(source.get("keys") or ())
     extra = {k: v for k, v in overrides.items() if k not in tuned_keys}
     columns = {
@@ -141,7 +137,7 @@ def _label(rec: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, dict[st
         "tuned_file": source.get("path"),
         **{f"tuning.{k}": v for k, v in protocol.items() if k in ("objective", "trials", "search")},
     }
-    return config_name(f"{rec['method']}@tuned", extra), columns
+    return config_name(f"{rec.method}@tuned", extra), columns
 
 
 def _read_source(source: dict[str, Any]) -> dict[str, Any]:
@@ -221,49 +217,48 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     A run folder that :func:`udora.experiments.run.records.read_run` finds unusable
     (result.json truncated, empty, of wrong types, in another run's folder; a listed file
     missing or not matching its checksum) is skipped with an :class:`UnreadableRunWarning`
-    naming its result.json and the reason. Runs written by udora 0.1.0
-    (no ``"schema": 2``) are left out with one :class:`LegacyRunsWarning` saying how many.
-    Raises FileNotFoundError naming ``results_dir`` when no run can be read.
+    naming its result.json and the reason. Raises
+    :class:`~udora.experiments.run.records.OldResultsError` when a run was written by udora
+    0.1.0 (no ``"schema"``), whose runs this udora does not read, and FileNotFoundError
+    naming ``results_dir`` when no run can be read.
     """
-    rows, override_rows, run_curves, legacy, bad = [], [], [], 0, 0
+    rows, override_rows, run_curves, bad = [], [], [], 0
     override_keys: dict[str, str] = {}  # override key -> column name
     folders = sorted(p for p in Path(results_dir).glob(RUN_GLOB) if p.is_dir())
     for path in (folder / RESULT for folder in folders):  # a folder without one is skipped
         found = read_run(path.parent)
-        if found.legacy:
-            legacy += 1
-            continue
+        refuse_old(Path(results_dir), found)
         if not found.usable:
             bad += 1
             warnings.warn(f"skipped {path}: {found.problem}", UnreadableRunWarning, stacklevel=2)
             continue
         rec = found.record
-        given = Overrides.from_flat(rec.get("overrides"))
+        given = Overrides.from_flat(rec.overrides)
         label, tuning = _label(rec, given.flat())
         seeded = given.method_seed is not None
         base = _label(rec, given.without_seed().flat())[0] if seeded else label
         row = {
-            "preset": rec["preset"],
-            "suite": str((rec.get("preset_config") or {}).get("suite") or ""),
-            "method": rec["method"],
+            "preset": rec.preset,
+            "suite": str(rec.preset_config.get("suite") or ""),
+            "method": rec.method,
             "config": label,
-            "config_hash": rec["config_hash"],
-            "seed": rec["seed"],
-            "status": rec["status"],
-            "error": rec.get("error"),
+            "config_hash": rec.config_hash,
+            "seed": rec.seed,
+            "status": rec.status,
+            "error": rec.error,
             "run_dir": str(path.parent),
-            "kind": str(rec.get("kind") or REGRESSION),
-            "external": bool(rec.get("external")),
-            "prediction_form": (rec.get("external") or {}).get("form", "split"),
+            "kind": rec.kind,
+            "external": rec.external is not None,
+            "prediction_form": rec.external.form if rec.external else "split",
             "config_base": base,
-            "task_hash": rec.get("task_hash"),
-            "data_sha256": (rec.get("data_source") or {}).get("sha256"),
-            "data_kind": (rec.get("data_source") or {}).get("kind"),
-            "udora_version": (rec.get("versions") or {}).get("udora"),
-            "source_sha256": (rec.get("code") or {}).get("source_sha256"),
-            "commit": (rec.get("code") or {}).get("commit"),
-            "dirty": (rec.get("code") or {}).get("dirty"),
-            "cpus": (rec.get("compute") or {}).get("cpus"),
+            "task_hash": rec.task_hash,
+            "data_sha256": (rec.data_source or {}).get("sha256"),
+            "data_kind": (rec.data_source or {}).get("kind"),
+            "udora_version": rec.versions.get("udora"),
+            "source_sha256": rec.code.source_sha256 if rec.code else None,
+            "commit": rec.code.commit if rec.code else None,
+            "dirty": rec.code.dirty if rec.code else None,
+            "cpus": rec.compute.cpus if rec.compute else None,
             **tuning,
         }
         cells = {}
@@ -273,23 +268,13 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             )
             cells[column] = value
         override_rows.append(cells)
-        timings = rec.get("timings")
-        row.update(
-            {f"time_{k}": v for k, v in (timings if isinstance(timings, dict) else {}).items()}
-        )
-        row.update({k: (np.nan if v is None else v) for k, v in rec["metrics"].items()})
+        row.update({f"time_{k}": v for k, v in rec.timings.items()})
+        row.update({k: (np.nan if v is None else v) for k, v in rec.metrics.items()})
         rows.append(row)
-        run_curves.append(rec.get("curves") if isinstance(rec.get("curves"), dict) else {})
-    if legacy:
-        warnings.warn(
-            f"report excludes {legacy_note(results_dir, legacy)}", LegacyRunsWarning, stacklevel=2
-        )
+        run_curves.append(rec.curves)
     if not rows:
-        old = f"; {legacy} of udora 0.1.0 excluded" if legacy else ""
         unread = f"; {bad} unreadable result.json skipped" if bad else ""
-        raise FileNotFoundError(
-            f"{results_dir}: no readable run folders ({RESULT_GLOB}){old}{unread}"
-        )
+        raise FileNotFoundError(f"{results_dir}: no readable run folders ({RUN_GLOB}){unread}")
     frame = pd.DataFrame(rows)
     columns = list(override_keys.values())
     for column in columns:  # typed from the values as recorded (an int stays an int)

@@ -1,9 +1,10 @@
 """One run: build the oracle task, fit a method on the training sample, predict, score.
 
-A run writes ``<out>/<preset>/<method>/<config-hash>/seed-<s>/`` atomically (built under a
-temporary name, then renamed): ``result.json`` (``schema`` 2, spec, the hashed
-``identity``, resolved config, derived preset, metrics, curve summaries, timings,
-versions, status, error) and, when the method produced a valid prediction,
+A run writes ``<out>/<preset>/<method>/<config-hash>/seed-<s>/`` atomically
+(:func:`udora.experiments.run.record.write_run`): ``result.json``, one
+:class:`~udora.experiments.run.record.RunRecord` (spec, the hashed ``identity``, resolved
+config, derived preset, metrics, curve summaries, timings, versions, code and compute,
+status, error) and, when the method produced a valid prediction,
 ``predictions.npz`` (``mean``, ``aleatoric``, ``epistemic`` (N,) and ``member_means``
 (K, N) when present). A method that raises or returns NaN or negative variances is
 recorded as ``failed`` with its reason; nothing else is affected. The hash and folder
@@ -13,14 +14,10 @@ come from :func:`udora.experiments.run.spec.resolve` (docs/running.md).
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import json
 import os
-import secrets
-import shutil
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from udora.experiments.run import interrupts, provenance
-from udora.experiments.run.legacy import SCHEMA, is_current, is_legacy
 from udora.experiments.run.overrides import PRESET_PREFIX, Overrides, parse_set
-from udora.experiments.run.records import PREDICTIONS, RESULT, file_sha256
+from udora.experiments.run.record import SCHEMA, RunRecord, write_run
+from udora.experiments.run.records import read_run, refuse_old
 from udora.experiments.run.spec import (
     ResolvedRun,
     RunSpec,
@@ -55,15 +52,12 @@ __all__ = [
     "ResolvedRun",
     "RunResult",
     "RunSpec",
-    "is_current",
-    "load_result",
     "parse_set",
     "record_skipped",
     "resolve",
     "run_one",
     "run_resolved",
 ]
-_LIBRARIES = {"ngboost": "ngboost", "catboost": "catboost", "gp": "gpjax", "laplace": "laplax"}
 
 
 @dataclass
@@ -99,17 +93,6 @@ def cached_task(preset: Preset, seed: int, data_dir: str | Path | None = None) -
     run checks it: :func:`_check_unchanged`)."""
     dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
     return _cached_task(preset.model_dump_json(exclude={"paper"}), int(seed), dd)
-
-
-def _versions(method_name: str) -> dict[str, str]:
-    lib = next((v for k, v in _LIBRARIES.items() if method_name.startswith(k)), "flax")
-    out = {}
-    for dist in ("udora", "jax", lib):
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
 
 
 def _summarise(curve: dict[str, np.ndarray], points: int = 101) -> dict[str, list[float]]:
@@ -168,9 +151,10 @@ def run_one(
     return run_resolved(run, out_dir, data_dir=data_dir)
 
 
-def _record(run: ResolvedRun, status: str) -> dict[str, Any]:
-    """The fields every result.json starts with (docs/running.md, "One run")."""
-    return {
+def _record(run: ResolvedRun, status: str, **fields: Any) -> RunRecord:
+    """The record of ``run`` with every field a built-in run writes (docs/running.md, "What
+    a finished run is"), ``fields`` set on top."""
+    values: dict[str, Any] = {
         "schema": SCHEMA,
         "kind": run.preset.kind,
         "preset": run.preset.name,
@@ -184,7 +168,7 @@ def _record(run: ResolvedRun, status: str) -> dict[str, Any]:
         "task_hash": run.task_hash,
         "identity": run.identity,
         "preset_config": run.preset.model_dump(mode="json", exclude={"paper"}),
-        "versions": _versions(run.method),
+        "versions": provenance.versions(run.method_class.libraries),
         "code": provenance.code_identity(),
         "compute": provenance.compute(),
         "status": status,
@@ -193,6 +177,7 @@ def _record(run: ResolvedRun, status: str) -> dict[str, Any]:
         "curves": {},
         "timings": {},
     }
+    return RunRecord(**{**values, **fields})
 
 
 def run_resolved(
@@ -209,10 +194,10 @@ def run_resolved(
     """
     final = run.run_dir(out_dir)
     model = run.make_method()
-    record = _record(run, "failed")
-    record["config_source"] = config_source or "default"
-    record["data_source"] = run.check_data_source(data_dir)  # raises if not the one hashed
-    timings = record["timings"]
+    source = config_source or "default"
+    data_source = run.check_data_source(data_dir)  # raises if not the one hashed
+    timings: dict[str, float] = {}
+    outcome: dict[str, Any] = {"status": "failed"}
     prediction = None
     t0 = time.perf_counter()
     task = cached_task(run.preset, run.seed, data_dir)
@@ -220,7 +205,7 @@ def run_resolved(
     kind = run_kind(run.preset.kind)
     # once per task, for later analyses; the run records the checksum it was scored on
     oracle_arrays.store(out_dir, run.task_hash, task, kind.task_arrays(task))
-    record["oracle_sha256"] = oracle_arrays.checksum(out_dir, run.task_hash)
+    oracle_sha256 = oracle_arrays.checksum(out_dir, run.task_hash)
     before = task.fingerprint()
     try:
         knowledge = task.knowledge(with_prior=type(model).uses_task_prior)
@@ -236,21 +221,34 @@ def run_resolved(
         # what is scored and written is a validated copy, whatever predict returned
         prediction = stored(returned, kind.name, task.X.shape[0])
         t0 = time.perf_counter()
-        record["metrics"] = _clean(_declared(kind.name, kind.score(task, prediction)))
-        record["curves"] = _summarise(kind.curves(task, prediction)) if kind.curves else {}
-        record["diagnostics"] = _clean(model.diagnostics())
+        outcome = {
+            "status": "ok",
+            "metrics": _clean(_declared(kind.name, kind.score(task, prediction))),
+            "curves": _summarise(kind.curves(task, prediction)) if kind.curves else {},
+        }
+        diagnostics = _clean(model.diagnostics())
         timings["score"] = time.perf_counter() - t0
-        record["status"] = "ok"
     except Exception as err:  # one failing method never takes the grid down
         if interrupts.requested():  # Ctrl-C turned into another error inside JAX: stop
             raise KeyboardInterrupt from err
-        record["error"] = f"{type(err).__name__}: {err}"
-        record["traceback"] = traceback.format_exc(limit=8)
+        outcome = {"status": "failed", "error": f"{type(err).__name__}: {err}"}
+        extra = {"traceback": traceback.format_exc(limit=8)}
         if task.fingerprint() != before:  # a method that failed after changing the task
             _cached_task.cache_clear()
-    _write_atomically(final, record, prediction)
-    metrics = {k: (np.nan if v is None else v) for k, v in record["metrics"].items()}
-    return RunResult(run, record["status"], final, metrics, record["error"], timings)
+    else:
+        extra = {"diagnostics": diagnostics}
+    record = _record(
+        run,
+        **outcome,
+        timings=timings,
+        config_source=source,
+        data_source=data_source,
+        oracle_sha256=oracle_sha256,
+        **extra,
+    )
+    record = _write(final, record, prediction)
+    metrics = {k: (np.nan if v is None else v) for k, v in record.metrics.items()}
+    return RunResult(run, record.status, final, metrics, record.error, timings)
 
 
 def record_skipped(run: ResolvedRun, out_dir: str | Path, reason: str) -> Path:
@@ -260,8 +258,7 @@ def record_skipped(run: ResolvedRun, out_dir: str | Path, reason: str) -> Path:
     (docs/running.md, "A grid").
     """
     final = run.run_dir(out_dir)
-    record = {**_record(run, "skipped"), "error": reason, "reason": reason}
-    _write_atomically(final, record, None)
+    _write(final, _record(run, "skipped", error=reason, reason=reason), None)
     return final
 
 
@@ -272,67 +269,23 @@ def record_failed(run: ResolvedRun, out_dir: str | Path, reason: str) -> Path:
     grid retries it like any failed run.
     """
     final = run.run_dir(out_dir)
-    _write_atomically(final, {**_record(run, "failed"), "error": reason}, None)
+    _write(final, _record(run, "failed", error=reason), None)
     return final
 
 
-def _make_temporary_dir(parent: Path, name: str) -> Path:
-    """A new folder ``.<name>.<random>.tmp`` created like ``mkdir``, so the umask applies.
+def _write(final: Path, record: RunRecord, prediction: Any) -> RunRecord:
+    """Publish the run folder (:func:`udora.experiments.run.record.write_run`); the record
+    on disk after. A finished run already there (written meanwhile by another process: a
+    worker presumed dead) is never replaced by one that is not ok: it is kept and
+    returned; a run of udora 0.1.0 there is an :class:`~udora.experiments.run.records.
+    OldResultsError`. A Ctrl-C waits the few ms until the folder is whole."""
+    arrays = None if prediction is None else prediction.to_arrays()
 
-    ``tempfile.mkdtemp`` makes 0700 folders, which left finished runs unreadable to the
-    group after the rename.
-    """
-    while True:
-        tmp = parent / f".{name}.{secrets.token_hex(4)}.tmp"
-        try:
-            tmp.mkdir()
-            return tmp
-        except FileExistsError:
-            continue
+    def replace(old: Path) -> bool:
+        found = read_run(old)
+        refuse_old(old.parents[3], found)  # a run of udora 0.1.0 is never overwritten
+        return record.status == "ok" or not found.finished
 
-
-def write_folder_atomically(
-    final: Path, fill: Callable[[Path], None], check_old: Callable[[Path], None] | None = None
-) -> None:
-    """Make ``final`` appear whole or not at all: ``fill(tmp)`` writes a temporary sibling
-    folder, which then replaces ``final`` (after ``check_old(final)``, which may raise to
-    keep an existing folder)."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _make_temporary_dir(final.parent, final.name)
-    try:
-        with interrupts.deferred():  # a Ctrl-C waits the few ms until the folder is whole
-            fill(tmp)
-            if final.exists():  # a failed earlier attempt: replace it
-                if check_old is not None:
-                    check_old(final)
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _write_atomically(final: Path, record: dict[str, Any], prediction: Any) -> None:
-    def fill(tmp: Path) -> None:
-        if prediction is not None:
-            np.savez(tmp / PREDICTIONS, **prediction.to_arrays())
-            files = {PREDICTIONS: file_sha256(tmp / PREDICTIONS)}
-        else:
-            files = {}
-        (tmp / RESULT).write_text(json.dumps({**record, "files": files}, indent=1, allow_nan=False))
-
-    def check_old(folder: Path) -> None:
-        previous = load_result(folder)
-        if is_legacy(previous):
-            raise FileExistsError(f"{folder}: holds a run of an older udora; not replaced")
-
-    write_folder_atomically(final, fill, check_old)
-
-
-def load_result(run_dir: str | Path) -> dict[str, Any] | None:
-    """The run's result.json as a dict, or None when absent or unreadable."""
-    path = Path(run_dir) / "result.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        return None
+    with interrupts.deferred():
+        written = write_run(final, record, arrays, replace=replace)
+    return written or read_run(final).record or record

@@ -9,11 +9,14 @@ rounding"), so a record says both, and a published row can be checked against a 
   (every ``.py`` and ``.yaml`` of its packages, by relative path), the same for a wheel
   and for a checkout of the same commit; ``commit`` and ``dirty`` when the sources are a
   git checkout (else None).
+- :func:`versions`: the versions of udora, JAX and the distributions a method class
+  declares in ``libraries`` (:class:`udora.methods.base.UQMethod`); never guessed from
+  its name.
 - :func:`compute`: ``cpus``, the cores this process may run on (a pinned grid worker: 1);
   ``threads``, the caps its libraries were started with (``OMP_NUM_THREADS``,
   ``OPENBLAS_NUM_THREADS``, XLA's multi-threaded Eigen); ``jax_backend``; ``machine``.
 
-Both are computed once per process.
+Each is computed once per process.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -74,6 +78,19 @@ def code_identity() -> dict[str, Any]:
         changed = _git(folder, "status", "--porcelain", "--", *PACKAGES)
         dirty = None if changed is None else bool(changed)
     return {"source_sha256": digest.hexdigest(), "commit": commit, "dirty": dirty}
+
+
+@functools.cache
+def versions(libraries: tuple[str, ...] = ()) -> dict[str, str]:
+    """``{distribution: version}`` of udora, jax and ``libraries`` (a method class's
+    declared ``libraries``), ``"not installed"`` for one that is not."""
+    out = {}
+    for dist in dict.fromkeys(("udora", "jax", *libraries)):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
 
 
 @functools.cache

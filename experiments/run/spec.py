@@ -138,9 +138,14 @@ class ResolvedRun:
         """The run's folder under the results root ``out_dir``."""
         return Path(out_dir) / self.rel_dir
 
+    @property
+    def method_class(self) -> Any:
+        """The method's registered class (:mod:`udora.methods.registry`)."""
+        return methods.get_method_class(self.method)
+
     def make_method(self) -> Any:
         """A fresh, unfitted method instance with the resolved config."""
-        return methods.get_method_class(self.method)(self.config)
+        return self.method_class(self.config)
 
 
 def task_identity(preset: Preset) -> dict[str, Any]:

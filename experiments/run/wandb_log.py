@@ -6,12 +6,13 @@ warning. Runs are grouped by preset, with the method as the job type.
 
 from __future__ import annotations
 
-import json
 import netrc
 import os
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from udora.experiments.run.records import RunRecord, read_run
 
 if TYPE_CHECKING:
     from udora.experiments.run.spec import ResolvedRun
@@ -53,7 +54,7 @@ def _figure(curves: dict):
     return fig
 
 
-def _config(record: dict, run: ResolvedRun | None) -> dict:
+def _config(record: RunRecord, run: ResolvedRun | None) -> dict:
     """The W&B config of a run: from the resolved run when given, else from result.json."""
     if run is not None:
         return {
@@ -66,13 +67,13 @@ def _config(record: dict, run: ResolvedRun | None) -> dict:
             "config_hash": run.config_hash,
         }
     return {
-        "preset": record["preset"],
-        "method": record["method"],
-        "seed": record["seed"],
-        **record["config"],
-        "overrides": record["overrides"],
-        "label": record.get("label"),
-        "config_hash": record["config_hash"],
+        "preset": record.preset,
+        "method": record.method,
+        "seed": record.seed,
+        **record.config,
+        "overrides": record.overrides,
+        "label": record.label,
+        "config_hash": record.config_hash,
     }
 
 
@@ -85,7 +86,10 @@ def log_run(run_dir: str | Path, run: ResolvedRun | None = None, project: str = 
     try:
         import wandb
 
-        record = json.loads((Path(run_dir) / "result.json").read_text())
+        found = read_run(run_dir, verify_files=False)
+        if found.record is None:
+            raise ValueError(f"its result.json {found.problem}")
+        record = found.record
         config = _config(record, run)
         wb = wandb.init(
             project=project,
@@ -97,10 +101,10 @@ def log_run(run_dir: str | Path, run: ResolvedRun | None = None, project: str = 
             mode=wandb_mode(),
             settings=wandb.Settings(silent=True),
         )
-        metrics = {k: v for k, v in record["metrics"].items() if v is not None}
-        metrics["status_ok"] = float(record["status"] == "ok")
-        if record["status"] == "ok":
-            fig = _figure(record["curves"])
+        metrics = {k: v for k, v in record.metrics.items() if v is not None}
+        metrics["status_ok"] = float(record.status == "ok")
+        if record.status == "ok":
+            fig = _figure(record.curves)
             metrics["curves"] = wandb.Image(fig)
         wb.log(metrics)
         wb.finish()

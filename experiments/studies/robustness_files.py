@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from udora.experiments.results.store import load_runs
+from udora.oracle.atomic import write_parquet
 
 PAGE = "robustness"  # docs/<page>.md, docs/img/<page>_eu_ranks.png, docs/data/<page>_runs.parquet
 
@@ -46,10 +47,7 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
             None if not isinstance(v, str) else "/".join(Path(v).parts[-3:])
             for v in table["tuned_file"]
         ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    table.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    write_parquet(path, table)
 
 
 def source_name(results: str | Path, docs: Path, page: str) -> str:

@@ -26,7 +26,7 @@ def tuned_dir(out: str | Path, level_name: str) -> Path:
 
 
 def _add(total: GridSummary, part: GridSummary) -> None:
-    for field in ("done", "skipped", "failed", "legacy", "not_run"):
+    for field in ("done", "skipped", "failed", "not_run"):
         setattr(total, field, getattr(total, field) + getattr(part, field))
     total.interrupted = total.interrupted or part.interrupted
 

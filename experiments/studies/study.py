@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from udora.experiments.studies.scales import SCALES as SCALES  # re-exported
 from udora.experiments.studies.scales import choose_scale, is_number
+from udora.oracle.atomic import write_text
 
 if TYPE_CHECKING:
     from udora.experiments.run.overrides import Overrides
@@ -292,11 +293,7 @@ def write_study(study: Study, out: str | Path) -> Path:
         if not same:
             raise StudyError(f"{target}: another study's results are in {out}; use another --out")
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{STUDY_FILE}.tmp")
-    tmp.write_text(text)
-    tmp.replace(target)
-    return target
+    return write_text(target, text)
 
 
 def read_study(results_dir: str | Path) -> Study | None:

@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from udora.oracle.files import ARRAYS, atomic_write
+from udora.oracle.atomic import write_bytes, write_json
+from udora.oracle.files import ARRAYS
 
 FOLDER = "oracle"
 
@@ -97,11 +98,9 @@ def _write(root: str | Path, name: str, arrays: dict[str, np.ndarray], entry: di
         return npz
     npz.parent.mkdir(parents=True, exist_ok=True)
     blob = _npz_bytes(arrays)
-    atomic_write(npz, lambda fh: fh.write(blob))  # the record last: it means whole arrays
-    text = json.dumps(
-        {**entry, "sha256": hashlib.sha256(blob).hexdigest()}, indent=1, sort_keys=True
-    ).encode()
-    atomic_write(record, lambda fh: fh.write(text))
+    write_bytes(npz, blob)  # the record last: it means whole arrays
+    entry = {**entry, "sha256": hashlib.sha256(blob).hexdigest()}
+    write_json(record, entry, sort_keys=True, allow_nan=True)
     return npz
 
 

@@ -9,8 +9,6 @@ alone (docs/design.md, "Tuning without the oracle").
 
 from __future__ import annotations
 
-import os
-import secrets
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ import yaml
 from udora.experiments.run import interrupts
 from udora.experiments.tuning.proposals import SweepSummary, propose
 from udora.experiments.tuning.trials import load_trial, load_trials, record_crashed_trial, run_trial
+from udora.oracle.atomic import write_text
 
 
 class SweepState:
@@ -38,9 +37,7 @@ class SweepState:
             shutil.rmtree(tmp, ignore_errors=True)
         saved = self.folder / "sweep.yaml"
         if not saved.exists():
-            tmp = self.folder / f".sweep.yaml.{secrets.token_hex(4)}.tmp"
-            tmp.write_text(yaml.safe_dump(self.config, sort_keys=False))
-            os.replace(tmp, saved)
+            write_text(saved, yaml.safe_dump(self.config, sort_keys=False))
         self.summary.trials = load_trials(self.folder)
 
     @property

@@ -23,6 +23,7 @@ from udora.experiments.tuning.protocol import (
     check_val_fraction,
 )
 from udora.methods.base import ConfigError, make_config
+from udora.oracle.atomic import write_text
 
 if TYPE_CHECKING:
     from udora.experiments.run.overrides import Overrides
@@ -153,7 +154,7 @@ def write_sweep_config(config: dict[str, Any], out: str | Path) -> Path:
     if not out.parent.is_dir():
         raise SweepConfigError(f"--out: folder {out.parent} does not exist")
     try:
-        out.write_text(yaml.safe_dump(config, sort_keys=False))
+        write_text(out, yaml.safe_dump(config, sort_keys=False))
     except OSError as err:
         raise SweepConfigError(f"--out: cannot write {out}: {err.strerror}") from None
     return out

@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import secrets
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from udora.experiments.run import interrupts
 from udora.experiments.tuning.protocol import OBJECTIVES, VAL_FRACTION
 from udora.experiments.tuning.sweep_file import FIXED
+from udora.oracle.atomic import publish_folder, write_json, write_npz
 
 TRIAL_SCHEMA = 1
 
@@ -63,9 +59,7 @@ def record_crashed_trial(
     folder: str | Path, k: int, params: dict[str, Any], reason: str
 ) -> dict[str, Any]:
     """Write ``folder/trial-<k>/`` as ``failed`` for a trial whose worker died; its record."""
-    record = _failed_record(k, params, reason)
-    _write_trial(Path(folder) / f"trial-{k}", record, None)
-    return record
+    return _write_trial(Path(folder) / f"trial-{k}", _failed_record(k, params, reason), None)
 
 
 def run_trial(
@@ -113,8 +107,7 @@ def run_trial(
     record["timings"]["compile"] = compile_seconds() - c0
     if result is not None and record["status"] == "ok":
         record["oracle"] = _oracle_metrics(result, record, folder)
-    _write_trial(Path(folder) / f"trial-{k}", record, arrays)
-    return record
+    return _write_trial(Path(folder) / f"trial-{k}", record, arrays)
 
 
 def _oracle_metrics(
@@ -167,19 +160,21 @@ def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _write_trial(final: Path, record: dict[str, Any], arrays: dict[str, Any] | None) -> None:
-    tmp = final.parent / f".{final.name}.{secrets.token_hex(4)}.tmp"
-    tmp.mkdir()
-    try:
+def _write_trial(final: Path, record: dict[str, Any], arrays: dict[str, Any] | None) -> dict:
+    """Publish ``final`` (``trial.json``, ``validation.npz``); the record on disk after.
+
+    A trial folder is never rewritten: when another writer published it first (a pool
+    retrying a trial whose worker was presumed dead), that one stays and is returned.
+    """
+
+    def fill(tmp: Path) -> None:
         if arrays is not None:
-            np.savez(tmp / "validation.npz", **arrays)
-        (tmp / "trial.json").write_text(json.dumps(record, indent=1, allow_nan=False, default=str))
-        if final.exists():
-            raise FileExistsError(f"{final}: already written")
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            write_npz(tmp / "validation.npz", arrays)
+        write_json(tmp / "trial.json", record, default=str)
+
+    if publish_folder(final, fill, replace=lambda old: False):
+        return record
+    return load_trial(final.parent, int(final.name.removeprefix("trial-"))) or record
 
 
 def load_trial(folder: str | Path, k: int) -> dict[str, Any] | None:

@@ -27,13 +27,11 @@ from udora.experiments.tuning import sweep_file as sc
 from udora.experiments.tuning import sweeps as sr
 from udora.experiments.tuning.proposals import SweepSummary, sweep_dir, sweep_hash
 from udora.experiments.tuning.tuned_files import protocol_of, tuned_path
+from udora.oracle.atomic import write_text
 
 
 def _write_yaml(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False))
-    tmp.replace(path)
+    write_text(path, yaml.safe_dump(data, sort_keys=False))
 
 
 def prepare(

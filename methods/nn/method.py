@@ -86,6 +86,8 @@ class Recipe:
 class NNMethod(UQMethod):
     """Base of the neural-network methods; a subclass declares its ``recipe``."""
 
+    libraries = ("flax", "optax")
+
     Config: ClassVar[type[NNConfig]] = NNConfig
     config: NNConfig
     recipe: ClassVar[Recipe] = Recipe()

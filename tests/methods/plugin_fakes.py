@@ -69,6 +69,12 @@ class BadFamily(Mean):
     family = "forests"
 
 
+class BadLibraries(Mean):
+    """A plugin that names its library as a string, not a tuple of names."""
+
+    libraries = "flax"
+
+
 class BadQuickConfig(MeanConfig):
     """A quick budget that names a field the config does not have."""
 
@@ -90,6 +96,7 @@ ENTRY_POINTS = {
     "fake_noclass": "udora_fake_plugins:NoSuchClass",
     "fake_nodefault": "udora_fake_plugins:NoDefault",
     "fake_family": "udora_fake_plugins:BadFamily",
+    "fake_libraries": "udora_fake_plugins:BadLibraries",
     "fake_quick": "udora_fake_plugins:BadQuick",
 }
 MODULES = {"udora_fake_plugins": PLUGINS_MODULE, "udora_fake_raising": RAISING_MODULE}

@@ -111,3 +111,32 @@ def test_field_vocabulary(name):
     assert not fields & RETIRED_NAMES, f"{name} still uses {sorted(fields & RETIRED_NAMES)}"
     assert not set(config_cls.SEARCH_SPACE) & RETIRED_NAMES
     assert not set(config_cls.QUICK) & RETIRED_NAMES
+
+
+@pytest.mark.parametrize("name", sorted(methods.registry.BUILTIN_METHODS))
+def test_a_method_declares_every_library_its_modules_import(name):
+    """``libraries`` (recorded as ``versions`` in every result.json) names each installed
+    distribution that the modules of the method's classes import, beyond udora, JAX, numpy
+    and pydantic, which every method has (the contract's own imports)."""
+    import ast
+    import importlib.metadata
+    import inspect
+
+    cls = methods.get_method_class(name)
+    owners = importlib.metadata.packages_distributions()
+    imported = set()
+    for base in cls.__mro__:
+        module = inspect.getmodule(base)
+        if module is None or not module.__name__.startswith("udora."):
+            continue
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    dists = {d for m in imported for d in owners.get(m, ()) if m != "udora"}
+    every = {"jax", "jaxlib", "numpy", "pydantic"}
+    logging = {"loguru"}  # laplace silences laplax's logger with it; no number depends on it
+    assert dists - every - logging <= set(cls.libraries), name
+    for dist in cls.libraries:
+        importlib.metadata.version(dist)  # raises for a name that is not a distribution

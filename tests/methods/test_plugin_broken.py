@@ -26,6 +26,7 @@ WHY = {  # what each broken plugin's warning says about why
     "fake_noclass": "module udora_fake_plugins has no attribute 'NoSuchClass'",
     "fake_nodefault": "its config NoDefaultConfig has no default for field k",
     "fake_family": "family 'forests' is not one of",
+    "fake_libraries": "libraries 'flax' is not a tuple of distribution names",
     "fake_quick": "its quick budget (QUICK) is refused: BadQuickConfig: unknown field(s) "
     "['n_epochs']",
 }

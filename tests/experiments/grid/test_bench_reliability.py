@@ -144,7 +144,7 @@ def test_failed_writes_make_bench_exit_1(tiny_preset, tmp_path, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(run_module, "_write_atomically", full)
+    monkeypatch.setattr(run_module, "_write", full)
     code, text = _bench(
         [
             "--presets",

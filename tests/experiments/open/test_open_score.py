@@ -15,7 +15,7 @@ from udora.experiments.open.score import TOTAL_METRICS, score_file, score_predic
 from udora.experiments.open.tasks import export_task, load_task, read_task
 from udora.experiments.results.store import load_runs
 from udora.experiments.run.execute import run_one
-from udora.experiments.run.records import read_run
+from udora.experiments.run.records import RunRecord, read_run
 
 runner = CliRunner()
 
@@ -43,7 +43,16 @@ def test_a_built_in_runs_predictions_score_exactly_as_the_built_in_run(world):
     assert task.task_hash == built["task_hash"]
     scored = score_file(run_dir / "predictions.npz", task, "blr_again", root / "ext", data)
     assert scored["metrics"] == built["metrics"]  # every metric, bit for bit
-    assert read_run(scored["path"]).finished
+    found = read_run(scored["path"])
+    assert found.finished and found.record.external.form == "split"
+    # what scored it is recorded as for a built-in run; the versions are udora's and JAX's
+    # only (the method ran elsewhere)
+    assert (found.record.code, found.record.compute) == (
+        RunRecord.model_validate(built).code,
+        RunRecord.model_validate(built).compute,
+    )
+    assert found.record.code is not None and found.record.compute.cpus >= 1
+    assert set(found.record.versions) == {"udora", "jax"}
     # the same arrays as a csv in shuffled row order, with row ids
     with np.load(run_dir / "predictions.npz") as z:
         arrays = {k: z[k] for k in z.files}

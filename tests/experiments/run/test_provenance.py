@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.metadata
 import json
 import os
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from processes import compute_of_worker
 
 from udora.experiments.grid.executors import run_all
 from udora.experiments.grid.local import LocalPool
 from udora.experiments.publish.artefact import build_release, code_line
-from udora.experiments.run.execute import run_one
+from udora.experiments.run.execute import record_skipped, run_one
+from udora.experiments.run.spec import RunSpec, resolve
+from udora.methods.base import Prediction, UQMethod
+from udora.methods.registry import register, unregister
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -56,6 +61,40 @@ def test_a_run_records_the_code_and_the_cores_it_ran_on(tiny_preset, tmp_path):
     assert record["code"]["commit"] == _expected_commit()
     assert record["compute"]["cpus"] == len(os.sched_getaffinity(0))
     assert record["compute"]["jax_backend"] == "cpu"
+
+
+class _Constant(UQMethod):
+    """A plugin that declares no libraries: the training mean, unit variances."""
+
+    def fit(self, X, y, *, seed, knowledge=None):
+        self.mu_ = float(np.mean(y))
+        return self
+
+    def predict(self, X):
+        n = X.shape[0]
+        return Prediction(np.full(n, self.mu_), np.ones(n), np.ones(n))
+
+
+def _installed(*names: str) -> dict[str, str]:
+    return {n: importlib.metadata.version(n) for n in names}
+
+
+def test_versions_are_what_a_method_declares_never_guessed_from_its_name(tiny_preset, tmp_path):
+    """A plugin named like the GP methods declares nothing and records udora and JAX only;
+    dkl records the libraries it declares, at their installed versions."""
+    path, data = tiny_preset
+    register("gp_x")(_Constant)
+    try:
+        result = run_one(path, "gp_x", 0, {}, tmp_path, data_dir=data)
+    finally:
+        unregister("gp_x")
+    assert result.status == "ok"
+    record = json.loads((result.path / "result.json").read_text())
+    assert record["versions"] == _installed("udora", "jax")
+    dkl = resolve(RunSpec(str(path), "dkl", 0, {}), data)
+    folder = record_skipped(dkl, tmp_path, "not run: the record is what is tested")
+    record = json.loads((folder / "result.json").read_text())
+    assert record["versions"] == _installed("udora", "jax", "flax", "gpjax", "equinox", "optax")
 
 
 def test_a_pinned_pool_worker_records_one_core(tmp_path):

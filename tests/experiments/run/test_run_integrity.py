@@ -20,7 +20,7 @@ from udora.experiments.meta.cells import load_cells
 from udora.experiments.report.write import write_report
 from udora.experiments.results.store import UnreadableRunWarning, load_runs
 from udora.experiments.run import execute
-from udora.experiments.run.execute import run_one
+from udora.experiments.run.execute import record_failed, run_one
 from udora.experiments.run.records import read_run
 from udora.methods import register
 from udora.methods.base import MethodConfig, Prediction, UQMethod
@@ -140,6 +140,8 @@ DAMAGE = {
     "identity edited": ("result.json", _json_edit(identity={"x": 1}), "hash is not its config"),
     "task hash edited": ("result.json", _json_edit(task_hash="0123456789"), "a task_hash that"),
     "schema of another version": ("result.json", _json_edit(schema=99), "'schema' of the wrong"),
+    "an unknown key": ("result.json", _json_edit(stauts="ok"), "has the unknown key 'stauts'"),
+    "code incomplete": ("result.json", _json_edit(code={}), "lacks the key 'code.source_sha256'"),
     "result.json not UTF-8": ("result.json", _not_utf8, "cannot be read (UnicodeDecodeError"),
     "predictions truncated": ("predictions.npz", _truncate, "does not match its checksum"),
     "predictions empty": ("predictions.npz", _empty, "does not match its checksum"),
@@ -216,6 +218,35 @@ def test_every_reader_catches_every_damage(damaged):
     assert (summary.done, summary.skipped, summary.failed) == (1, 1, 0)  # rerun, once
     assert f"rerunning {runs[0].rel_dir}: its result.json" in console.export_text()
     assert read_run(folder).finished
+
+
+def test_the_record_read_is_the_json_written(two_runs):
+    """Reading a run gives its typed record (no field lost, none added): written again it
+    is the same result.json, key for key and in the same order."""
+    results, runs, _ = two_runs
+    for run in runs:
+        path = run.run_dir(results) / "result.json"
+        found = read_run(path.parent)
+        assert found.finished and found.record.seed == run.seed
+        assert found.record.to_json() == path.read_text()
+        assert list(json.loads(found.record.to_json())) == list(json.loads(path.read_text()))
+
+
+def test_a_finished_run_is_never_replaced_by_a_failed_record(two_runs, tmp_path):
+    """A worker presumed dead whose run finished meanwhile: the failed record written for
+    it is discarded and the finished run kept; a failed run is replaced by the next one."""
+    results, runs, _ = two_runs
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy, ignore=shutil.ignore_patterns("report", ".udora-lock"))
+    folder = runs[0].run_dir(copy)
+    text = (folder / "result.json").read_text()
+    record_failed(runs[0], copy, "the worker process running it died of SIGKILL")
+    assert (folder / "result.json").read_text() == text and read_run(folder).finished
+    shutil.rmtree(folder)
+    record_failed(runs[0], copy, "first attempt")
+    record_failed(runs[0], copy, "second attempt")
+    assert read_run(folder).record.error == "second attempt"
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["seed-0", "seed-1"]  # no .tmp
 
 
 def test_a_copied_run_folder_is_not_counted_twice(two_runs, tmp_path):

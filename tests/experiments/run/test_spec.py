@@ -1,4 +1,4 @@
-"""A run resolved once: what its hash covers, pickling, quick budgets, 0.1.0 results kept."""
+"""A run resolved once: what its hash covers, pickling, quick budgets, 0.1.0 results refused."""
 
 import hashlib
 import io
@@ -16,11 +16,10 @@ from typer.testing import CliRunner
 from udora import methods
 from udora.experiments.cli.main import app
 from udora.experiments.grid.bench import make_grid, run_grid
-from udora.experiments.report.write import write_report
-from udora.experiments.results.store import LegacyRunsWarning
 from udora.experiments.run import spec as spec_module
 from udora.experiments.run.execute import run_one
 from udora.experiments.run.overrides import Overrides
+from udora.experiments.run.records import OldResultsError
 from udora.experiments.run.spec import TASK_FIELDS, RunSpec, identity_hash, resolve
 from udora.oracle import preset as preset_module
 
@@ -162,42 +161,46 @@ def _old_record(preset, method, config_hash, seed):
     }
 
 
-@pytest.mark.slow  # an end-to-end run of ~10 s (the default set stays under 4 minutes)
-def test_results_of_udora_010_are_kept_explained_and_not_reused(tiny_preset, tmp_path):
-    path, data = tiny_preset
+def test_results_of_udora_010_are_refused_in_one_line(tiny_preset, tmp_path):
+    """A results folder holding a run of udora 0.1.0 is neither resumed, nor reported, nor
+    rescored: each command says in one line which udora wrote it and what to do, exit 2,
+    and the old record is left as it was."""
+    path, _ = tiny_preset
+    old = tmp_path / "tiny" / "blr" / "0123456789" / "seed-0" / "result.json"
+    old.parent.mkdir(parents=True)
+    text = json.dumps(_old_record("tiny", "blr", "0123456789", 0))
+    old.write_text(text)
+    line = (
+        f"error: {tmp_path}: holds runs written by udora 0.1.0 (e.g. "
+        "tiny/blr/0123456789/seed-0/result.json), whose config hashes and task "
+        "standardisation this udora does not share; run into a new results folder (--out), "
+        "or read it with that udora"
+    )
+    commands = {
+        "bench": ["bench", "--presets", str(path), "--methods", "blr", "--seeds", "0"],
+        "report": ["report", str(tmp_path), "--out", str(tmp_path / "report")],
+        "meta": ["meta", str(tmp_path), "--out", str(tmp_path / "meta")],
+    }
+    for name, args in commands.items():
+        if name == "bench":
+            args = [*args, "--out", str(tmp_path)]
+        cli = CliRunner().invoke(app, args)
+        assert cli.exit_code == 2, (name, cli.output)
+        assert cli.output.strip().splitlines()[-1] == line, (name, cli.output)
+    # a single run whose folder holds a 0.1.0 record refuses too, and writes nothing
     (run,) = make_grid([str(path)], ["blr"], [0])
-    elsewhere = tmp_path / "tiny" / "blr" / "0123456789" / "seed-0"
-    same_path = run.run_dir(tmp_path)  # an old run that happens to sit where the new one goes
-    old = {}
-    for folder in (elsewhere, same_path):
-        folder.mkdir(parents=True)
-        text = json.dumps(_old_record("tiny", "blr", folder.parent.name, 0))
-        (folder / "result.json").write_text(text)
-        old[folder] = text
-    buf = io.StringIO()
-    summary = run_grid([run], tmp_path, data_dir=data, console=Console(file=buf, width=300))
-    lines = [line for line in buf.getvalue().splitlines() if line.startswith("note:")]
-    assert lines == [
-        f"note: 2 runs in {tmp_path} were written by udora 0.1.0 (old config hashes and task "
-        "standardisation); they are kept but not reused — see CHANGELOG.md 0.2.0"
-    ]
-    # not reused (the old "ok" at the same path is no skip) and never overwritten
-    assert (summary.legacy, summary.skipped, summary.done, summary.failed) == (2, 0, 1, 1)
-    assert "older udora" in buf.getvalue()
-    assert all((f / "result.json").read_text() == text for f, text in old.items())
-
-    # a new run elsewhere; the report shows it alone and warns about the two old ones
-    (new,) = make_grid([str(path)], ["blr"], [5])
-    run_grid([new], tmp_path, data_dir=data, console=Console(file=io.StringIO()))
-    with pytest.warns(LegacyRunsWarning, match="report excludes 2 runs .* udora 0.1.0"):
-        report = write_report(tmp_path, tmp_path / "report")
-    table = pd.read_parquet(report.parent / "results.parquet")
-    assert table[["config_hash", "seed"]].values.tolist() == [[new.config_hash, 5]]
-    assert "Excluded: 2 runs" in report.read_text()
-    cli = CliRunner().invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "r2")])
-    assert cli.exit_code == 0, cli.output
-    assert "note: the report excludes 2 runs" in cli.output
-    assert all((f / "result.json").read_text() == text for f, text in old.items())
+    same = run.run_dir(tmp_path) / "result.json"
+    same.parent.mkdir(parents=True)
+    same.write_text(json.dumps(_old_record("tiny", "blr", run.config_hash, 0)))
+    with pytest.raises(OldResultsError, match=r"written by udora 0\.1\.0"):
+        run_one(path, "blr", 0, {}, tmp_path)
+    assert json.loads(same.read_text())["versions"] == {"udora": "0.1.0"}
+    same.unlink()
+    same.parent.rmdir()
+    same.parent.parent.rmdir()
+    assert old.read_text() == text
+    assert sorted(p.name for p in (tmp_path / "tiny").iterdir()) == ["blr"]  # nothing ran
+    assert sorted(p.name for p in (tmp_path / "tiny" / "blr").iterdir()) == ["0123456789"]
 
 
 def test_hash_covers_the_data_source(shared_data, tmp_path):

@@ -210,12 +210,12 @@ def test_a_run_of_another_kind_is_scored_by_its_kind(dummy_kind, tmp_path):
     found = read_run(res.path)
     assert found.usable, found.problem
     record = found.record
-    assert record["kind"] == KIND and set(record["metrics"]) == {"abs_error"}
-    assert record["identity"]["task"]["kind"] == KIND  # the kind enters the task hash
+    assert record.kind == KIND and set(record.metrics) == {"abs_error"}
+    assert record.identity["task"]["kind"] == KIND  # the kind enters the task hash
     with np.load(res.path / "predictions.npz") as z:
         assert z.files == ["guess"]
-    stored = tmp_path / "res" / "oracle" / f"{record['task_hash']}.json"
-    assert json.loads(stored.read_text())["sha256"] == record["oracle_sha256"]
+    stored = tmp_path / "res" / "oracle" / f"{record.task_hash}.json"
+    assert json.loads(stored.read_text())["sha256"] == record.oracle_sha256
 
 
 def test_what_is_stored_decides_the_outcome(dummy_kind, tmp_path):
@@ -251,13 +251,11 @@ def test_a_grid_of_two_kinds_keeps_them_apart(tiny_preset, dummy_kind, tmp_path)
     summary = run_grid(runs, out, jobs=1, data_dir=data)
     assert summary.ok and summary.done == 3
     records = [read_run(p.parent).record for p in sorted(out.glob("*/*/*/seed-*/result.json"))]
-    kinds = sorted((r["kind"], r["method"]) for r in records)
+    kinds = sorted((r.kind, r.method) for r in records)
     assert kinds == [("dummy", "mean_guess"), ("dummy", "mean_guess"), ("regression", "blr")]
     for r in records:
-        if r["kind"] == KIND:
-            assert r["metrics"]["abs_error"] == pytest.approx(
-                expected_error(data, r["seed"]), rel=1e-12
-            )
+        if r.kind == KIND:
+            assert r.metrics["abs_error"] == pytest.approx(expected_error(data, r.seed), rel=1e-12)
 
     write_report(out, out / "report", data_dir=str(data))
     text = (out / "report" / "report.md").read_text()
