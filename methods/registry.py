@@ -188,14 +188,6 @@ def get_method(name: str, **overrides: Any):
     return get_method_class(name)(**overrides)
 
 
-def class_summary(target: str) -> str:
-    """First docstring line of the class ``"module:Class"``, read with :mod:`ast`; no import.
-
-    Finding the module imports its parent packages only. "" when it cannot be read.
-    """
-    return _class_source(target)[0]
-
-
 def _class_source(target: str) -> tuple[str, str, bool]:
     """(first docstring line, ``family``, ``uses_task_prior``) of the class ``"module:Class"``
     read with :mod:`ast`: ``family = "..."`` and ``uses_task_prior = True`` in the class

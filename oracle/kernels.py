@@ -243,8 +243,3 @@ def build_kernel(components: list[dict[str, Any]] | tuple[Any, ...], d: int):
     specs = parse_kernel(components, d)
     parts = [_gpjax_component(s, d) for s in specs]
     return parts[0] if len(parts) == 1 else gpx.kernels.SumKernel(kernels=parts)
-
-
-def kernel_to_dicts(components: tuple[Any, ...]) -> list[dict[str, Any]]:
-    """Plain dicts (the preset/oracle.json schema) for a tuple of component specs."""
-    return [c.model_dump() for c in components]

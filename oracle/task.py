@@ -74,12 +74,6 @@ class OracleTask:
         digest.update(pickle.dumps(self.prior))
         return digest.hexdigest()
 
-    def gp_prior(self) -> GPPrior:
-        """The fitted GP prior (kernel, mean, noise model, standardisation): the generating
-        prior under the ``gp`` family, the reference's under the others
-        (docs/design.md, "Ground-truth families")."""
-        return self.prior
-
     def knowledge(self, *, with_prior: bool = False) -> TaskKnowledge:
         """The :class:`TaskKnowledge` of this task; the prior only when ``with_prior``."""
         return TaskKnowledge(
