@@ -44,9 +44,9 @@ console = Console()
 
 
 def _version(value: bool) -> None:
-    """``udora --version``: the installed distribution's version (``udora.experiments``'s)."""
+    """``udora --version``: the installed distribution's version (``udora.__version__``)."""
     if value:
-        from udora.experiments import __version__
+        from udora import __version__
 
         console.print(f"udora {__version__}", highlight=False, markup=False)
         raise typer.Exit()
