@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from udora.errors import UserError
 from udora.oracle.prior import TaskKnowledge
 
 Knowledge = TaskKnowledge | None  # what fit receives: None only when called outside a run
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A method config override that names an unknown field or has a bad value."""
 
 

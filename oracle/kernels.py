@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from udora.errors import UserError
+
 if TYPE_CHECKING:
     import gpjax as gpx
 
@@ -153,7 +155,7 @@ STATIONARY_TYPES: tuple[str, ...] = tuple(
 _ADAPTER = TypeAdapter(ComponentSpec)
 
 
-class KernelSpecError(ValueError):
+class KernelSpecError(UserError):
     """A kernel component list that cannot describe a kernel on d inputs."""
 
 

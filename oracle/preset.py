@@ -18,13 +18,14 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from udora.errors import UserError
 from udora.oracle.families import Truth
 from udora.oracle.kernels import KernelSpecError, parse_kernel
 
 SUITES = ("dev", "heldout")
 
 
-class PresetError(ValueError):
+class PresetError(UserError):
     """A preset file or override that does not follow the schema."""
 
 

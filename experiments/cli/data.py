@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from udora.errors import UserError
 from udora.experiments.cli import options as opts
 
 console = Console()
@@ -52,7 +53,7 @@ def presets_show(
     from udora.oracle.preset import list_presets, load_preset
 
     if (name is None) == (not all_):
-        raise ValueError("presets show: give one preset NAME or --all")
+        raise UserError("presets show: give one preset NAME or --all")
     names = list_presets() if all_ else [name]
     rows = [pr.preset_row(n, seed, data_dir) for n in names]
     paper = [
@@ -136,7 +137,7 @@ def oracle_build(
     overrides = parse_set(set_ or [])
     other = [k for k in overrides if not k.startswith(PRESET_PREFIX)]
     if other:
-        raise ValueError(
+        raise UserError(
             f"--set {other[0]}: oracle build takes preset fields only "
             "(preset.KEY=VALUE, e.g. preset.truth=warped)"
         )
