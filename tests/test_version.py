@@ -1,4 +1,4 @@
-"""The version and the package: ``udora`` is a package of its own (``udora/``, mapped
+"""The version and the package: ``udora`` is a package of its own (``src/udora/``, mapped
 beside the source folders in pyproject.toml), ``udora.__version__`` is the installed
 distribution's version, ``udora --version`` prints it, and a wheel built from the checkout
 holds ``udora`` with every listed subpackage and its package data."""
@@ -7,6 +7,7 @@ import importlib.metadata
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 import zipfile
 from pathlib import Path
@@ -17,10 +18,26 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_udora_is_a_package_with_the_installed_distributions_version():
-    assert Path(udora.__file__) == ROOT / "udora" / "__init__.py"
+    mapped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert Path(udora.__file__) == ROOT / mapped["package-dir"]["udora"] / "__init__.py"
     assert udora.__version__ == importlib.metadata.version("udora")
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert udora.__version__ == config["project"]["version"]
+
+
+def test_no_folder_at_the_top_of_the_checkout_is_named_udora(tmp_path):
+    """Python started in the checkout (``python -c``, ``python -m``) has the checkout
+    first on its path: a folder ``udora/`` there would be imported instead of an installed
+    (non-editable) udora, and would hold none of its subpackages."""
+    assert not (ROOT / "udora").exists()
+    proc = subprocess.run(
+        [sys.executable, "-c", "import udora.oracle, udora; print(udora.__file__)"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert proc.stdout.strip() == udora.__file__
 
 
 def test_the_cli_prints_the_version():
@@ -73,3 +90,24 @@ def test_a_wheel_ships_every_package_and_its_data(tmp_path):
             assert files, f"{package}: {pattern} matches nothing in the checkout"
             missing = [shipped(package, f) for f in files if shipped(package, f) not in names]
             assert not missing, f"not in the wheel: {missing}"
+
+    # the wheel as installed, imported by Python started in the checkout: the checkout is
+    # first on its path and must not hide the installed package (no .pth file is read, so
+    # the editable install of this checkout is not there either)
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = (
+        "import sys; sys.path += sys.argv[1:]; import udora.experiments.cli.errors, udora; "
+        "print(udora.__file__, udora.experiments.__file__, udora.__version__)"
+    )
+    libraries = sysconfig.get_paths()["purelib"]
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(site), libraries],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    top, experiments, version = proc.stdout.split()
+    assert Path(top) == site / "udora" / "__init__.py" and version == udora.__version__
+    assert Path(experiments) == site / "udora" / "experiments" / "__init__.py"

@@ -73,7 +73,8 @@ def code_identity() -> dict[str, Any]:
     commit = _git(folder, "rev-parse", "HEAD") if ours else None
     dirty = None
     if commit is not None:
-        changed = _git(folder, "status", "--porcelain", "--", "udora", *PACKAGES)
+        top = Path(importlib.import_module("udora").__file__).parent.relative_to(folder)
+        changed = _git(folder, "status", "--porcelain", "--", top.as_posix(), *PACKAGES)
         dirty = None if changed is None else bool(changed)
     return {"source_sha256": digest.hexdigest(), "commit": commit, "dirty": dirty}
 
