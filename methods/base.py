@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from udora.errors import UserError
 from udora.methods.prediction import Prediction, PredictionError
 from udora.oracle.kinds import REGRESSION
 from udora.oracle.prior import TaskKnowledge
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A method config override that names an unknown field or has a bad value."""
 
 

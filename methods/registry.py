@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from udora.errors import UnknownNameError, UserError
 from udora.methods.plugins import PluginWarning, describe, load_plugin, warn_left_out
 from udora.oracle.kinds import REGRESSION
 
@@ -93,10 +94,10 @@ def register(name: str) -> Callable[[type], type]:
 
     def deco(cls: type) -> type:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"method name {name!r} is already registered by {_REGISTRY[name]}")
+            raise UserError(f"method name {name!r} is already registered by {_REGISTRY[name]}")
         builtin = BUILTIN_METHODS.get(name)
         if builtin is not None and builtin != _target(cls):
-            raise ValueError(f"method name {name!r} is the built-in {builtin}, not {_target(cls)}")
+            raise UserError(f"method name {name!r} is the built-in {builtin}, not {_target(cls)}")
         _REGISTRY[name] = cls
         cls.name = name
         return cls
@@ -114,19 +115,19 @@ def plugin_entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     """The ``udora.methods`` entry points of installed distributions, by name; read once.
 
     Raises:
-        ValueError: a plugin uses a built-in's name, or two plugins declare one name.
+        UserError: a plugin uses a built-in's name, or two plugins declare one name.
     """
     global _PLUGINS
     if _PLUGINS is None:
         found: dict[str, importlib.metadata.EntryPoint] = {}
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             if ep.name in BUILTIN_METHODS:
-                raise ValueError(
+                raise UserError(
                     f"method name {ep.name!r}: plugin entry point {describe(ep)} clashes "
                     f"with the built-in {BUILTIN_METHODS[ep.name]}; rename the entry point"
                 )
             if ep.name in found and found[ep.name].value != ep.value:
-                raise ValueError(
+                raise UserError(
                     f"method name {ep.name!r} is declared by two plugin entry points: "
                     f"{describe(found[ep.name])} and {describe(ep)}"
                 )
@@ -168,7 +169,8 @@ def list_methods() -> list[str]:
 
 def get_method_class(name: str) -> type:
     """The class registered under ``name``; an unknown name lists the valid ones, a plugin
-    that is left out raises its entry point and why (as a KeyError, not a warning)."""
+    that is left out raises its entry point and why (as an :class:`UnknownNameError`, a
+    ``KeyError``, not a warning)."""
     plugins = plugin_entry_points()  # a clash with a built-in is an error, always
     if name in _REGISTRY:
         return _REGISTRY[name]
@@ -177,9 +179,9 @@ def get_method_class(name: str) -> type:
     if name in plugins and (cls := _load_plugin(name, warn=False)) is not None:
         return cls
     if name in _BROKEN:
-        raise KeyError(f"method {name!r}: {_BROKEN[name]}")
+        raise UnknownNameError(f"method {name!r}: {_BROKEN[name]}")
     valid = ", ".join(list_methods()) or "(none registered)"
-    raise KeyError(f"unknown method {name!r}; valid methods: {valid}")
+    raise UnknownNameError(f"unknown method {name!r}; valid methods: {valid}")
 
 
 def get_method(name: str, **overrides: Any):
@@ -188,14 +190,6 @@ def get_method(name: str, **overrides: Any):
     An unknown name lists the valid methods; an unknown field lists the valid fields.
     """
     return get_method_class(name)(**overrides)
-
-
-def class_summary(target: str) -> str:
-    """First docstring line of the class ``"module:Class"``, read with :mod:`ast`; no import.
-
-    Finding the module imports its parent packages only. "" when it cannot be read.
-    """
-    return _class_source(target)[0]
 
 
 def _class_source(target: str) -> tuple[str, str, bool, tuple[str, ...]]:

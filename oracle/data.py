@@ -34,6 +34,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import pandas as pd
 
+from udora.errors import UserError
 from udora.oracle.preset import Preset
 
 
@@ -118,12 +119,12 @@ def existing_data_dir(data_dir: str | Path | None = None) -> Path | None:
     """:func:`data_dir_from_env`, checked: a given folder that does not exist is an error.
 
     Raises:
-        ValueError: the folder (from ``data_dir`` or ``UDORA_DATA_DIR``) is not a directory.
+        UserError: the folder (from ``data_dir`` or ``UDORA_DATA_DIR``) is not a directory.
     """
     folder = data_dir_from_env(data_dir)
     if folder is not None and not folder.is_dir():
         origin = "data_dir (--data-dir)" if data_dir is not None else "UDORA_DATA_DIR"
-        raise ValueError(f"data directory {str(folder)!r} (from {origin}) does not exist")
+        raise UserError(f"data directory {str(folder)!r} (from {origin}) does not exist")
     return folder
 
 
@@ -188,7 +189,7 @@ def load_table_with_source(
     """The raw table of ``preset``: X (rows, d), y (rows,) float64 and its :class:`DataSource`.
 
     Raises:
-        ValueError: a given data directory does not exist, a listed feature is missing, or
+        UserError: a given data directory does not exist, a listed feature is missing, or
             a value is not finite.
         DataNotFoundError: no source had the table; the message lists where it looked.
     """
@@ -266,7 +267,7 @@ def table_source(
 def _select(frame: pd.DataFrame, preset: Preset, origin: str) -> tuple[np.ndarray, np.ndarray]:
     missing = [c for c in (*preset.features, preset.target) if c not in frame.columns]
     if missing:
-        raise ValueError(
+        raise UserError(
             f"{origin}: columns {missing} of preset {preset.name!r} are not in the table "
             f"(it has: {', '.join(map(str, frame.columns))})"
         )
@@ -275,10 +276,10 @@ def _select(frame: pd.DataFrame, preset: Preset, origin: str) -> tuple[np.ndarra
     bad = ~np.isfinite(X)
     if bad.any():
         row, col = np.argwhere(bad)[0]
-        raise ValueError(
+        raise UserError(
             f"{origin}: non-finite covariate {preset.features[col]!r} in row {row} "
             f"({int(bad.any(axis=1).sum())} rows affected)"
         )
     if not np.all(np.isfinite(y)):
-        raise ValueError(f"{origin}: non-finite target in {int((~np.isfinite(y)).sum())} rows")
+        raise UserError(f"{origin}: non-finite target in {int((~np.isfinite(y)).sum())} rows")
     return X, y

@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from udora.errors import UserError
 from udora.oracle.kernels import parse_kernel
 
 FeatureMap = Callable[[np.ndarray], np.ndarray]
@@ -65,10 +66,8 @@ def _spectral(kind: str, spec, count: int, dim: int, rng: np.random.Generator) -
             return g * np.sqrt(2.0)
         if spec.power == 1.0:  # exp(-r): the Matern-1/2's t with 1 degree of freedom
             return g / np.sqrt(rng.chisquare(1.0, count))[:, None]
-        raise ValueError(
-            f"powered_exponential: random features need power 1 or 2, got {spec.power}"
-        )
-    raise ValueError(f"no spectral measure for kernel component {kind!r}")
+        raise UserError(f"powered_exponential: random features need power 1 or 2, got {spec.power}")
+    raise UserError(f"no spectral measure for kernel component {kind!r}")
 
 
 def component_features(spec, d: int, count: int, rng: np.random.Generator) -> FeatureMap:

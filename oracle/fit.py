@@ -42,6 +42,7 @@ import jax
 import numpy as np
 from gpjax.parameters import val
 
+from udora.errors import UserError
 from udora.oracle.data import load_table
 from udora.oracle.fit_box import (
     NONFINITE_LOSS,
@@ -177,7 +178,7 @@ def fit_preset(
     with a restart still gaining 1e-2. Returns a :class:`FitResult`.
     """
     if subset < MIN_ROWS:
-        raise ValueError(f"subset must be at least {MIN_ROWS} rows, got {subset}")
+        raise UserError(f"subset must be at least {MIN_ROWS} rows, got {subset}")
     t0 = time.perf_counter()
     say = progress or (lambda line: None)
     Z, t = standardised_subset(preset, subset, seed, data_dir)
@@ -248,7 +249,7 @@ def mll_and_grad(preset: Preset, data_dir: str | Path | None = None) -> tuple[fl
     Written values outside the box are an error (they were not fitted in it).
     """
     if not preset.fit:
-        raise ValueError(f"preset {preset.name!r} has no fit block; run `udora presets fit`")
+        raise UserError(f"preset {preset.name!r} has no fit block; run `udora presets fit`")
     Z, t = standardised_subset(preset, preset.fit["subset"], preset.fit["seed"], data_dir)
     with jax.enable_x64(True):
         model = gp_model(list(preset.kernel), preset.d, preset.mean, preset.fit["noise_variance"])
@@ -264,7 +265,7 @@ def mll_at(problem, model, Z: np.ndarray, t: np.ndarray, what: str) -> tuple[flo
     """
     x = problem.flatten(model)
     if problem.outside(x):
-        raise ValueError(f"{what} lies outside its fit box")
+        raise UserError(f"{what} lies outside its fit box")
     loss, _ = problem.fun(x, Z, t)
     return -loss, float(np.linalg.norm(problem.projected_gradient(x, Z, t)))
 
@@ -278,7 +279,7 @@ def refit_from_written(
     value by more than the optimiser's tolerance.
     """
     if not preset.fit:
-        raise ValueError(f"preset {preset.name!r} has no fit block; run `udora presets fit`")
+        raise UserError(f"preset {preset.name!r} has no fit block; run `udora presets fit`")
     Z, t = standardised_subset(preset, preset.fit["subset"], preset.fit["seed"], data_dir)
     with jax.enable_x64(True):
         model = gp_model(list(preset.kernel), preset.d, preset.mean, preset.fit["noise_variance"])

@@ -25,6 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from udora.errors import UserError
 from udora.oracle.fit import (
     MIN_ROWS,
     SCREEN_ROWS,
@@ -47,7 +48,7 @@ def paper_mean(preset: Preset) -> Mean:
     if preset.mean.type == "constant":
         return Mean(type="constant", value=value)
     if value != 0.0:
-        raise ValueError(f"preset {preset.name!r}: zero mean but the paper's mean is {value}")
+        raise UserError(f"preset {preset.name!r}: zero mean but the paper's mean is {value}")
     return Mean()
 
 
@@ -59,7 +60,7 @@ def paper_components(preset: Preset) -> tuple[list[dict[str, Any]], list[tuple[f
     """
     ref = preset.paper.get("kernel") or []
     if [c.get("type") for c in ref] != [c["type"] for c in preset.kernel]:
-        raise ValueError(
+        raise UserError(
             f"preset {preset.name!r}: paper.kernel does not list the kernel's components"
         )
     comps, ranges = [], []
@@ -70,7 +71,7 @@ def paper_components(preset: Preset) -> tuple[list[dict[str, Any]], list[tuple[f
                 c[key] = paper[key]
         if comp["type"] in STATIONARY_TYPES:
             if "ls" not in paper:
-                raise ValueError(
+                raise UserError(
                     f"preset {preset.name!r}: the paper reports no lengthscale range for "
                     f"component {comp['type']!r}"
                 )
@@ -141,7 +142,7 @@ def fit_paper_kernel(
     subset = int(free.get("subset", 2000) if subset is None else subset)
     seed = int(free.get("seed", 0) if seed is None else seed)
     if subset < MIN_ROWS:
-        raise ValueError(f"subset must be at least {MIN_ROWS} rows, got {subset}")
+        raise UserError(f"subset must be at least {MIN_ROWS} rows, got {subset}")
     t0 = time.perf_counter()
     say = progress or (lambda line: None)
     comps, ranges = paper_components(preset)
@@ -182,7 +183,7 @@ def paper_record(result: FitResult) -> dict[str, Any]:
 
 def _written_problem(preset: Preset, data_dir: str | Path | None):
     if preset.kernel_paper is None or not preset.fit_paper:
-        raise ValueError(
+        raise UserError(
             f"preset {preset.name!r} has no kernel_paper block; run "
             f"`udora presets fit {preset.name} --paper --write`"
         )

@@ -41,11 +41,6 @@ def _cross(kernel, A, B):
 
 
 @jax.jit
-def _diag(kernel, A):
-    return jax.vmap(kernel)(A, A)
-
-
-@jax.jit
 def _cholesky(K, jitter):
     scale = jnp.mean(jnp.diag(K))
     return jnp.linalg.cholesky(K + jitter * scale * jnp.eye(K.shape[0], dtype=K.dtype))

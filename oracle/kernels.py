@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from udora.errors import UserError
+
 if TYPE_CHECKING:
     import gpjax as gpx
 
@@ -153,7 +155,7 @@ STATIONARY_TYPES: tuple[str, ...] = tuple(
 _ADAPTER = TypeAdapter(ComponentSpec)
 
 
-class KernelSpecError(ValueError):
+class KernelSpecError(UserError):
     """A kernel component list that cannot describe a kernel on d inputs."""
 
 
@@ -243,8 +245,3 @@ def build_kernel(components: list[dict[str, Any]] | tuple[Any, ...], d: int):
     specs = parse_kernel(components, d)
     parts = [_gpjax_component(s, d) for s in specs]
     return parts[0] if len(parts) == 1 else gpx.kernels.SumKernel(kernels=parts)
-
-
-def kernel_to_dicts(components: tuple[Any, ...]) -> list[dict[str, Any]]:
-    """Plain dicts (the preset/oracle.json schema) for a tuple of component specs."""
-    return [c.model_dump() for c in components]

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from udora.errors import UserError
 from udora.oracle.families import Truth
 from udora.oracle.kernels import KernelSpecError, parse_kernel
 from udora.oracle.kinds import DEFAULT_KIND, REGRESSION, get_kind
@@ -25,7 +26,7 @@ from udora.oracle.kinds import DEFAULT_KIND, REGRESSION, get_kind
 SUITES = ("dev", "heldout")  # the regression presets' suites
 
 
-class PresetError(ValueError):
+class PresetError(UserError):
     """A preset file or override that does not follow the schema."""
 
 

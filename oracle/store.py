@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.errors import UserError
 from udora.oracle.atomic import write_json, write_npz
 from udora.oracle.files import ARRAYS
 from udora.oracle.task import OracleTask
@@ -41,7 +42,7 @@ def load_oracle(out_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, A
         arrays = {k: data[k] for k in data.files}
     missing = [k for k in ARRAYS if k not in arrays]
     if missing:
-        raise ValueError(f"{out / 'oracle.npz'}: missing arrays {missing}")
+        raise UserError(f"{out / 'oracle.npz'}: missing arrays {missing}")
     return arrays, json.loads((out / "oracle.json").read_text())
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.errors import UserError
 from udora.oracle.data import load_table, load_table_with_source
 from udora.oracle.files import ARRAYS
 from udora.oracle.noise import NoiseModel
@@ -74,12 +75,6 @@ class OracleTask:
         digest.update(pickle.dumps(self.prior))
         return digest.hexdigest()
 
-    def gp_prior(self) -> GPPrior:
-        """The fitted GP prior (kernel, mean, noise model, standardisation): the generating
-        prior under the ``gp`` family, the reference's under the others
-        (docs/design.md, "Ground-truth families")."""
-        return self.prior
-
     def knowledge(self, *, with_prior: bool = False) -> TaskKnowledge:
         """The :class:`TaskKnowledge` of this task; the prior only when ``with_prior``."""
         return TaskKnowledge(
@@ -107,13 +102,13 @@ class OracleTask:
         """
         N = self.X.shape[0]
         if N > JOINT_LIMIT:
-            raise ValueError(
+            raise UserError(
                 f"preset {self.preset.name!r}: posterior draws need a joint draw over the "
                 f"pool, at most {JOINT_LIMIT} points; this pool has {N} (set a smaller "
                 "preset.pool_size)"
             )
         if not isinstance(draws, int | np.integer) or draws < 1:
-            raise ValueError(f"draws: expected a positive integer, got {draws!r}")
+            raise UserError(f"draws: expected a positive integer, got {draws!r}")
         std = self.prior.standardiser
         Z = std.x(self.X)
         noise_S = self.prior.noise.std(Z[self.train_idx]) ** 2
@@ -155,7 +150,7 @@ class OracleTask:
 def select_pool(preset: Preset, n_rows: int) -> np.ndarray:
     """Sorted row indices (pool_size,) of the pool, drawn with the preset's ``pool_seed``."""
     if preset.pool_size > n_rows:
-        raise ValueError(
+        raise UserError(
             f"preset {preset.name!r}: pool_size {preset.pool_size} exceeds the {n_rows} data rows"
         )
     if preset.pool_size == n_rows:
@@ -196,12 +191,12 @@ def build_task(
     if not isinstance(preset, Preset):
         preset = load_preset(preset)
     if not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
+        raise UserError(f"seed: expected a non-negative integer, got {seed!r}")
     seed = int(seed)
     t0 = time.perf_counter()
     X_all, y_all, source = load_table_with_source(preset, data_dir)
     if not float(y_all.std()) > 0:
-        raise ValueError(f"preset {preset.name!r}: the target is constant in the data")
+        raise UserError(f"preset {preset.name!r}: the target is constant in the data")
     std = Standardiser.fit(X_all, y_all)  # the kernel fit's units (oracle/fit.py)
     pool = select_pool(preset, X_all.shape[0])
     X = X_all[pool]

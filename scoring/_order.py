@@ -12,13 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 
-def stable_argsort(x: np.ndarray) -> np.ndarray:
-    """``np.argsort(x, axis=-1, kind="stable")`` for ``x`` of shape (N,) or (R, N)."""
-    return sort_with_order(x)[0]
-
-
 def sort_with_order(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(order, keys)``: :func:`stable_argsort` of ``x`` and ``np.sort(x, axis=-1)``,
+    """``(order, keys)``: ``np.argsort(x, axis=-1, kind="stable")`` and ``np.sort(x, axis=-1)``,
     shapes (N,) or (R, N) as ``x``'s. Rows without ties or NaNs need one default sort."""
     order = np.argsort(x, axis=-1)
     # 1-D: a gather; 2-D: a second (vectorised) sort is cheaper than take_along_axis

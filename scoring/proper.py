@@ -72,7 +72,9 @@ def pit(mean: np.ndarray, var: np.ndarray, y: np.ndarray) -> np.ndarray:
     Uniform on [0, 1] when the outcomes are drawn from the predictive.
 
     Args:
-        mean, var, y: ``mu``, ``v``, outcomes, each of shape (N,).
+        mean: ``mu``, (N,).
+        var: ``v``, (N,).
+        y: the outcomes, (N,).
 
     Returns:
         ``u``, the inputs' shape ((N,) or (R, N)); NaN where ``v <= 0``.
@@ -86,7 +88,9 @@ def interval_coverage(mean: np.ndarray, var: np.ndarray, y: np.ndarray, level: f
     """Fraction of outcomes inside the central interval ``mu +- Phi^-1((1 + l)/2) sqrt(v)``.
 
     Args:
-        mean, var, y: ``mu``, ``v``, outcomes, each of shape (N,) or (R, N).
+        mean: ``mu``, (N,) or (R, N).
+        var: ``v``, the shape of ``mean``.
+        y: the outcomes, the shape of ``mean``.
         level: ``l`` in (0, 1), e.g. 0.9.
 
     Returns:
@@ -108,7 +112,9 @@ def interval_score(mean: np.ndarray, var: np.ndarray, y: np.ndarray, level: floa
     ``(u - l) + (2 / alpha) ((l - y)_+ + (y - u)_+)``; lower is better.
 
     Args:
-        mean, var, y: ``mu``, ``v``, outcomes, each of shape (N,).
+        mean: ``mu``, (N,).
+        var: ``v``, (N,).
+        y: the outcomes, (N,).
         level: ``c`` in (0, 1).
 
     Returns:

@@ -118,9 +118,14 @@ def score_arrays(
     """Every scalar metric of a prediction against the oracle and the realised outcomes.
 
     Args:
-        f: latent function on the pool, (N,). y: realised outcomes, (N,).
-        noise_var: ``sigma_eps^2``, (N,). post_mean, post_var: ``m_S`` and ``s2_f``, (N,).
-        mean, aleatoric, epistemic: the method's ``mu``, ``a``, ``e``, (N,).
+        f: the latent function on the pool, (N,).
+        y: the realised outcomes, (N,).
+        noise_var: ``sigma_eps^2``, (N,).
+        post_mean: the oracle's posterior mean ``m_S``, (N,).
+        post_var: the oracle's posterior variance ``s2_f``, (N,).
+        mean: the method's ``mu``, (N,).
+        aleatoric: the method's ``a``, (N,).
+        epistemic: the method's ``e``, (N,).
         total: ``v``, (N,); defaults to ``a + e``.
         member_means: (K, N) or None; without it the ensemble metrics are NaN.
 
@@ -177,11 +182,14 @@ def observable_arrays(
     interval scores, realised risk-coverage, ensemble scores, the realised utilities).
 
     Args:
-        y: realised outcomes, (N,). mean, aleatoric, epistemic: ``mu``, ``a``, ``e``, (N,).
+        y: the realised outcomes, (N,) or, for R predictions scored in one vectorised
+            pass (e.g. of R subsets of points), (R, N); every array then has that shape.
+        mean: the method's ``mu``, (N,).
+        aleatoric: the method's ``a``, (N,).
+        epistemic: the method's ``e``, (N,).
         total: ``v``, (N,); defaults to ``a + e``.
-        member_means: (K, N) or None; without it the ensemble metrics are NaN.
-        Or every array with a leading R axis ((R, N); members (K, R, N)): R predictions
-        (e.g. of R subsets of points) scored in one vectorised pass.
+        member_means: (K, N) (or (K, R, N)) or None; without it the ensemble metrics are
+            NaN.
 
     Returns:
         A flat ``{name: float}``, the same values as :func:`score_arrays` gives them; for

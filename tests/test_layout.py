@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Lower layers first; a module may import its own layer (acyclically) and those below.
 LAYERS = [
+    ("udora",),  # udora/: the version and the user-error type, below every layer
     ("udora.oracle", "udora.presets", "udora.release"),
     ("udora.scoring",),
     ("udora.methods",),

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from udora.errors import UserError
 from udora.experiments.cli import options as opts
 
 console = Console()
@@ -53,7 +54,7 @@ def presets_show(
     from udora.oracle.preset import list_presets, load_preset
 
     if (name is None) == (not all_):
-        raise ValueError("presets show: give one preset NAME or --all")
+        raise UserError("presets show: give one preset NAME or --all")
     names = list_presets() if all_ else [name]
     rows = [pr.preset_row(n, seed, data_dir) for n in names]
     paper = [
@@ -139,7 +140,7 @@ def oracle_build(
     overrides = Overrides.parse(set_ or [])
     other = sorted(replace(overrides, task={}).flat())  # what is not a preset field
     if other:
-        raise ValueError(
+        raise UserError(
             f"--set {other[0]}: oracle build takes preset fields only "
             "(preset.KEY=VALUE, e.g. preset.truth=warped)"
         )

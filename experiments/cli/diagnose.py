@@ -65,6 +65,7 @@ def diagnose_cmd(
     that both add up to the EU target, summary.md and figures under --out. Exit 0 when
     every diagnosis is ok, 1 when any failed, 2 on a user error, 130 on Ctrl-C.
     """
+    from udora.errors import UnknownNameError
     from udora.experiments.diagnostics.diagnose import Diagnosis
     from udora.experiments.diagnostics.runner import run_diagnoses
     from udora.experiments.diagnostics.summary import markdown
@@ -129,8 +130,8 @@ def diagnose_cmd(
                     )
                 except ConfigError as err:  # a --set field the method does not have
                     raise UsageError(f"--set: {err}") from None
-                except KeyError as err:  # the registry's "unknown method ...; valid ..."
-                    raise UsageError(f"--method: {err.args[0] if err.args else err}") from None
+                except UnknownNameError as err:  # "unknown method ...; valid ..."
+                    raise UsageError(f"--method: {err}") from None
                 diagnoses += [Diagnosis(run, draws, scale) for run in runs]
             if not diagnoses:
                 raise UsageError("no preset's pool holds any of the --n sizes")

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from udora.experiments.cli.data import methods_list, oracle_app, presets_app
 from udora.experiments.cli.diagnose import diagnose_cmd
-from udora.experiments.cli.errors import os_error_line
+from udora.experiments.cli.errors import USER_EXIT, os_error_line, report_bug
 from udora.experiments.cli.grid import bench_cmd, run_cmd
 from udora.experiments.cli.meta import meta_cmd
 from udora.experiments.cli.open import export_cmd, score_cmd
@@ -44,9 +44,9 @@ console = Console()
 
 
 def _version(value: bool) -> None:
-    """``udora --version``: the installed distribution's version (``udora.experiments``'s)."""
+    """``udora --version``: the installed distribution's version (``udora.__version__``)."""
     if value:
-        from udora.experiments import __version__
+        from udora import __version__
 
         console.print(f"udora {__version__}", highlight=False, markup=False)
         raise typer.Exit()
@@ -88,18 +88,20 @@ def _one_line_warnings() -> None:
 
 
 def main() -> None:
-    """Console-script entry point: user errors print one line, not a traceback."""
+    """Console-script entry point: a user error or file-system fault prints one line (exit
+    2, or 1 for the machine's fault); anything else is a bug, one line naming the file
+    that holds its traceback (exit 3; :mod:`udora.experiments.cli.errors`)."""
+    from udora.errors import UserError
+
     _one_line_warnings()
     try:
         app()
-    except (ValueError, KeyError, FileNotFoundError) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        # one line, never wrapped: a user error must stay greppable in logs
-        Console(stderr=True).print(
-            f"error: {message}", highlight=False, markup=False, soft_wrap=True
-        )
-        sys.exit(2)
+    except UserError as err:
+        Console(stderr=True).print(f"error: {err}", highlight=False, markup=False, soft_wrap=True)
+        sys.exit(USER_EXIT)
     except OSError as err:  # a folder that cannot be written, a full disk: one line
         code, line = os_error_line(err)
         Console(stderr=True).print(line, highlight=False, markup=False, soft_wrap=True)
         sys.exit(code)
+    except Exception as err:  # anything else is udora's fault, not the input's
+        sys.exit(report_bug(err))

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from udora.errors import UserError
 from udora.experiments.cli import options as opts
 from udora.experiments.cli.errors import usage_error as _usage_error
 from udora.experiments.cli.errors import user_errors
@@ -116,7 +117,7 @@ def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_di
         if patterns is not None:
             keep = table["config"].map(lambda c: any(fnmatch(c, p) for p in patterns))
             if not keep.any():
-                raise ValueError(
+                raise UserError(
                     f"--configs: no config matches {configs!r}; configs here: "
                     f"{', '.join(sorted(set(table['config'])))}"
                 )
@@ -134,12 +135,12 @@ def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_di
                     data_dir=str(data_dir) if data_dir else None,
                     jobs=jobs,
                 )
-        except ValueError as err:
+        except UserError as err:
             if configs and "or more ok configs" in str(err):
                 kept = sorted(set(table["config"]))
-                raise ValueError(f"{err} (--configs kept {len(kept)}: {', '.join(kept)})") from err
+                raise UserError(f"{err} (--configs kept {len(kept)}: {', '.join(kept)})") from err
             raise
-    except ValueError as err:
+    except UserError as err:
         _usage_error(err)
     except OSError as err:  # ours name the folder; the system's (e.g. --out) get the path
         _usage_error(err if err.errno is None else f"{err.filename}: {err.strerror}")

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from udora.errors import UserError
 from udora.experiments.cli import options as opts
 from udora.experiments.cli.errors import user_errors
 
@@ -113,7 +114,7 @@ def claims_cmd(
             path = write_reproduction(None, docs, command)
         else:
             if release is None:
-                raise ValueError(
+                raise UserError(
                     "RELEASE: a release folder (or 'release') is required "
                     "unless --rules-only is given"
                 )

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from udora.errors import UserError
 from udora.experiments.cli import options as opts
 from udora.experiments.cli.errors import user_errors
 
@@ -195,17 +196,17 @@ def robustness_cmd(
 
     with user_errors(console):
         if boot < 100:
-            raise ValueError(f"--boot: at least 100 draws, got {boot}")
+            raise UserError(f"--boot: at least 100 draws, got {boot}")
         ref = opts.seeds(reference_seeds, console, "--reference-seeds")
         other = opts.seeds(other_seeds, console, "--other-seeds")
         if set(ref) & set(other):
             shared = sorted(set(ref) & set(other))
-            raise ValueError(
+            raise UserError(
                 f"--reference-seeds and --other-seeds share seeds {shared}: "
                 "the ceiling needs disjoint sets"
             )
         if not page.replace("_", "").replace("-", "").isalnum():
-            raise ValueError(
+            raise UserError(
                 f"--page: expected a plain file name (letters, digits, _ or -), got {page!r}"
             )
         path = write_robustness_page(results, docs, ref, other, boot, page)

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from udora.errors import UserError
 from udora.experiments.cli import options as opts
 from udora.experiments.cli.errors import usage_error as _usage_error
 from udora.experiments.cli.errors import user_errors
@@ -53,8 +54,8 @@ def sweep_init(
             val_fraction=val_fraction,
         )
         path = write_sweep_config(config, out)
-    except (ValueError, KeyError) as err:
-        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    except UserError as err:
+        _usage_error(err)
     console.print(f"wrote {path} ({search}, {trials} trials, metric {config['metric']['name']})")
 
 
@@ -79,8 +80,8 @@ def sweep_trial(
     try:
         kwargs = parse_trial_args(list(args or []))
         result = trial(data_dir=data_dir, **kwargs)
-    except (ValueError, KeyError) as err:
-        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    except UserError as err:
+        _usage_error(err)
     summary = result.summary()
     print(json.dumps(summary, default=str))
     if os.environ.get("WANDB_SWEEP_ID"):
@@ -122,7 +123,6 @@ def sweep_run_cmd(
     Exit 0 when the sweep completed (failed trials are counted, not fatal), 1 when no trial
     is ok, 2 on a user error (also --wandb without credentials), 130 on Ctrl-C.
     """
-    from udora.experiments.grid.lock import LockHeldError
     from udora.experiments.run import interrupts
     from udora.experiments.run.checks import check_out_dir
     from udora.experiments.tuning import on_wandb as sweep_wandb
@@ -142,8 +142,8 @@ def sweep_run_cmd(
         spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
         if tuned_out is not None:
             check_out_dir(tuned_out, "--tuned-out")
-    except (ValueError, KeyError) as err:
-        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    except UserError as err:
+        _usage_error(err)
     if wandb:
         if sweep_wandb.wandb_api_key() is None:
             _usage_error(
@@ -160,7 +160,7 @@ def sweep_run_cmd(
         summary = sr.run_sweep(
             config, out, trials=trials, data_dir=data_dir, on_trial=show, executor=spec
         )
-    except (ValueError, LockHeldError) as err:
+    except UserError as err:
         _usage_error(err)
     if summary.interrupted:
         interrupts.ignore_from_now()
@@ -219,7 +219,6 @@ def tune_cmd(
     """
     from udora import methods as registry
     from udora.experiments.grid.bench import suite_presets
-    from udora.experiments.grid.lock import LockHeldError
     from udora.experiments.run import interrupts
     from udora.experiments.run.checks import check_out_dir
     from udora.experiments.tuning.proposals import SweepSummary
@@ -266,8 +265,8 @@ def tune_cmd(
             on_trial=show,
             on_tuned=tuned,
         )
-    except (ValueError, KeyError, LockHeldError) as err:
-        _usage_error(err.args[0] if isinstance(err, KeyError) and err.args else err)
+    except UserError as err:
+        _usage_error(err)
     if any(s.interrupted for s in summaries):
         interrupts.ignore_from_now()
         n = sum(len(s.trials) for s in summaries)

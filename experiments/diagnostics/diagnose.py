@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.errors import UserError
 from udora.experiments.diagnostics.projection import projection_part
 from udora.experiments.run import interrupts, provenance
 from udora.experiments.run.execute import cached_task
@@ -66,13 +67,13 @@ class Diagnosis:
         for name in ("draws", "scale"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
-                raise ValueError(f"--{name}: expected a positive integer, got {value!r}")
+                raise UserError(f"--{name}: expected a positive integer, got {value!r}")
         if self.draws < 2:
-            raise ValueError("--draws: at least 2 (standard errors are over draws)")
+            raise UserError("--draws: at least 2 (standard errors are over draws)")
         from udora.oracle.task import JOINT_LIMIT
 
         if self.run.preset.pool_size > JOINT_LIMIT:
-            raise ValueError(
+            raise UserError(
                 f"preset {self.run.preset.name!r}: diagnose draws jointly over the pool, at "
                 f"most {JOINT_LIMIT} points; this pool has {self.run.preset.pool_size} "
                 "(set a smaller preset.pool_size)"

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.diagnostics.diagnose import RECORD
 from udora.experiments.results.figures import save_figure
 from udora.experiments.run.overrides import Overrides
@@ -126,7 +127,7 @@ def group_means(rows: pd.DataFrame, matched: bool = False) -> pd.DataFrame:
     for key, part in rows.groupby(GROUP, sort=True):
         twice = part[part["preset"].duplicated(keep=False)]
         if not twice.empty:
-            raise ValueError(
+            raise UserError(
                 f"{twice['preset'].iloc[0]} appears twice in one group (another task "
                 f"identity?): {', '.join(twice['folder'])}; keep one"
             )

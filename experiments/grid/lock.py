@@ -19,10 +19,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from udora.errors import UserError
+
 LOCK_NAME = ".udora-lock"
 
 
-class LockHeldError(ValueError):
+class LockHeldError(UserError):
     """Another process holds the results folder's lock (a user error: one line, exit 2)."""
 
 

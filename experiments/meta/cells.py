@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.meta.pool import CellPool
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, goodness
 from udora.experiments.results.aggregate import kendall_tau, kendall_tau_rows
@@ -104,7 +105,7 @@ def load_cells(
                 f"{str((r.data_source or {}).get('sha256'))[:12]})"
                 for r in records
             )
-            raise ValueError(
+            raise UserError(
                 f"{preset}, seed {run_seed}: the runs used {', '.join(dict.fromkeys(ran))}, "
                 f"but the data found now is {found.get('location')} (sha256 "
                 f"{str(found.get('sha256'))[:12]}); give --data-dir as the runs had it"

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.meta.cells import (
     cell_early,
     load_cells,
@@ -253,7 +254,7 @@ def write_meta(
             )
         cells = cell_taus(table, min_methods=min_methods)
         if cells.empty:
-            raise ValueError(
+            raise UserError(
                 f"no (preset, seed) has {min_methods} or more ok configs to rank; "
                 "the meta-evaluation needs several methods on the same preset and seed"
             )

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.errors import UserError
 from udora.experiments.open.tasks import PublicTask
 
 NOISE_EXPOSED = ("BayesianRidge", "ARDRegression", "GaussianProcessRegressor")  # and subclasses
@@ -35,23 +36,23 @@ NOISE_EXPOSED = ("BayesianRidge", "ARDRegression", "GaussianProcessRegressor")  
 def estimator_from_path(path: str, **kwargs: Any) -> Any:
     """An instance of the class (or factory) at ``path``, ``"package.module:Name"`` (or
     ``"package.module.Name"``), called with ``kwargs``. Any failure to import, find or
-    build it is one ValueError naming ``path``."""
+    build it is one UserError naming ``path``."""
     module_name, sep, attr = path.partition(":")
     if not sep:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
-        raise ValueError(f"{path!r}: expected an import path 'package.module:Name'")
+        raise UserError(f"{path!r}: expected an import path 'package.module:Name'")
     try:
         target: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             target = getattr(target, part)
         estimator = target(**kwargs)
     except (ImportError, AttributeError, TypeError, ValueError) as err:
-        raise ValueError(
+        raise UserError(
             f"{path!r}: cannot build an estimator ({type(err).__name__}: {err})"
         ) from None
     if not hasattr(estimator, "fit") or not hasattr(estimator, "predict"):
-        raise ValueError(f"{path!r}: built a {type(estimator).__name__}, which has no fit/predict")
+        raise UserError(f"{path!r}: built a {type(estimator).__name__}, which has no fit/predict")
     return estimator
 
 
@@ -85,7 +86,7 @@ def _gp_noise(gp: Any, X: np.ndarray) -> np.ndarray:
         return (kernel.diag(X) - quiet.diag(X)) * scale
     alpha = np.asarray(gp.alpha, dtype=float)
     if alpha.size != 1:
-        raise ValueError(
+        raise UserError(
             "GaussianProcessRegressor: a per-sample alpha has no value on the "
             "pool; give the kernel a WhiteKernel term for the noise"
         )
@@ -119,13 +120,13 @@ def sklearn_fields(estimator: Any, task: PublicTask) -> dict[str, Any]:
     - ``gaussian`` (mean, variance = ``std^2``) for any other ``predict(X, return_std=True)``;
     - ``gaussian`` (loc, scale^2) for NGBoost's ``NGBRegressor`` with its Normal.
 
-    Fits ``estimator`` in place. A model without a predictive std is a ValueError that
+    Fits ``estimator`` in place. A model without a predictive std is a UserError that
     points to :func:`bagged_fields`."""
     model = _final_step(estimator)
     name = type(model).__name__
     ngboost = hasattr(model, "pred_dist")
     if not ngboost and not _takes_return_std(model):
-        raise ValueError(
+        raise UserError(
             f"{name}.predict has no return_std: sklearn_fields needs a model "
             f"that predicts a standard deviation (predict(X, return_std=True), "
             f"or NGBoost's pred_dist); for any other regressor use "
@@ -136,7 +137,7 @@ def sklearn_fields(estimator: Any, task: PublicTask) -> dict[str, Any]:
     if ngboost:
         params = model.pred_dist(_transformed(estimator, X)).params
         if set(params) != {"loc", "scale"}:
-            raise ValueError(
+            raise UserError(
                 f"{name}: expected a Normal predictive (loc, scale); got the "
                 f"parameters {sorted(params)}"
             )
@@ -187,7 +188,7 @@ def bagged_fields(
     high AU. EU is the spread of the member means (:func:`forms.parse`). Training rows
     repeated in the task may sit on both sides of a bag."""
     if n_members < 2:
-        raise ValueError(f"n_members: a bagged ensemble needs at least 2 members, got {n_members}")
+        raise UserError(f"n_members: a bagged ensemble needs at least 2 members, got {n_members}")
     make = _member_maker(make_estimator)
     rng = np.random.default_rng(seed)
     X, y = task.X_train, task.y_train
@@ -200,7 +201,7 @@ def bagged_fields(
             member.set_params(random_state=int(rng.integers(2**31)))
         out_of_bag = np.setdiff1d(np.arange(n), rows)
         if out_of_bag.size == 0:
-            raise ValueError(
+            raise UserError(
                 f"member {k}: its resample left no out-of-bag row to measure "
                 f"the noise on ({n} training rows)"
             )

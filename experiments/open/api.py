@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.open.adapters import sklearn_fields
 from udora.experiments.open.forms import Predictions, parse
 from udora.experiments.open.score import score_file, score_predictions
@@ -32,7 +33,7 @@ def _row(task: PublicTask, method: str, form: str, metrics: Mapping[str, Any]) -
 
 def _as_task(task: PublicTask | str | Path | None, what: str) -> PublicTask:
     if task is None:
-        raise ValueError(
+        raise UserError(
             f"evaluate: {what} needs task= (a PublicTask of load_task, or a "
             f"task folder of `udora export`)"
         )
@@ -73,15 +74,15 @@ def evaluate(
     ``task`` is a :class:`PublicTask` or a folder of ``udora export``. Returns a DataFrame,
     one row per (preset, seed): columns ``preset, seed, method, form, task_hash`` and every
     metric (NaN where undefined, or where a total-only form has no value: score.py).
-    Bad input is a ValueError naming the field."""
+    Bad input is a UserError (a ValueError) naming the field."""
     if isinstance(what, type):
-        raise ValueError(
+        raise UserError(
             f"evaluate: got the class {what.__name__}; pass an instance, {what.__name__}()"
         )
     if _is_estimator(what) and not isinstance(what, (Predictions, Mapping, str, Path)):
         return _evaluate_estimator(what, task, presets, seeds, data_dir, method)
     if presets is not None:
-        raise ValueError(
+        raise UserError(
             "evaluate: presets= is for an estimator; predictions are scored on their one task="
         )
     if isinstance(what, Predictions):
@@ -93,7 +94,7 @@ def evaluate(
         found = _as_task(task, "a predictions file")
         record = score_file(what, found, method, data_dir=data_dir)
         return pd.DataFrame([_row(found, method, record["external"]["form"], record["metrics"])])
-    raise ValueError(
+    raise UserError(
         f"evaluate: expected Predictions, a dict of fields, a predictions file "
         f"or an estimator; got {type(what).__name__}"
     )
@@ -104,7 +105,7 @@ def _evaluate_estimator(estimator, task, presets, seeds, data_dir, method) -> pd
     from sklearn.base import clone
 
     if (task is None) == (presets is None):
-        raise ValueError("evaluate: give an estimator either task= or presets= (with seeds=)")
+        raise UserError("evaluate: give an estimator either task= or presets= (with seeds=)")
     if task is not None:
         tasks: Iterable[PublicTask] = [_as_task(task, "an estimator")]
     else:

@@ -4,8 +4,8 @@
 A file is ``.npz`` (arrays by field name), ``.csv`` or ``.parquet`` (one row per pool row;
 a (K, N) field is K columns ``<field>_<k>``, quantiles are columns ``q_<level>``). It must
 say which pool it predicts: a ``row_id`` field (any order; rows are put in pool order) or a
-``task_hash`` equal to the task's. Every problem is one ValueError naming the file and the
-field (docs/evaluate_any_model.md, "Bad input").
+``task_hash`` equal to the task's. Every problem is one UserError (a ValueError) naming the
+file and the field (docs/evaluate_any_model.md, "Bad input").
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.open.tasks import FORMS, PublicTask
 
 STACKED = {
@@ -91,8 +92,8 @@ def read_fields(path: str | Path) -> dict[str, Any]:
         if path.suffix == ".parquet":
             return _table_fields(pd.read_parquet(path))
     except (OSError, ValueError, EOFError) as err:
-        raise ValueError(f"{path}: cannot be read as {path.suffix[1:]} ({err})") from None
-    raise ValueError(f"{path}: expected a .npz, .csv or .parquet predictions file")
+        raise UserError(f"{path}: cannot be read as {path.suffix[1:]} ({err})") from None
+    raise UserError(f"{path}: expected a .npz, .csv or .parquet predictions file")
 
 
 def _form(fields: dict[str, Any], where: str) -> str:
@@ -102,13 +103,11 @@ def _form(fields: dict[str, Any], where: str) -> str:
     if len(found) != 1:
         forms = "; ".join(f"{n}: {', '.join(need)}" for n, need in FORMS.items())
         got = ", ".join(sorted(present)) or "none"
-        raise ValueError(
-            f"{where}: expected the fields of one prediction form ({forms}); got {got}"
-        )
+        raise UserError(f"{where}: expected the fields of one prediction form ({forms}); got {got}")
     allowed = set(FORMS[found[0]]) | ({"member_means"} if found[0] == "split" else set())
     extra = sorted(present - allowed)
     if extra:
-        raise ValueError(
+        raise UserError(
             f"{where}: field {extra[0]!r} is not part of the {found[0]} form "
             f"({', '.join(sorted(allowed))})"
         )
@@ -118,12 +117,12 @@ def _form(fields: dict[str, Any], where: str) -> str:
 def _pool_order(fields: dict[str, Any], task: PublicTask, where: str) -> np.ndarray | None:
     """Indices that put the file's rows in pool order (None: already in it)."""
     if "row_id" not in fields and "task_hash" not in fields:
-        raise ValueError(
+        raise UserError(
             f"{where}: must say which pool it predicts: a 'row_id' field "
             f"(0..{task.n_pool - 1}) or 'task_hash' ({task.task_hash})"
         )
     if "task_hash" in fields and fields["task_hash"] != task.task_hash:
-        raise ValueError(
+        raise UserError(
             f"{where}: field 'task_hash' is {fields['task_hash']!r}, a prediction "
             f"for another task; this task ({task.preset}, seed {task.seed}) is "
             f"{task.task_hash}"
@@ -132,10 +131,10 @@ def _pool_order(fields: dict[str, Any], task: PublicTask, where: str) -> np.ndar
         return None
     ids = np.asarray(fields["row_id"])
     if ids.ndim != 1 or (ids.dtype.kind not in "iu" and not np.all(np.mod(ids, 1) == 0)):
-        raise ValueError(f"{where}: field 'row_id' must be integers, one per pool row")
+        raise UserError(f"{where}: field 'row_id' must be integers, one per pool row")
     ids = ids.astype(np.int64)
     if len(ids) != task.n_pool or not np.array_equal(np.sort(ids), np.arange(task.n_pool)):
-        raise ValueError(
+        raise UserError(
             f"{where}: field 'row_id' must hold each pool row 0..{task.n_pool - 1} "
             f"once; got {len(ids)} rows, {len(np.unique(ids))} distinct"
         )
@@ -150,15 +149,15 @@ def _array(fields, name: str, task: PublicTask, where: str, order) -> np.ndarray
     ndim = 2 if name in STACKED or name == "quantiles" else 1
     if value.ndim != ndim or value.shape[-1] != task.n_pool:
         shape = f"(K, {task.n_pool})" if ndim == 2 else f"({task.n_pool},)"
-        raise ValueError(
+        raise UserError(
             f"{where}: field {name!r} has shape {value.shape}; expected {shape} "
             f"for the {task.n_pool} pool rows"
         )
     if not np.all(np.isfinite(value)):
         bad = int(np.sum(~np.isfinite(value)))
-        raise ValueError(f"{where}: field {name!r} has {bad} values that are NaN or infinite")
+        raise UserError(f"{where}: field {name!r} has {bad} values that are NaN or infinite")
     if ("variance" in name or name in ("aleatoric", "epistemic")) and value.min() < 0:
-        raise ValueError(f"{where}: field {name!r} has negative variances (min {value.min():g})")
+        raise UserError(f"{where}: field {name!r} has negative variances (min {value.min():g})")
     return value if order is None else value[..., order]
 
 
@@ -181,7 +180,7 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
         draws = a["member_means"] if form == "members" else a["latent_draws"]
         if draws.shape[0] < 2:
             field = "member_means" if form == "members" else "latent_draws"
-            raise ValueError(
+            raise UserError(
                 f"{where}: field {field!r} needs at least 2 rows (members or "
                 f"draws); got {draws.shape[0]}"
             )
@@ -194,19 +193,19 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
     if form == "samples":
         s = a["samples"]
         if s.shape[0] < 2:
-            raise ValueError(f"{where}: field 'samples' needs at least 2 draws; got {s.shape[0]}")
+            raise UserError(f"{where}: field 'samples' needs at least 2 draws; got {s.shape[0]}")
         return Predictions(form, s.mean(axis=0), s.var(axis=0, ddof=1), samples=s)
     levels, q = a["quantile_levels"], a["quantiles"]
     if levels.shape != (q.shape[0],) or not np.all((levels > 0) & (levels < 1)):
-        raise ValueError(
+        raise UserError(
             f"{where}: field 'quantile_levels' must be {q.shape[0]} levels in "
             f"(0, 1); got {levels.tolist()}"
         )
     if np.any(np.diff(levels) <= 0):
-        raise ValueError(f"{where}: field 'quantile_levels' must increase; got {levels.tolist()}")
+        raise UserError(f"{where}: field 'quantile_levels' must increase; got {levels.tolist()}")
     crossing = int(np.any(np.diff(q, axis=0) < 0, axis=0).sum())
     if crossing:
-        raise ValueError(
+        raise UserError(
             f"{where}: field 'quantiles' decreases between levels at {crossing} pool rows"
         )
     if not levels[0] < 0.5 < levels[-1]:  # 0.5 not inside: the nearest end, as np.interp

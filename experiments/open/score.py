@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.errors import UserError
 from udora.experiments.open.forms import Predictions, parse, read_fields
 from udora.experiments.open.tasks import PublicTask
 from udora.experiments.run.records import PREDICTIONS, file_sha256
@@ -61,7 +62,7 @@ def _oracle(task: PublicTask, data_dir: str | Path | None):
     oracle = cached_task(Preset.model_validate(task.preset_config), task.seed, data_dir)
     found = (oracle.meta.get("data_source") or {}).get("sha256")
     if task.data_sha256 is not None and found != task.data_sha256:
-        raise ValueError(
+        raise UserError(
             f"{task.preset}, seed {task.seed}: the task was exported from data "
             f"with sha256 {task.data_sha256[:12]}, but the data found now has "
             f"{str(found)[:12]}; give --data-dir as the export had it"
@@ -144,7 +145,7 @@ def score_file(
     write its run folder ``<out>/<preset>/<method>/<hash>/seed-<s>/`` (result.json marked
     ``external``, with the code and compute that scored it; the predictions in pool order
     as ``predictions.npz``, both checksummed) and return the record as JSON values (with
-    ``path``). Raises ValueError naming the file and field on bad input, before anything
+    ``path``). Raises UserError naming the file and field on bad input, before anything
     is written."""
     from udora.experiments.run import provenance
     from udora.experiments.run.execute import _summarise
@@ -152,7 +153,7 @@ def score_file(
 
     path = Path(path)
     if not method or not all(c.isalnum() or c in "._-" for c in method):
-        raise ValueError(f"--method: expected a name of letters, digits and ._-, got {method!r}")
+        raise UserError(f"--method: expected a name of letters, digits and ._-, got {method!r}")
     predictions = parse(_fields(path, task), task, str(path))
     metrics, curves = score_predictions(predictions, task, data_dir)
     sha = file_sha256(path)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.run.spec import data_source_record, task_hash, task_part
 from udora.oracle.preset import Preset, load_preset
 
@@ -136,7 +137,7 @@ def export_task(task: PublicTask, folder: str | Path) -> list[Path]:
 
 
 def read_task(folder: str | Path) -> PublicTask:
-    """The task exported under ``folder``; a missing or damaged file is one ValueError
+    """The task exported under ``folder``; a missing or damaged file is one UserError
     naming it."""
     folder = Path(folder)
     path = folder / "task.json"
@@ -153,7 +154,7 @@ def read_task(folder: str | Path) -> PublicTask:
         fields = {k: info[k] for k in keys}
         names, config = tuple(info["feature_names"]), info["preset_config"]
     except (OSError, ValueError, KeyError) as err:
-        raise ValueError(f"{folder}: not a task folder of `udora export` ({err})") from None
+        raise UserError(f"{folder}: not a task folder of `udora export` ({err})") from None
     return PublicTask(
         **fields,
         feature_names=names,

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.errors import UserError
 from udora.oracle.preset import Preset, load_preset
 from udora.oracle.task import build_task
 
@@ -148,7 +149,7 @@ def paper_variant_row(
     plus the free fit's training-input ratio."""
     p = preset if isinstance(preset, Preset) else load_preset(preset)
     if p.kernel_paper is None:
-        raise ValueError(f"preset {p.name!r} has no kernel_paper block")
+        raise UserError(f"preset {p.name!r} has no kernel_paper block")
     variant = p.with_overrides({"kernel": "paper"})
     ref = p.paper.get("median_sigma_f")
     free = sigma_f_medians(*_post(p, seed, data_dir))

@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.results.store import load_runs
 from udora.oracle.atomic import write_bytes, write_parquet
 
@@ -68,13 +69,13 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
     twice = table[table.assign(_k=kind).duplicated(["preset", "config", "seed", "_k"], keep=False)]
     if not twice.empty:
         r = twice.iloc[0]
-        raise ValueError(
+        raise UserError(
             f"{r.preset} {r.config} seed {r.seed}: more than one run (in one "
             "folder or several); build a release from distinct runs"
         )
     if table["task_hash"].isna().any():
         r = table[table["task_hash"].isna()].iloc[0]
-        raise ValueError(f"{r.run}: no task hash in its result.json; rerun it with this udora")
+        raise UserError(f"{r.run}: no task hash in its result.json; rerun it with this udora")
     if "commit" not in table:
         table["commit"] = None
     dirty = table["dirty"].map(lambda v: v is True) if "dirty" in table else None
@@ -83,7 +84,7 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
         other = recorded[~recorded.str.startswith(commit)]
         if not other.empty:
             r = table.loc[other.index[0]]
-            raise ValueError(f"{r.run}: ran commit {r.commit}, not {commit}")
+            raise UserError(f"{r.run}: ran commit {r.commit}, not {commit}")
         full = recorded.iloc[0] if len(recorded) else commit  # a prefix names the full SHA
         table["commit"] = table["commit"].fillna(full)
     table = table.sort_values(["preset", "method", "config", "seed"], kind="stable")
@@ -172,7 +173,7 @@ def read_release(folder: str | Path) -> tuple[pd.DataFrame, dict, dict]:
     manifest = json.loads((folder / MANIFEST).read_text())
     listed = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(listed, dict) or {TABLE, CURVES} - set(listed):
-        raise ValueError(
+        raise UserError(
             f"{folder / MANIFEST}: expected 'files' with the SHA-256 of {TABLE} and {CURVES}"
         )
     for name, digest in listed.items():
@@ -180,7 +181,7 @@ def read_release(folder: str | Path) -> tuple[pd.DataFrame, dict, dict]:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: listed in {MANIFEST} but missing")
         if _sha256(path) != digest:
-            raise ValueError(
+            raise UserError(
                 f"{path}: its SHA-256 is not the one {MANIFEST} records; the "
                 "file was changed after the release was built"
             )
@@ -219,5 +220,5 @@ def load_baseline(source: str | Path) -> pd.DataFrame:
         )
     missing = [c for c in NEEDED if c not in table]
     if missing:
-        raise ValueError(f"{path}: the baseline table has no column {', '.join(missing)}")
+        raise UserError(f"{path}: the baseline table has no column {', '.join(missing)}")
     return table

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.rankings.blocks import LABELS, RANKED
 from udora.experiments.results.figures_summary import REFERENCE, families
 
@@ -42,7 +43,7 @@ def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
     theirs_ok = theirs[theirs["status"] == "ok"]
     for side, rows in (("your runs", mine_ok), ("the baseline", theirs_ok)):
         if "task_hash" not in rows or rows["task_hash"].isna().any():
-            raise ValueError(
+            raise UserError(
                 f"{side}: some ok runs have no task hash (written before task "
                 "hashes were recorded); rerun them with this udora"
             )

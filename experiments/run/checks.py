@@ -18,6 +18,7 @@ from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
+from udora.errors import UserError
 from udora.oracle.data import (
     DataNotFoundError,
     _downloads_allowed,
@@ -30,7 +31,7 @@ from udora.oracle.preset import Preset
 T = TypeVar("T", bound=Hashable)
 
 
-class UsageError(ValueError):
+class UsageError(UserError):
     """A bad argument; the command line prints it in one line and exits 2."""
 
 

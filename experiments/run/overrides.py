@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from udora import methods
+from udora.errors import UserError
 from udora.experiments.run.checks import UsageError
 
 PRESET_PREFIX = "preset."
@@ -156,6 +157,6 @@ def parse_set(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--set: expected key=value, got {pair!r}")
+            raise UserError(f"--set: expected key=value, got {pair!r}")
         out[key.strip()] = yaml.safe_load(value)
     return out

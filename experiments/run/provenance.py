@@ -6,9 +6,9 @@ rounding"), so a record says both, and a published row can be checked against a 
 (docs/release.md):
 
 - :func:`code_identity`: ``source_sha256``, one SHA-256 over udora's own source files
-  (every ``.py`` and ``.yaml`` of its packages, by relative path), the same for a wheel
-  and for a checkout of the same commit; ``commit`` and ``dirty`` when the sources are a
-  git checkout (else None).
+  (every ``.py`` and ``.yaml`` of ``udora`` and its packages, by path relative to
+  ``udora``), the same for a wheel and for a checkout of the same commit; ``commit`` and
+  ``dirty`` when the sources are a git checkout (else None).
 - :func:`versions`: the versions of udora, JAX and the distributions a method class
   declares in ``libraries`` (:class:`udora.methods.base.UQMethod`); never guessed from
   its name.
@@ -37,7 +37,9 @@ PACKAGES = ("oracle", "scoring", "methods", "experiments", "presets")
 
 def _source_files() -> list[tuple[str, Path]]:
     """``(name relative to udora, path)`` of every source file, sorted by name."""
-    files = []
+    top = Path(importlib.import_module("udora").__file__).parent
+    # udora/ itself: its own modules only (in a wheel the packages above are inside it)
+    files = [(path.name, path) for path in top.glob("*.py")]
     for package in PACKAGES:
         for root in importlib.import_module(f"udora.{package}").__path__:
             base = Path(root)
@@ -75,7 +77,8 @@ def code_identity() -> dict[str, Any]:
     commit = _git(folder, "rev-parse", "HEAD") if ours else None
     dirty = None
     if commit is not None:
-        changed = _git(folder, "status", "--porcelain", "--", *PACKAGES)
+        top = Path(importlib.import_module("udora").__file__).parent.relative_to(folder)
+        changed = _git(folder, "status", "--porcelain", "--", top.as_posix(), *PACKAGES)
         dirty = None if changed is None else bool(changed)
     return {"source_sha256": digest.hexdigest(), "commit": commit, "dirty": dirty}
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from udora import methods
+from udora.errors import UserError
 from udora.experiments.run.checks import UsageError
 from udora.experiments.run.overrides import Overrides
 from udora.oracle.kinds import REGRESSION
@@ -122,7 +123,7 @@ class ResolvedRun:
         """
         found = data_source_record(self.preset, data_dir, missing_ok=False)
         if self.identity["task"].get("data_source") != _hashed_part(found):
-            raise ValueError(
+            raise UserError(
                 f"{self.rel_dir}: resolved with data source {self.data_source}, but the "
                 f"data found now is {found}; resolve the run again with the same data_dir"
             )

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from udora.errors import UserError
 from udora.experiments.rankings.blocks import LABELS, RANKED, blocks
 from udora.experiments.rankings.stats import within_ranks
 from udora.oracle.families import TRUTH_DEFAULTS
@@ -76,7 +77,7 @@ def rank_matrix(table: pd.DataFrame, family: str, seeds, metric: str, better: st
     hashes = part.groupby(["method", "preset"])["config_hash"].nunique()  # the hash
     if (hashes > 1).any():  # covers the preset's task fields too: one per preset
         method, preset = hashes.index[hashes > 1][0]
-        raise ValueError(
+        raise UserError(
             f"{method} has runs of {hashes[method, preset]} configs on {preset} "
             f"under {family} at seeds {sorted(seeds)}; run the study in its own "
             "folder"

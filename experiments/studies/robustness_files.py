@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.results.store import load_runs
 from udora.oracle.atomic import write_parquet
 
@@ -29,7 +30,7 @@ def load_study_runs(results: str | Path) -> pd.DataFrame:
     results = Path(results)
     if results.is_file():
         if results.suffix != ".parquet":
-            raise ValueError(
+            raise UserError(
                 f"{results}: expected the study's results folder or the "
                 ".parquet table a robustness page wrote"
             )

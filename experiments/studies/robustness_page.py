@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.results.figures import save_figure
 from udora.experiments.results.sections import markdown_table as _frame_table
 from udora.experiments.studies.robustness import GP, family_of, rank_matrix, robustness
@@ -129,13 +130,13 @@ def write_robustness_page(
     fam = family_of(table)
     families = [f for f in sorted(fam.unique()) if f != GP]
     if not families:
-        raise ValueError(
+        raise UserError(
             f"{results}: no run under another ground truth than the GP "
             "(preset.truth); run the truth study (docs/robustness.md)"
         )
     taus, shifts = robustness(table, reference_seeds, other_seeds, n_boot)
     if taus.empty:
-        raise ValueError(
+        raise UserError(
             f"{results}: the GP has no complete ranking at seeds "
             f"{list(reference_seeds)} and {list(other_seeds)}"
         )

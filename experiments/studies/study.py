@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from udora.errors import UserError
 from udora.experiments.studies.scales import SCALES as SCALES  # re-exported
 from udora.experiments.studies.scales import choose_scale, is_number
 from udora.oracle.atomic import write_text
@@ -39,7 +40,7 @@ STUDY_FILE = "study.yaml"
 TUNING_PREFIX = "tuning."  # a factor of the tuning protocol itself (tuning.objective)
 
 
-class StudyError(ValueError):
+class StudyError(UserError):
     """A study file or study arguments that cannot be used; the message names the key."""
 
 

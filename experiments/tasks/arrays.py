@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.errors import UserError
 from udora.oracle.atomic import write_bytes, write_json
 from udora.oracle.files import ARRAYS
 
@@ -122,16 +123,16 @@ def _read(
         entry = json.loads(record.read_text(encoding="utf-8"))
         expected = entry["sha256"]
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(
+        raise UserError(
             f"{record}: not a record of stored arrays ({type(err).__name__}: "
             f"{err}); delete it and {npz.name} to {again}"
         ) from err
     try:
         blob = npz.read_bytes()
     except OSError as err:
-        raise ValueError(f"{npz}: cannot be read ({err}); delete {record} to {again}") from err
+        raise UserError(f"{npz}: cannot be read ({err}); delete {record} to {again}") from err
     if hashlib.sha256(blob).hexdigest() != expected:
-        raise ValueError(
+        raise UserError(
             f"{npz}: does not match the checksum in {record} (truncated or "
             f"changed?); delete both to {again}"
         )
@@ -139,7 +140,7 @@ def _read(
         fields = tuple(data.files) if fields is None else fields
         missing = [f for f in fields if f not in data.files]
         if missing:
-            raise ValueError(f"{npz}: has no {', '.join(missing)}")
+            raise UserError(f"{npz}: has no {', '.join(missing)}")
         return entry, {f: data[f] for f in fields}
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.errors import UserError
 from udora.experiments.run.words import plural
 
 DEFAULT_TRIALS = 20  # when neither --trials nor the YAML's run_cap says
@@ -127,5 +128,5 @@ def trial_cap(config: dict[str, Any], trials: int | None) -> int:
     if trials is None:
         return int(config.get("run_cap") or DEFAULT_TRIALS)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise ValueError(f"--trials: expected a positive integer, got {trials!r}")
+        raise UserError(f"--trials: expected a positive integer, got {trials!r}")
     return trials

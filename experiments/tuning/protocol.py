@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from udora.errors import UserError
 from udora.scoring.registry import names
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ SPLIT_STREAM = "tuning_split"
 OBJECTIVES = {"nll": "val_nll", "rmse": "val_rmse"}  # objective -> metric name
 
 
-class SweepConfigError(ValueError):
+class SweepConfigError(UserError):
     """A sweep configuration (or its file) that cannot be used; the message names why."""
 
 
@@ -100,7 +101,7 @@ def split_training(n: int, seed: int, val_fraction: float = VAL_FRACTION):
 
     check_val_fraction(val_fraction)
     if n < 3:
-        raise ValueError(f"need at least 3 training points to split, got {n}")
+        raise UserError(f"need at least 3 training points to split, got {n}")
     n_val = min(max(1, round(val_fraction * n)), n - 2)
     perm = stream(int(seed), SPLIT_STREAM).permutation(n)
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])

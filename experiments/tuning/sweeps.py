@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from udora.errors import UserError
 from udora.experiments.grid.executors import ExecutorSpec
 from udora.experiments.grid.lock import results_lock
 from udora.experiments.run import interrupts
@@ -104,7 +105,7 @@ def run_sweeps(
     dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
     states = [SweepState(c, sweep_dir(c, out), cap) for c, cap in zip(configs, caps, strict=True)]
     if len({s.folder for s in states}) != len(states):
-        raise ValueError("the same sweep is given twice")
+        raise UserError("the same sweep is given twice")
     with interrupts.catch_interrupts(), contextlib.ExitStack() as locks:
         try:
             for s in states:

@@ -197,20 +197,3 @@ def tune_many(
         on_done=done,
         executor=executor,
     )
-
-
-def tune_one(
-    preset: str,
-    method: str,
-    out: str | Path,
-    **kwargs: Any,
-) -> tuple[Path, dict[str, Any], SweepSummary | None]:
-    """Tune ``method`` on ``preset`` (keywords as :func:`tune_many`); returns (tuned file,
-    its content, the sweep summary or None for a pass-through)."""
-    got: list[tuple[Path, dict[str, Any], SweepSummary | None]] = []
-    summaries = tune_many([(preset, method)], out, **kwargs, on_tuned=lambda *a: got.append(a))
-    if got:
-        return got[0]
-    from udora.oracle.preset import load_preset
-
-    return tuned_path(out, load_preset(preset).name, method), {}, summaries[0]

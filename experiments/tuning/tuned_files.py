@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from udora.errors import UserError
 from udora.experiments.run.overrides import Overrides
 from udora.experiments.run.spec import tuned_source
 from udora.experiments.tuning import sweep_file as sc
@@ -31,20 +32,20 @@ def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: cannot be read as a tuned file ({err})") from None
+        raise UserError(f"{path}: cannot be read as a tuned file ({err})") from None
     if not text.strip():
-        raise ValueError(f"{path}: is empty; rerun `udora tune` for it, or remove it")
+        raise UserError(f"{path}: is empty; rerun `udora tune` for it, or remove it")
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
         where = getattr(err, "problem_mark", None)
         line = f" (line {where.line + 1})" if where is not None else ""
-        raise ValueError(f"{path}: not valid YAML{line}; rerun `udora tune` for it") from None
+        raise UserError(f"{path}: not valid YAML{line}; rerun `udora tune` for it") from None
     if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict):
-        raise ValueError(f"{path}: not a tuned-config file (expected a 'config' mapping)")
+        raise UserError(f"{path}: not a tuned-config file (expected a 'config' mapping)")
     for key, expected in (("method", method), ("preset", preset_name)):
         if data.get(key, expected) != expected:
-            raise ValueError(
+            raise UserError(
                 f"{path}: a tuned file of {key} {data[key]!r}, found where the "
                 f"one of {expected!r} belongs"
             )
@@ -99,7 +100,7 @@ def tuned_configs(tuned: str | Path, presets: list[str], methods: list[str]):
     from udora.oracle.preset import load_preset
 
     if not Path(tuned).is_dir():
-        raise ValueError(f"--tuned: {tuned} is not a folder (write one with `udora tune`)")
+        raise UserError(f"--tuned: {tuned} is not a folder (write one with `udora tune`)")
     configs, sources, missing = {}, {}, {}
     for preset in presets:
         name = load_preset(preset).name

@@ -1,4 +1,4 @@
-"""The pure training step and the losses it combines.
+"""The losses a training step combines (the step itself: :mod:`methods.nn.trainer`).
 
 One step on a mini-batch ``(x, y)`` ``(B, d)``, ``(B,)`` with step key ``key`` minimises
 
@@ -17,12 +17,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import Any, ClassVar, Protocol
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import optax
 
 from udora.methods.nn.heads import nll
 
@@ -74,59 +72,3 @@ class SquaredError:
 
     def __call__(self, raw: jax.Array, y: jax.Array) -> jax.Array:
         return (y - raw[..., 0]) ** 2
-
-
-class Batch(NamedTuple):
-    """A mini-batch: inputs ``x`` ``(B, d)`` and targets ``y`` ``(B,)``."""
-
-    x: jax.Array
-    y: jax.Array
-
-
-def make_forward(net: nn.Module) -> Callable:
-    """``forward(params, state, x, *, train, rng=None) -> (raw (B, n_out), state)``.
-
-    ``state`` holds the non-parameter collections (BatchNorm's ``batch_stats``); only a
-    training pass with BatchNorm returns an updated one. ``rng`` drives dropout.
-    """
-    mutable = ["batch_stats"] if getattr(net, "norm", "none") == "batch" else False
-
-    def forward(params, state, x, *, train, rng=None):
-        variables = {"params": params, **state}
-        rngs = {"dropout": rng} if rng is not None else None
-        if train and mutable:
-            return net.apply(variables, x, train=True, rngs=rngs, mutable=mutable)
-        return net.apply(variables, x, train=train, rngs=rngs), state
-
-    return forward
-
-
-def make_train_step(
-    net: nn.Module,
-    tx: optax.GradientTransformation,
-    loss: PointLoss,
-    terms: tuple[LossTerm, ...] = (),
-) -> Callable:
-    """The pure step ``(params, state, opt_state, batch, key, term_args) -> new``.
-
-    Returns ``(params, state, opt_state, value)`` with ``value`` the loss before the update;
-    ``term_args`` is a tuple with one entry per loss term.
-    """
-    forward = make_forward(net)
-
-    def train_step(params, state, opt_state, batch: Batch, key, term_args=()):
-        def loss_fn(p):
-            raw, new_state = forward(p, state, batch.x, train=True, rng=key)
-            value = jnp.mean(loss(raw, batch.y))
-            if terms:
-                f = lambda x: forward(p, state, x, train=False)[0]  # noqa: E731
-                for term, args in zip(terms, term_args, strict=True):
-                    value = value + term(f, key, args)
-            return value, new_state
-
-        (value, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        params = jax.tree.map(jnp.add, params, updates)
-        return params, new_state, opt_state, value
-
-    return train_step

@@ -1,8 +1,6 @@
-"""Backbone, heads, optimisers and the training step against hand-written formulas."""
+"""Backbone, heads and optimisers against hand-written formulas."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +14,6 @@ from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance, nll
 from udora.methods.nn.optim import make_optimizer
 from udora.methods.nn.soap import scale_by_soap
-from udora.methods.nn.step import Batch, GaussianNLL, make_train_step
 
 
 def _softplus(x):
@@ -159,42 +156,3 @@ def test_soap_two_steps_match_the_algorithm_in_numpy():
     v = b2 * v + (1 - b2) * (QL.T @ g2 @ QR) ** 2
     step = (QL.T @ m @ QR / (1 - b1**2)) / (np.sqrt(v / (1 - b2**2)) + eps)
     np.testing.assert_allclose(u2["w"], QL @ step @ QR.T, rtol=1e-4, atol=1e-5)
-
-
-@dataclass(frozen=True)
-class _Ridge:
-    """A loss term ``w * mean(mu(x_R)^2)`` on given points ``x_R`` (args)."""
-
-    def __call__(self, f, key, args):
-        del key
-        return args["w"] * jnp.mean(f(args["x"])[:, 0] ** 2)
-
-
-def test_train_step_is_one_sgd_step_on_the_loss_plus_terms():
-    rng = np.random.default_rng(4)
-    x = jnp.asarray(rng.normal(size=(16, 3)), jnp.float32)
-    y = jnp.asarray(rng.normal(size=16), jnp.float32)
-    args = {"x": jnp.asarray(rng.normal(size=(5, 3)), jnp.float32), "w": jnp.asarray(0.7)}
-    net = ResidualMLP(width=4, blocks=0)
-    params = net.init(jax.random.key(0), x, train=False)["params"]
-    tx = optax.sgd(0.1)
-    step = make_train_step(net, tx, GaussianNLL("standard"), (_Ridge(),))
-    key = jax.random.key(1)
-    new, state, _, value = step(params, {}, tx.init(params), Batch(x, y), key, (args,))
-    assert state == {}
-
-    def by_hand(p):  # h = tanh(x W0 + b0), (mu, rho) = h W1 + b1, as written in the docs
-        def out(z):
-            h = jnp.tanh(z @ p["Dense_0"]["kernel"] + p["Dense_0"]["bias"][None, :])
-            return h @ p["Dense_1"]["kernel"] + p["Dense_1"]["bias"][None, :]
-
-        raw = out(x)
-        var = (jnp.logaddexp(0.0, raw[:, 1]) + 1e-6) ** 2
-        point = 0.5 * (jnp.log(var) + (y - raw[:, 0]) ** 2 / var)
-        return jnp.mean(point) + 0.7 * jnp.mean(out(args["x"])[:, 0] ** 2)
-
-    assert float(value) == pytest.approx(float(by_hand(params)), rel=1e-5)
-    grads = jax.grad(by_hand)(params)
-    expected = jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
-    for got, want in zip(jax.tree.leaves(new), jax.tree.leaves(expected), strict=True):
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)

@@ -74,10 +74,10 @@ def test_conditional_sampling_above_the_joint_limit(synthetic_preset):
     assert abs(z.mean()) < 0.1 and abs(z.std() - 1) < 0.05
 
 
-def test_gp_prior_hook_reproduces_noise(synthetic_preset):
+def test_task_prior_reproduces_noise(synthetic_preset):
     preset, data = synthetic_preset()
     t = build_task(preset, 0, data_dir=data)
-    prior = t.gp_prior()
+    prior = t.prior
     np.testing.assert_allclose(prior.noise_std(t.X) ** 2, t.noise_var, rtol=1e-12)
 
 

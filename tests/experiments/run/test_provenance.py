@@ -28,9 +28,11 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def _repository_source_sha256() -> str:
     """The documented hash over the repository's own folders (not the imported package):
-    every .py and .yaml below oracle/, scoring/, methods/, experiments/, presets/, named
-    ``<folder>/<relative path>``, sorted, each as name NUL content NUL."""
-    names = []
+    every .py of src/udora/ (not below it) named by its file name, and every .py and .yaml below
+    oracle/, scoring/, methods/, experiments/, presets/, named ``<folder>/<relative path>``,
+    sorted, each as name NUL content NUL."""
+    names = [(path.name, path) for path in (ROOT / "src" / "udora").glob("*.py")]
+    assert {"__init__.py"} <= {name for name, _ in names}
     for folder in ("oracle", "scoring", "methods", "experiments", "presets"):
         for path in (ROOT / folder).rglob("*"):
             if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
