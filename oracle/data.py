@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from udora.errors import UserError
+from udora.oracle.files import file_checksum
 from udora.oracle.preset import Preset
 
 
@@ -97,15 +98,6 @@ def array_checksum(X: np.ndarray, y: np.ndarray) -> str:
         arr = np.ascontiguousarray(arr, dtype=np.float64)
         digest.update(repr(arr.shape).encode())
         digest.update(arr.tobytes())
-    return digest.hexdigest()
-
-
-def file_checksum(path: str | Path) -> str:
-    """SHA-256 of the file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
     return digest.hexdigest()
 
 

@@ -7,13 +7,13 @@ the array-level functions below are the building blocks.
 
 from udora.scoring.agreement import pearson, scale_ratio, spearman
 from udora.scoring.calibration import calibration_curve, calibration_log_ratios
+from udora.scoring.declaration import Metric
 from udora.scoring.ensemble import (
     error_spread_spearman,
     fair_crps_ensemble,
     spread_skill_ratio,
     top_decile_error_ratio,
 )
-from udora.scoring.metric import Metric
 from udora.scoring.proper import (
     gaussian_crps,
     gaussian_nll,

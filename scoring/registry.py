@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from udora.scoring.metric import Metric, Need, Role, TaskKind
+from udora.scoring.declaration import Metric, Need, Role, TaskKind
 from udora.scoring.proper import COVERAGE_LEVELS, INTERVAL_SCORE_LEVELS
 
 # The estimates compared with an oracle target: label and what each reads of a prediction.

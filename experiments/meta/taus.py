@@ -10,7 +10,7 @@ tau over the seeds of a preset, then over presets, with a percentile bootstrap i
 that resamples presets.
 
 Each metric is first turned into a *goodness* (higher is better, :data:`OBSERVABLE`,
-:data:`ORACLE`; :meth:`udora.scoring.metric.Metric.goodness`): scores and losses are
+:data:`ORACLE`; :meth:`udora.scoring.declaration.Metric.goodness`): scores and losses are
 negated, a coverage becomes minus its distance to the nominal level, a spread-skill ratio
 minus the absolute log of it.
 """
@@ -24,7 +24,7 @@ import pandas as pd
 
 from udora.experiments.results.aggregate import kendall_tau, kendall_tau_rows
 from udora.scoring import registry
-from udora.scoring.metric import Metric, Role
+from udora.scoring.declaration import Metric, Role
 
 
 def _goodness(m: Metric) -> Callable[[pd.DataFrame], pd.Series]:

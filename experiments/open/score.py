@@ -28,7 +28,7 @@ from udora.experiments.open.forms import Predictions, parse, read_fields
 from udora.experiments.open.tasks import PublicTask
 from udora.experiments.run.records import PREDICTIONS, file_sha256
 from udora.experiments.run.spec import identity_hash
-from udora.scoring.metric import Need
+from udora.scoring.declaration import Need
 from udora.scoring.registry import metric, scored
 
 # What each total-only form supplies of a predictive (docs/evaluate_any_model.md): a

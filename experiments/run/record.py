@@ -12,7 +12,6 @@ with exactly the fields its writer set.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -29,6 +28,7 @@ from pydantic import (
 )
 
 from udora.oracle.atomic import publish_folder, write_npz, write_text
+from udora.oracle.files import file_checksum as file_sha256
 from udora.oracle.kinds import REGRESSION
 
 SCHEMA = 2
@@ -121,15 +121,6 @@ class RunRecord(BaseModel):
         """The record as ``result.json`` holds it: the fields set, strict JSON."""
         data = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return json.dumps(data, indent=1, allow_nan=False)
-
-
-def file_sha256(path: str | Path) -> str:
-    """The hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_run(

@@ -13,7 +13,7 @@ import pytest
 
 from udora.scoring import Metric, metric, observable_arrays, score_arrays
 from udora.scoring import registry as reg
-from udora.scoring.metric import Role
+from udora.scoring.declaration import Role
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 

@@ -39,7 +39,7 @@ from udora.oracle.data import load_table_with_source
 from udora.oracle.kinds import TaskKind, register_kind, unregister_kind
 from udora.oracle.preset import Source
 from udora.oracle.prior import TaskKnowledge
-from udora.scoring.metric import Metric
+from udora.scoring.declaration import Metric
 from udora.scoring.registry import metrics, register_metric, unregister_metric
 
 KIND = "dummy"
