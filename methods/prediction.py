@@ -19,6 +19,8 @@ import numpy as np
 
 from udora.oracle.kinds import REGRESSION
 
+LARGEST = 1e150  # the largest magnitude a predicted value may have: its square is finite
+
 
 class PredictionError(ValueError):
     """A prediction whose arrays break its type's contract; the message names the field."""
@@ -47,8 +49,9 @@ class Prediction:
             combined (``mean`` is their average for member-based methods).
 
     Raises:
-        PredictionError: a field with the wrong shape, non-real or non-finite values, or
-            a negative variance (the message names the field).
+        PredictionError: a field with the wrong shape, non-real, non-finite or larger than
+            :data:`LARGEST` values, a negative variance, or a total variance of 0 at a
+            point (the message names the field).
     """
 
     kind: ClassVar[str] = REGRESSION
@@ -77,6 +80,19 @@ class Prediction:
                     f"Prediction.{name}: variances must be >= 0, min {arr.min():g}"
                 )
             object.__setattr__(self, name, arr)
+        for name in self.FIELDS:  # their squares and sums must stay finite in float64
+            big = np.abs(getattr(self, name)) > LARGEST
+            if np.any(big):
+                raise PredictionError(
+                    f"Prediction.{name}: {int(big.sum())} of {n} values exceed {LARGEST:g} in "
+                    "magnitude (their squares overflow); predict in the target's units"
+                )
+        flat = (self.aleatoric + self.epistemic) <= 0
+        if np.any(flat):
+            raise PredictionError(
+                f"Prediction.aleatoric + epistemic: the total variance is 0 at {int(flat.sum())} "
+                f"of {n} points; a Gaussian predictive needs a positive variance"
+            )
         if self.member_means is not None:
             mm = _real_array("Prediction", "member_means", self.member_means)
             if mm.ndim != 2 or mm.shape[1] != n or mm.shape[0] < 1:

@@ -228,10 +228,8 @@ def run_resolved(
         }
         diagnostics = _clean(model.diagnostics())
         timings["score"] = time.perf_counter() - t0
-    except Exception as err:  # one failing method never takes the grid down
-        if interrupts.requested():  # Ctrl-C turned into another error inside JAX: stop
-            raise KeyboardInterrupt from err
-        outcome = {"status": "failed", "error": f"{type(err).__name__}: {err}"}
+    except BaseException as err:  # one failing method never takes the grid down (SystemExit too)
+        outcome = {"status": "failed", "error": interrupts.method_failed(err)}
         extra = {"traceback": traceback.format_exc(limit=8)}
         if task.fingerprint() != before:  # a method that failed after changing the task
             _cached_task.cache_clear()

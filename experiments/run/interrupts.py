@@ -41,6 +41,20 @@ def requested() -> bool:
     return _state["count"] > 0
 
 
+def method_failed(err: BaseException) -> str:
+    """What a method's exception means for its run: one line for the run's record, or,
+    when it stops the command, re-raised as :class:`KeyboardInterrupt`.
+
+    A method's own failure is any :class:`BaseException` (``SystemExit`` from a library
+    that calls ``sys.exit``, a ``GeneratorExit``, an error of its own) and is recorded as
+    the run's failure while the grid goes on. Ctrl-C or SIGTERM (a
+    :class:`KeyboardInterrupt`, or any error raised while one was requested, e.g. inside
+    JAX) stops the command."""
+    if isinstance(err, KeyboardInterrupt) or requested():
+        raise KeyboardInterrupt from err
+    return f"{type(err).__name__}: {err}"
+
+
 def stopping() -> None:
     """From now on Ctrl-C is recorded but raises nothing (the grid is cleaning up)."""
     _state["stopping"] = True

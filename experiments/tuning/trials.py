@@ -98,10 +98,8 @@ def run_trial(
         else:
             record["value"] = None
             record["error"] = f"non-finite objective {record['metric']}={result.value}"
-    except Exception as err:  # a failing trial never stops the sweep
-        if interrupts.requested():
-            raise KeyboardInterrupt from err
-        record["error"] = f"{type(err).__name__}: {err}"
+    except BaseException as err:  # a failing trial never stops the sweep (SystemExit too)
+        record["error"] = interrupts.method_failed(err)
         result = None
     record["timings"]["trial"] = time.perf_counter() - t0
     record["timings"]["compile"] = compile_seconds() - c0

@@ -82,11 +82,11 @@ class _FlatEU(BayesianLinearRegression):
 
 
 class _Unfitted(BayesianLinearRegression):
-    """BLR that predicts zeros before fit instead of raising NotFittedError."""
+    """BLR that predicts zeros (unit variances) before fit instead of raising NotFittedError."""
 
     def predict(self, X: np.ndarray) -> Prediction:
-        zeros = np.zeros(np.asarray(X).shape[0])
-        return Prediction(zeros, zeros, zeros) if not hasattr(self, "d_") else super().predict(X)
+        zeros, ones = np.zeros(np.asarray(X).shape[0]), np.ones(np.asarray(X).shape[0])
+        return Prediction(zeros, ones, ones) if not hasattr(self, "d_") else super().predict(X)
 
 
 def test_check_method_names_each_broken_rule(task):
