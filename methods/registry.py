@@ -32,6 +32,7 @@ from typing import Any
 
 from udora.errors import UnknownNameError, UserError
 from udora.methods.plugins import PluginWarning, describe, load_plugin, warn_left_out
+from udora.names import check_name
 from udora.oracle.kinds import REGRESSION
 
 __all__ = [
@@ -91,6 +92,8 @@ def _target(cls: type) -> str:
 
 def register(name: str) -> Callable[[type], type]:
     """Class decorator: make ``cls`` available as ``get_method(name)``."""
+
+    check_name(name, "method name")
 
     def deco(cls: type) -> type:
         if name in _REGISTRY and _REGISTRY[name] is not cls:

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from udora.errors import UserError
+from udora.names import NAME, RULE
 from udora.oracle.families import Truth
 from udora.oracle.kernels import KernelSpecError, parse_kernel
 from udora.oracle.kinds import DEFAULT_KIND, REGRESSION, get_kind
@@ -98,6 +99,13 @@ class Preset(_Frozen):
     @property
     def d(self) -> int:
         return len(self.features)
+
+    @field_validator("name")
+    @classmethod
+    def _a_name(cls, v: str) -> str:
+        if NAME.fullmatch(v) is None:  # it is a folder name under every results folder
+            raise ValueError(f"{v!r} is not a valid name: expected {RULE}")
+        return v
 
     @field_validator("features")
     @classmethod

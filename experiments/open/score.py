@@ -28,6 +28,7 @@ from udora.experiments.open.forms import Predictions, parse, read_fields
 from udora.experiments.open.tasks import PublicTask
 from udora.experiments.run.records import PREDICTIONS, file_sha256
 from udora.experiments.run.spec import identity_hash
+from udora.names import check_name, inside
 from udora.scoring.declaration import Need
 from udora.scoring.registry import metric, scored
 
@@ -152,8 +153,7 @@ def score_file(
     from udora.experiments.run.record import SCHEMA, RunRecord, write_run
 
     path = Path(path)
-    if not method or not all(c.isalnum() or c in "._-" for c in method):
-        raise UserError(f"--method: expected a name of letters, digits and ._-, got {method!r}")
+    check_name(method, "--method")
     predictions = parse(_fields(path, task), task, str(path))
     metrics, curves = score_predictions(predictions, task, data_dir)
     sha = file_sha256(path)
@@ -206,6 +206,7 @@ def score_file(
     if not predictions.split:
         arrays["total"] = predictions.total
     final = Path(out) / task.preset / method / digest / f"seed-{task.seed}"
+    inside(out, final)  # a link planted in the results folder leads nowhere
     written = write_run(final, record, arrays)
     return {**_as_json(written), "path": str(final)}
 

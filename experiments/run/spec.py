@@ -27,6 +27,7 @@ from udora import methods
 from udora.errors import UserError
 from udora.experiments.run.checks import UsageError
 from udora.experiments.run.overrides import Overrides
+from udora.names import inside
 from udora.oracle.kinds import REGRESSION
 from udora.oracle.preset import Preset, load_preset
 
@@ -136,8 +137,12 @@ class ResolvedRun:
         return task_hash(self.identity, self.seed)
 
     def run_dir(self, out_dir: str | Path) -> Path:
-        """The run's folder under the results root ``out_dir``."""
-        return Path(out_dir) / self.rel_dir
+        """The run's folder under the results root ``out_dir``; a
+        :class:`~udora.errors.UserError` when it resolves outside ``out_dir`` (a symbolic
+        link planted there: :func:`udora.names.inside`)."""
+        path = Path(out_dir) / self.rel_dir
+        inside(out_dir, path)
+        return path
 
     @property
     def method_class(self) -> Any:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from udora.errors import UserError
+from udora.names import check_name, inside
 from udora.oracle.atomic import write_bytes, write_json
 from udora.oracle.files import ARRAYS
 
@@ -57,6 +58,7 @@ class StoredTask:
 def paths(root: str | Path, task_hash: str) -> tuple[Path, Path]:
     """``(arrays .npz, record .json)`` of ``task_hash`` under the results folder ``root``."""
     folder = Path(root) / FOLDER
+    inside(root, folder / check_name(task_hash, "task hash"))  # a planted link leads nowhere
     return folder / f"{task_hash}.npz", folder / f"{task_hash}.json"
 
 

@@ -15,10 +15,19 @@ from udora.errors import UserError
 from udora.experiments.run.overrides import Overrides
 from udora.experiments.run.spec import tuned_source
 from udora.experiments.tuning import sweep_file as sc
+from udora.names import check_name, inside
 
 
 def tuned_path(out: str | Path, preset_name: str, method: str) -> Path:
-    return Path(out) / preset_name / f"{method}.yaml"
+    """``<out>/<preset>/<method>.yaml``; both names must be names and the file must stay
+    inside ``out`` (:mod:`udora.names`)."""
+    path = (
+        Path(out)
+        / check_name(preset_name, "preset name")
+        / f"{check_name(method, 'method name')}.yaml"
+    )
+    inside(out, path)
+    return path
 
 
 def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str, Any] | None:
