@@ -155,6 +155,7 @@ def read_task(folder: str | Path) -> PublicTask:
         names, config = tuple(info["feature_names"]), info["preset_config"]
     except (OSError, ValueError, KeyError) as err:
         raise UserError(f"{folder}: not a task folder of `udora export` ({err})") from None
+    _check_claims(path, info, fields, config, arrays)
     return PublicTask(
         **fields,
         feature_names=names,
@@ -164,3 +165,38 @@ def read_task(folder: str | Path) -> PublicTask:
         train_rows=arrays["rows"],
         preset_config=config,
     )
+
+
+def _check_claims(path: Path, info: dict, fields: dict, config: Any, arrays: dict) -> None:
+    """A task folder is what its ``task.json`` says: its fields (preset config, data
+    record, seed) hash to its ``task_hash`` (a field edited under the original hash would
+    score against another oracle), and its arrays have the recorded shapes. Raises a
+    UserError naming the file and what disagrees."""
+    from udora.oracle.preset import parse_preset
+
+    try:
+        preset = parse_preset(config, f"{path}: preset_config")
+        kind, sha = fields["data_kind"], fields["data_sha256"]
+        source = None if sha is None else {"kind": str(kind), "sha256": str(sha)}
+        digest = task_hash({"task": task_part(preset, source)}, int(fields["seed"]))
+    except (TypeError, ValueError) as err:
+        raise UserError(f"{path}: its fields cannot be read ({err})") from None
+    if digest != fields["task_hash"] or preset.name != fields["preset"]:
+        raise UserError(
+            f"{path}: its preset, data record and seed hash to {digest}, not to its "
+            f"task_hash {fields['task_hash']} (edited?); export the task again"
+        )
+    shapes = info.get("shapes") or {}
+    found = {
+        "X_train": list(arrays["X_train"].shape),
+        "y_train": list(arrays["y_train"].shape),
+        "X_pool": list(arrays["X_pool"].shape),
+    }
+    for name, shape in found.items():
+        if shapes.get(name) != shape:
+            raise UserError(
+                f"{path}: records {name} of shape {shapes.get(name)}, but the task's files hold "
+                f"{shape}; export the task again"
+            )
+    if arrays["rows"].shape != arrays["y_train"].shape:
+        raise UserError(f"{path.parent / 'train.npz'}: 'rows' and 'y' differ in length")

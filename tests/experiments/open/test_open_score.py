@@ -2,6 +2,8 @@
 (docs/evaluate_any_model.md)."""
 
 import json
+import re
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -9,6 +11,7 @@ import pytest
 from tiny_presets import one_tiny_preset
 from typer.testing import CliRunner
 
+from udora.errors import UserError
 from udora.experiments.cli.main import app
 from udora.experiments.open.forms import parse
 from udora.experiments.open.score import TOTAL_METRICS, score_file, score_predictions
@@ -288,3 +291,36 @@ def test_the_median_of_quantiles_is_numpys_interpolation_at_one_half(world, leve
     fields = {"quantiles": q, "quantile_levels": levels, "task_hash": task.task_hash}
     expected = [np.interp(0.5, levels, q[:, i]) for i in range(task.n_pool)]
     np.testing.assert_allclose(parse(fields, task).mean, expected, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (lambda info: info.update(seed=info["seed"] + 1), "hash to"),
+        (lambda info: info["preset_config"].update(n_train=30), "hash to"),
+        (lambda info: info.update(data_sha256="0" * 64), "hash to"),
+        (lambda info: info["shapes"].update(X_pool=[7, 2]), "records X_pool of shape [7, 2]"),
+    ],
+)
+def test_a_task_file_edited_under_its_hash_is_refused(world, tmp_path, edit, says):
+    root, _, _ = world
+    copy = tmp_path / "task"
+    shutil.copytree(root / "task", copy)
+    info = json.loads((copy / "task.json").read_text())
+    edit(info)
+    (copy / "task.json").write_text(json.dumps(info))
+    with pytest.raises(UserError, match=re.escape(says)):
+        read_task(copy)
+
+
+def test_a_task_whose_arrays_were_swapped_is_refused(world, tmp_path):
+    root, _, _ = world
+    copy = tmp_path / "task"
+    shutil.copytree(root / "task", copy)
+    with np.load(copy / "pool.npz") as pool:
+        np.savez(copy / "pool.npz", X=pool["X"][:-1], row_id=pool["row_id"][:-1])
+    n = read_task(root / "task").n_pool
+    with pytest.raises(
+        UserError, match=rf"records X_pool of shape \[{n}, 2\].*hold \[{n - 1}, 2\]"
+    ):
+        read_task(copy)
