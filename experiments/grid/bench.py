@@ -183,6 +183,15 @@ def _run_locked(
         if previous.finished:
             summary.skipped += 1
             continue
+        if previous.newer is not None:  # never overwritten: said, counted as not run
+            console.print(
+                f"left alone {run.rel_dir}: its result.json {previous.problem}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+            summary.not_run += 1
+            continue
         if previous.problem and previous.folder.is_dir():
             console.print(
                 f"rerunning {run.rel_dir}: its result.json {previous.problem}",

@@ -18,6 +18,7 @@ import json
 import os
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -282,6 +283,9 @@ def _write(final: Path, record: RunRecord, prediction: Any) -> RunRecord:
     def replace(old: Path) -> bool:
         found = read_run(old)
         refuse_old(old.parents[3], found)  # a run of udora 0.1.0 is never overwritten
+        if found.newer is not None:  # nor one a newer udora wrote: kept, said
+            warnings.warn(f"{old}: {found.problem}; left alone, not replaced", stacklevel=2)
+            return False
         return record.status == "ok" or not found.finished
 
     with interrupts.deferred():

@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from udora.experiments.run.checks import UsageError
-from udora.experiments.run.record import PREDICTIONS, RESULT, RunRecord, file_sha256
+from udora.experiments.run.record import PREDICTIONS, RESULT, SCHEMA, RunRecord, file_sha256
 from udora.experiments.run.spec import identity_hash, task_hash
 
 __all__ = [
@@ -64,12 +64,14 @@ class RunRead:
     """What :func:`read_run` found in ``folder``: the typed ``record`` (None when
     result.json is absent, unreadable or not of this schema's types) and ``problem`` (""
     for a usable run). ``written_by``: the udora version of a record of udora 0.1.0 (no
-    ``schema``), which this udora does not read."""
+    ``schema``), which this udora does not read; ``newer``: who wrote a record of a later
+    schema, which this udora neither reads nor overwrites."""
 
     folder: Path
     record: RunRecord | None
     problem: str = ""
     written_by: str | None = None
+    newer: str | None = None  # "schema N, udora V" of a record a newer udora wrote
 
     @property
     def usable(self) -> bool:
@@ -195,6 +197,9 @@ def read_run(folder: str | Path, *, verify_files: bool = True) -> RunRead:
     written_by = _written_by(raw)
     if written_by is not None:
         return RunRead(folder, None, f"was written by udora {written_by}", written_by)
+    newer = _newer(raw)
+    if newer is not None:
+        return RunRead(folder, None, f"was written by a newer udora ({newer})", newer=newer)
     record, problem = _typed(raw)
     if record is None:
         return RunRead(folder, None, problem)
@@ -202,6 +207,15 @@ def read_run(folder: str | Path, *, verify_files: bool = True) -> RunRead:
     if not problem and verify_files:
         problem = _files_problem(folder, record)
     return RunRead(folder, record, problem)
+
+
+def _newer(raw: dict[str, Any]) -> str | None:
+    """``"schema N, udora V"`` when the record's schema is later than this udora's."""
+    schema = raw.get("schema")
+    if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
+        versions = raw.get("versions") if isinstance(raw.get("versions"), dict) else {}
+        return f"schema {schema}, udora {versions.get('udora', 'unknown')}"
+    return None
 
 
 def refuse_old(results_dir: Path, found: RunRead) -> None:

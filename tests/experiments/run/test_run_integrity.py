@@ -139,7 +139,7 @@ DAMAGE = {
     "seed of the wrong type": ("result.json", _json_edit(seed="0"), "'seed' of the wrong type"),
     "identity edited": ("result.json", _json_edit(identity={"x": 1}), "hash is not its config"),
     "task hash edited": ("result.json", _json_edit(task_hash="0123456789"), "a task_hash that"),
-    "schema of another version": ("result.json", _json_edit(schema=99), "'schema' of the wrong"),
+    "schema of the wrong type": ("result.json", _json_edit(schema="2"), "'schema' of the wrong"),
     "an unknown key": ("result.json", _json_edit(stauts="ok"), "has the unknown key 'stauts'"),
     "code incomplete": ("result.json", _json_edit(code={}), "lacks the key 'code.source_sha256'"),
     "result.json not UTF-8": ("result.json", _not_utf8, "cannot be read (UnicodeDecodeError"),
@@ -178,7 +178,7 @@ QUICK = (
     "predictions truncated",
     "status of the wrong type",
     "result.json missing",
-    "schema of another version",
+    "schema of the wrong type",
 )
 
 
