@@ -78,6 +78,7 @@ def bench_cmd(
     executor: opts.Executor = "local",
     address: opts.Address = None,
     cpus_per_run: opts.CpusPerRun = None,
+    timeout: opts.Timeout = None,
 ) -> None:
     """Run a grid of presets x methods x seeds; resumes, isolates failures, Ctrl-C safe.
 
@@ -96,7 +97,7 @@ def bench_cmd(
             names = opts.names(presets, "--presets", console, "preset names or YAML paths")
             chosen = opts.names(methods_, "--methods", console, "method names")
             seed_list = opts.seeds(seeds, console)
-            spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
+            spec = opts.executor_spec(executor, jobs, address, cpus_per_run, timeout)
             check_out_dir(out)
             names = names or suite_presets("quick" if quick else suite)
             default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None

@@ -34,6 +34,13 @@ Address = Annotated[
         "(default: start a local Ray)."
     ),
 ]
+Timeout = Annotated[
+    float | None,
+    typer.Option(
+        help="Seconds a run may take: past it its worker process is killed and the run "
+        "recorded as failed (with --jobs 1 too, in one worker process).",
+    ),
+]
 CpusPerRun = Annotated[
     int | None,
     typer.Option(
@@ -43,7 +50,11 @@ CpusPerRun = Annotated[
 
 
 def executor_spec(
-    executor: str, jobs: int | None, address: str | None, cpus_per_run: int | None
+    executor: str,
+    jobs: int | None,
+    address: str | None,
+    cpus_per_run: int | None,
+    timeout: float | None = None,
 ) -> ExecutorSpec:
     """The options as a checked :class:`ExecutorSpec` (a UsageError names a bad option);
     ``jobs`` None: 1 locally, the cluster's worth on Ray."""
@@ -51,7 +62,7 @@ def executor_spec(
 
     if jobs is None and executor != "ray":
         jobs = 1
-    return ExecutorSpec(executor, jobs, address, cpus_per_run).check()
+    return ExecutorSpec(executor, jobs, address, cpus_per_run, timeout).check()
 
 
 def path_option(help: str, option: str = "--out", what: str = "a folder") -> Any:

@@ -45,13 +45,17 @@ Executor = Any
 class ExecutorSpec:
     """The command line's choice: ``kind``, ``jobs`` (calls in flight at once; None on Ray:
     as many as the cluster holds), Ray's
-    ``address`` (None: start a local Ray for this command) and ``cpus_per_run`` (None:
-    the machine's usable cores divided by ``jobs`` for the local pool, 1 for Ray)."""
+    ``address`` (None: start a local Ray for this command), ``cpus_per_run`` (None:
+    the machine's usable cores divided by ``jobs`` for the local pool, 1 for Ray) and
+    ``timeout``, the seconds a run may take before its worker process is killed and the
+    run recorded as failed (a hang in native code too; ``--jobs 1`` then runs in one
+    worker process rather than in the command's own)."""
 
     kind: Literal["local", "ray"] = "local"
     jobs: int | None = 1
     address: str | None = None
     cpus_per_run: int | None = None
+    timeout: float | None = None  # seconds a run may take; its worker is killed after
 
     def check(self) -> ExecutorSpec:
         """Raise a UsageError naming the option that is wrong; returns ``self``."""
@@ -65,6 +69,11 @@ class ExecutorSpec:
             raise UsageError(f"--cpus-per-run: expected an integer >= 1, got {self.cpus_per_run}")
         if self.address is not None and self.kind != "ray":
             raise UsageError("--address: only with --executor ray")
+        if self.timeout is not None:
+            if isinstance(self.timeout, bool) or not self.timeout > 0:
+                raise UsageError(f"--timeout: expected seconds > 0, got {self.timeout!r}")
+            if self.kind == "ray":
+                raise UsageError("--timeout: with the local executor only (not --executor ray)")
         if self.kind == "ray":
             import importlib.util
 
@@ -80,19 +89,20 @@ class ExecutorSpec:
             from udora.experiments.grid.ray_pool import RayPool
 
             return RayPool(self.jobs, self.address, self.cpus_per_run or 1)
-        if self.jobs == 1 and self.cpus_per_run is None:
+        if self.jobs == 1 and self.cpus_per_run is None and self.timeout is None:
             return InProcess()
         cores = (
             len(os.sched_getaffinity(0))
             if hasattr(os, "sched_getaffinity")
             else (os.cpu_count() or 1)
         )
-        if self.jobs == 1 and self.cpus_per_run >= cores:
+        if self.jobs == 1 and self.timeout is None and self.cpus_per_run >= cores:
             return InProcess()
         # one pinned worker when a single job asks for fewer cores than this process has
-        # (to rerun a release row on the cores it recorded, docs/release.md)
+        # (to rerun a release row on the cores it recorded, docs/release.md), or has a
+        # time limit (a worker can be killed; the command's own process cannot)
         per_run = self.cpus_per_run or max(1, cores // self.jobs)
-        return LocalPool(self.jobs, per_run, marker_parent)
+        return LocalPool(self.jobs, per_run, marker_parent, timeout=self.timeout)
 
 
 def run_all(

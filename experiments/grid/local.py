@@ -65,8 +65,11 @@ class LocalPool:
     ``.inflight-*`` under ``marker_parent`` (so two commands sharing a folder never mix
     them), removed with the pool."""
 
-    def __init__(self, jobs: int, cpus_per_run: int, marker_parent: str | Path) -> None:
-        self.capacity, self.cpus_per_run = jobs, cpus_per_run
+    def __init__(
+        self, jobs: int, cpus_per_run: int, marker_parent: str | Path, timeout: float | None = None
+    ) -> None:
+        self.capacity, self.cpus_per_run, self.timeout = jobs, cpus_per_run, timeout
+        self._timed_out: set[int] = set()  # tickets whose worker was killed for the time limit
         self.marker_parent = Path(marker_parent)
         self.marker_dir = self.marker_parent / ".inflight-unused"
         self._calls: dict[int, tuple[Callable[..., Any], tuple]] = {}
@@ -121,7 +124,12 @@ class LocalPool:
         """Block until at least one outstanding call ended; ``[]`` when none is left."""
         while self._calls:
             if self._futures:
-                done, _ = cf.wait(self._futures, return_when=cf.FIRST_COMPLETED)
+                poll = None if self.timeout is None else min(1.0, self.timeout / 4)
+                done, _ = cf.wait(self._futures, timeout=poll, return_when=cf.FIRST_COMPLETED)
+                if not done and self._kill_overdue():
+                    continue  # the killed worker breaks the pool: the next wait sees it
+                if not done:
+                    continue
             else:
                 done = set()
             self._procs.update(getattr(self._pool, "_processes", None) or {})
@@ -133,6 +141,30 @@ class LocalPool:
             if out:
                 return out
         return []
+
+    def _kill_overdue(self) -> bool:
+        """Kill (SIGKILL: a hang in native code ignores anything milder) the worker of
+        every call running longer than ``timeout``, from its in-flight marker's age;
+        whether one was killed."""
+        import time
+
+        killed = False
+        now = time.time()
+        for marker in list(self.marker_dir.iterdir()):
+            try:
+                ticket, pid = int(marker.name), int(marker.read_text() or 0)
+                started = marker.stat().st_mtime
+            except (OSError, ValueError):  # the call ended meanwhile
+                continue
+            overdue = ticket in self._calls and pid and now - started > self.timeout
+            if overdue and ticket not in self._timed_out:
+                self._timed_out.add(ticket)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed = True
+                except ProcessLookupError:
+                    pass
+        return killed
 
     def _pop(self, fut: cf.Future) -> tuple[int, Outcome]:
         ticket = self._futures.pop(fut)
@@ -177,7 +209,11 @@ class LocalPool:
             )
         for ticket, code in culprits.items():
             del self._calls[ticket]
-            out.append((ticket, Outcome(crash=crash_reason(code))))
+            if ticket in self._timed_out:
+                why = f"timed out: still running after {self.timeout:g} s (--timeout), killed"
+            else:
+                why = crash_reason(code)
+            out.append((ticket, Outcome(crash=why)))
         self._futures = {}
         for ticket in sorted(self._calls):
             self._send(ticket)

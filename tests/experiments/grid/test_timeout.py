@@ -1,0 +1,96 @@
+"""A per-run time limit (``--timeout``) ends a hang, in native code too: the worker
+process running the run is killed, the run recorded as failed saying so, and the grid
+goes on, with ``--jobs 1`` as well (issue: a method whose fit never returned blocked the
+grid for good).
+
+The hanging method is a plugin (a distribution written into a temporary folder) whose
+``fit`` ignores SIGINT and SIGTERM and sleeps, as a hung native call would; only SIGKILL
+ends it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+PLUGIN = '''
+import signal
+import time
+
+import numpy as np
+
+from udora.methods.base import MethodConfig, Prediction, UQMethod
+
+
+class Hang(UQMethod):
+    """Hangs in fit, deaf to SIGINT and SIGTERM (a stuck native call)."""
+
+    family = "other"
+
+    class Config(MethodConfig):
+        pass
+
+    def fit(self, X, y, *, seed, knowledge=None):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(3600)
+        return self
+
+    def predict(self, X):
+        n = X.shape[0]
+        return Prediction(np.zeros(n), np.ones(n), np.ones(n))
+'''
+CLI = "from udora.experiments.cli.main import main; main()"
+
+
+@pytest.fixture
+def hang_plugin(tmp_path):
+    root = tmp_path / "site"
+    info = root / "udora_hang-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: udora-hang\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[udora.methods]\nhang = udora_hang:Hang\n")
+    (root / "udora_hang.py").write_text(PLUGIN)
+    return root
+
+
+@pytest.mark.slow  # a 20 s limit (a first run builds its task and imports JAX meanwhile)
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_hanging_run_is_killed_at_its_time_limit_and_the_grid_goes_on(
+    hang_plugin, tiny_preset, tmp_path, jobs
+):
+    preset, data = tiny_preset
+    out = tmp_path / "res"
+    env = {**os.environ, "PYTHONPATH": str(hang_plugin), "UDORA_DATA_DIR": str(data)}
+    args = ["bench", "--presets", str(preset), "--methods", "hang,blr", "--seeds", "0"]
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", CLI, *args, "--jobs", jobs, "--timeout", "20", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
+    wall = time.perf_counter() - start
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a run failed
+    records = {p.parts[-4]: json.loads(p.read_text()) for p in out.glob("*/*/*/seed-*/result.json")}
+    assert records["blr"]["status"] == "ok"
+    assert records["hang"]["status"] == "failed"
+    assert "timed out: still running after 20 s (--timeout), killed" in records["hang"]["error"]
+    assert wall < 200  # not the hour the method sleeps
+
+
+def test_a_time_limit_must_be_positive_and_local(tmp_path):
+    from udora.experiments.grid.executors import ExecutorSpec
+    from udora.experiments.run.checks import UsageError
+
+    with pytest.raises(UsageError, match="--timeout: expected seconds > 0"):
+        ExecutorSpec(timeout=0).check()
+    with pytest.raises(UsageError, match="--timeout: with the local executor only"):
+        ExecutorSpec("ray", None, timeout=5).check()
+    assert type(ExecutorSpec(jobs=1, timeout=5).check().make(tmp_path)).__name__ == "LocalPool"
