@@ -89,6 +89,13 @@ def write_parquet(path: str | Path, table: Any) -> Path:
     return write_with(path, lambda fh: table.to_parquet(fh, index=False))
 
 
+def write_figure(path: str | Path, fig: Any, **options: Any) -> Path:
+    """Publish the matplotlib figure ``fig`` as ``path``, in the format its suffix names
+    (``.png``, ``.pdf``); ``options`` (``dpi``, ``bbox_inches``) go to ``fig.savefig``."""
+    path = Path(path)
+    return write_with(path, lambda fh: fig.savefig(fh, format=path.suffix[1:], **options))
+
+
 def _make_temporary_dir(final: Path) -> Path:
     while True:
         tmp = temporary_name(final)
