@@ -137,3 +137,30 @@ def test_a_failing_fill_leaves_the_old_folder_and_no_temporary(tmp_path):
     with pytest.raises(RuntimeError, match="disk full"):
         atomic.publish_folder(target, fill)
     assert (target / "f").read_text() == "old" and os.listdir(tmp_path) == ["run"]
+
+
+def test_a_figure_is_the_bytes_savefig_writes_in_the_format_of_its_suffix(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")  # a PDF's creation date, else the clock's
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1], [1, 0])
+    try:
+        for ext, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):
+            atomic.write_figure(tmp_path / "out" / f"f.{ext}", fig, dpi=40, bbox_inches="tight")
+            fig.savefig(tmp_path / f"direct.{ext}", dpi=40, bbox_inches="tight")
+            got = (tmp_path / "out" / f"f.{ext}").read_bytes()
+            assert got.startswith(magic) and got == (tmp_path / f"direct.{ext}").read_bytes()
+        before = (tmp_path / "out" / "f.pdf").read_bytes()
+        # a mathtext error, raised while the figure is drawn: savefig onto the path would
+        # have begun the PDF and left it cut short
+        ax.set_title(r"$\frac$")
+        with pytest.raises(ValueError, match="frac"):
+            atomic.write_figure(tmp_path / "out" / "f.pdf", fig)
+    finally:
+        plt.close(fig)
+    assert (tmp_path / "out" / "f.pdf").read_bytes() == before
+    assert sorted(os.listdir(tmp_path / "out")) == ["f.pdf", "f.png"]  # no temporary left
