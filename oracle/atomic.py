@@ -40,7 +40,9 @@ def temporary_name(path: Path) -> Path:
 
 def write_with(path: str | Path, write: Callable[[IO[bytes]], object]) -> Path:
     """Call ``write(fh)`` on a new temporary file beside ``path``, then rename it onto
-    ``path`` (module doc); the parent folder is made when missing. Returns ``path``."""
+    ``path`` (module doc); the parent folder is made when missing. Returns ``path``.
+
+    An OSError that names no file (``fh.write`` on a full disk) is raised naming ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
@@ -54,8 +56,10 @@ def write_with(path: str | Path, write: Callable[[IO[bytes]], object]) -> Path:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.errno is not None and err.filename is None:
+            err.filename = str(path)  # a write to the handle (a full disk) names no file
         raise
     return path
 

@@ -1,6 +1,7 @@
 """Two processes publishing one target at once (oracle/atomic.py): a reader only ever
 sees one writer's whole version, and no temporary name is left behind."""
 
+import errno
 import multiprocessing as mp
 import os
 import stat
@@ -164,3 +165,23 @@ def test_a_figure_is_the_bytes_savefig_writes_in_the_format_of_its_suffix(tmp_pa
         plt.close(fig)
     assert (tmp_path / "out" / "f.pdf").read_bytes() == before
     assert sorted(os.listdir(tmp_path / "out")) == ["f.pdf", "f.png"]  # no temporary left
+
+
+def test_a_full_disk_names_the_target_and_keeps_the_old_file(tmp_path):
+    target = atomic.write_text(tmp_path / "t.txt", "old")
+
+    def full(fh):
+        fh.write(b"par")
+        raise OSError(errno.ENOSPC, "No space left on device")  # as fh.write raises it
+
+    with pytest.raises(OSError) as caught:
+        atomic.write_with(target, full)
+    assert (caught.value.errno, caught.value.filename) == (errno.ENOSPC, str(target))
+
+    def own(fh):
+        raise OSError("no runs")  # udora's own message (no errno) is left alone
+
+    with pytest.raises(OSError) as own_error:
+        atomic.write_with(target, own)
+    assert own_error.value.filename is None and str(own_error.value) == "no runs"
+    assert target.read_text() == "old" and os.listdir(tmp_path) == ["t.txt"]
