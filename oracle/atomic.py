@@ -40,7 +40,9 @@ def temporary_name(path: Path) -> Path:
 
 def write_with(path: str | Path, write: Callable[[IO[bytes]], object]) -> Path:
     """Call ``write(fh)`` on a new temporary file beside ``path``, then rename it onto
-    ``path`` (module doc); the parent folder is made when missing. Returns ``path``."""
+    ``path`` (module doc); the parent folder is made when missing. Returns ``path``.
+
+    An OSError that names no file (``fh.write`` on a full disk) is raised naming ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
@@ -54,8 +56,10 @@ def write_with(path: str | Path, write: Callable[[IO[bytes]], object]) -> Path:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.errno is not None and err.filename is None:
+            err.filename = str(path)  # a write to the handle (a full disk) names no file
         raise
     return path
 
@@ -87,6 +91,13 @@ def write_npz(path: str | Path, arrays: Mapping[str, Any]) -> Path:
 def write_parquet(path: str | Path, table: Any) -> Path:
     """Publish the pandas DataFrame ``table`` as a parquet file, without its index."""
     return write_with(path, lambda fh: table.to_parquet(fh, index=False))
+
+
+def write_figure(path: str | Path, fig: Any, **options: Any) -> Path:
+    """Publish the matplotlib figure ``fig`` as ``path``, in the format its suffix names
+    (``.png``, ``.pdf``); ``options`` (``dpi``, ``bbox_inches``) go to ``fig.savefig``."""
+    path = Path(path)
+    return write_with(path, lambda fh: fig.savefig(fh, format=path.suffix[1:], **options))
 
 
 def _make_temporary_dir(final: Path) -> Path:

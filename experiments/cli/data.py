@@ -15,6 +15,7 @@ from rich.table import Table
 
 from udora.errors import UserError
 from udora.experiments.cli import options as opts
+from udora.oracle.atomic import write_text
 
 console = Console()
 presets_app = typer.Typer(help="List, show and fit the semi-synthetic presets.")
@@ -73,7 +74,7 @@ def presets_show(
         if paper:
             text += "\nPaper-constrained kernels (`--set preset.kernel=paper`):\n\n"
             text += pr.paper_markdown_table(paper)
-        markdown.write_text(text)
+        write_text(markdown, text)
         console.print(f"wrote {markdown}")
 
 

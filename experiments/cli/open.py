@@ -114,9 +114,8 @@ def _fit_here(path: str, bagged: int | None, task, out: Path | None) -> Path:
     file (scored like any file; kept beside the results, or in a temporary folder)."""
     import tempfile
 
-    import numpy as np
-
     from udora.experiments.open.adapters import bagged_fields, estimator_from_path, sklearn_fields
+    from udora.oracle.atomic import write_npz
 
     make = estimator_from_path(path)
     fields = (
@@ -127,5 +126,4 @@ def _fit_here(path: str, bagged: int | None, task, out: Path | None) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="udora-estimator-")) if out is None else Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     name = f".{path.replace(':', '-')}-{task.preset}-seed{task.seed}-predictions.npz"
-    np.savez(folder / name, **fields)
-    return folder / name
+    return write_npz(folder / name, fields)

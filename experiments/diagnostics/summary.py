@@ -26,6 +26,7 @@ from udora.errors import UserError
 from udora.experiments.diagnostics.diagnose import RECORD
 from udora.experiments.results.figures import save_figure
 from udora.experiments.run.overrides import Overrides
+from udora.oracle.atomic import write_text
 
 SERIES = ["method", "config", "setting", "seed", "draws", "scale"]  # one config, all n
 GROUP = [*SERIES, "n"]  # n: the --n level, 0 for each preset's own n_train
@@ -287,7 +288,7 @@ def write_summary(folder: str | Path) -> dict[str, Any]:
     rows = collect(folder)
     groups = group_means(rows)
     written = [folder / "summary.csv", folder / "summary.md"]
-    rows.to_csv(written[0], index=False)
+    write_text(written[0], rows.to_csv(index=False))
     text = (
         f"# Diagnostics: {folder.name}\n\nPool means normalised by the variance of the "
         "pool's targets, averaged over presets within one method config, n, seed, M "
@@ -298,7 +299,7 @@ def write_summary(folder: str | Path) -> dict[str, Any]:
     several = not by_n.empty and by_n.groupby(SERIES)["n"].nunique().max() > 1
     if several:
         text += "\n## Against n, over the presets that have every n\n\n" + markdown(by_n)
-    written[1].write_text(text)
+    write_text(written[1], text)
     if not groups.empty:
         if several:
             written += errors_by_n_figure(by_n, folder / "errors_by_n")

@@ -30,6 +30,7 @@ from udora.experiments.meta.iauc import iauc_frame
 from udora.experiments.meta.pool import CellPool
 from udora.experiments.meta.taus import OBSERVABLE, ORACLE, cell_taus, pooled_taus
 from udora.experiments.results.figures import OKABE_ITO, save_figure
+from udora.oracle.atomic import write_text
 
 
 def tau_matrix(pooled: pd.DataFrame, column: str = "tau") -> pd.DataFrame:
@@ -260,8 +261,8 @@ def write_meta(
             )
         pooled = pooled_taus(cells, n_boot=n_boot)
         written = [out / "meta_cells.csv", out / "meta_pooled.csv", out / "meta.md"]
-        cells.to_csv(written[0], index=False)
-        pooled.to_csv(written[1], index=False)
+        write_text(written[0], cells.to_csv(index=False))
+        write_text(written[1], pooled.to_csv(index=False))
         presets = cells["preset"].nunique()
         n_cells = len(cells[["preset", "seed"]].drop_duplicates())
         text = (
@@ -270,7 +271,7 @@ def write_meta(
             f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
             "over presets (docs/metrics.md). " + left_out_line(left_out) + "\n\n" + markdown(pooled)
         )
-        written[2].write_text(text)
+        write_text(written[2], text)
         written += heatmap(
             pooled, out / "meta_tau", f"Observable vs oracle rankings ({presets} presets)"
         )
@@ -278,7 +279,7 @@ def write_meta(
         if rescore:
             step("interval AUC")
             regions = iauc_frame(regions_rows)
-            regions.to_csv(out / "meta_iauc.csv", index=False)
+            write_text(out / "meta_iauc.csv", regions.to_csv(index=False))
             written.append(out / "meta_iauc.csv")
             if not regions.empty:
                 written += iauc_figure(regions, out / "meta_iauc")
@@ -286,7 +287,7 @@ def write_meta(
         if sizes and rescore:
             step(f"rescoring subsets of {', '.join(map(str, sizes))} points")
             by_size = subsets()
-            by_size.to_csv(out / "meta_by_size.csv", index=False)
+            write_text(out / "meta_by_size.csv", by_size.to_csv(index=False))
             written.append(out / "meta_by_size.csv")
             if not by_size.empty:
                 written += size_figure(by_size, out / "meta_by_size", "spearman_eu")

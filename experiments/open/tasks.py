@@ -20,6 +20,7 @@ import pandas as pd
 
 from udora.errors import UserError
 from udora.experiments.run.spec import data_source_record, task_hash, task_part
+from udora.oracle.atomic import write_npz, write_parquet, write_text
 from udora.oracle.preset import Preset, load_preset
 
 FORMAT = 1  # of task.json
@@ -126,13 +127,13 @@ def export_task(task: PublicTask, folder: str | Path) -> list[Path]:
     pool = pd.DataFrame(task.X_pool, columns=names)
     pool.insert(0, "row_id", row_id)
     written = [folder / "train.npz", folder / "pool.npz"]
-    np.savez(written[0], X=task.X_train, y=task.y_train, rows=task.train_rows)
-    np.savez(written[1], X=task.X_pool, row_id=row_id)
+    write_npz(written[0], {"X": task.X_train, "y": task.y_train, "rows": task.train_rows})
+    write_npz(written[1], {"X": task.X_pool, "row_id": row_id})
     for frame, stem in ((train, "train"), (pool, "pool")):
-        frame.to_csv(folder / f"{stem}.csv", index=False, float_format="%.17g")
-        frame.to_parquet(folder / f"{stem}.parquet", index=False)
+        write_text(folder / f"{stem}.csv", frame.to_csv(index=False, float_format="%.17g"))
+        write_parquet(folder / f"{stem}.parquet", frame)
         written += [folder / f"{stem}.csv", folder / f"{stem}.parquet"]
-    (folder / "task.json").write_text(json.dumps(task.manifest(), indent=1))
+    write_text(folder / "task.json", json.dumps(task.manifest(), indent=1))
     return [*written, folder / "task.json"]
 
 

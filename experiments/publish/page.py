@@ -17,6 +17,7 @@ from udora.experiments.rankings.section import tied_with_best, write
 from udora.experiments.results.figures_summary import families, ordered
 from udora.experiments.results.sections import ReportContext, markdown_table
 from udora.experiments.results.summaries import HEADLINE, per_dataset
+from udora.oracle.atomic import write_text
 
 IMAGES = Path("img") / "leaderboard"  # under the docs folder
 
@@ -149,5 +150,5 @@ def write_page(release: str | Path, docs: str | Path, command: str) -> Path:
     ]
     docs.mkdir(parents=True, exist_ok=True)
     path = docs / "leaderboard.md"
-    path.write_text("\n".join(lines))
+    write_text(path, "\n".join(lines))
     return path

@@ -9,6 +9,7 @@ from pathlib import Path
 from udora.experiments.publish import claims as c
 from udora.experiments.publish.artefact import code_line, primary_rows, read_release
 from udora.experiments.publish.claim_data import NN8, NONNN, P14, SUITES, ClaimData, Verdict
+from udora.oracle.atomic import write_text
 
 CLAIMS = (
     c.Claim(
@@ -248,5 +249,5 @@ def write_reproduction(release: str | Path | None, docs: str | Path, command: st
     ]
     Path(docs).mkdir(parents=True, exist_ok=True)
     path = Path(docs) / "paper_reproduction.md"
-    path.write_text("\n".join(lines))
+    write_text(path, "\n".join(lines))
     return path

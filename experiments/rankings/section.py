@@ -12,6 +12,7 @@ from udora.experiments.rankings.blocks import LABELS, PRIMARY, RANKED, blocks
 from udora.experiments.rankings.noise import noise_lines
 from udora.experiments.rankings.stats import MIN_BLOCKS, Ranking, holm, rank, win_rates
 from udora.experiments.results.sections import ReportContext, ReportSection
+from udora.oracle.atomic import write_figure
 
 
 def rankings(table: pd.DataFrame, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0):
@@ -67,7 +68,7 @@ def _cd_figure(ctx: ReportContext, r: Ranking) -> str:
     )
     stem = f"rank_cd_{r.blocks.metric}"
     for ext in ("png", "pdf"):
-        fig.savefig(ctx.out / f"{stem}.{ext}", dpi=130, bbox_inches="tight")
+        write_figure(ctx.out / f"{stem}.{ext}", fig, dpi=130, bbox_inches="tight")
     plt.close(fig)
     return f"{stem}.png"
 

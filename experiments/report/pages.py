@@ -28,6 +28,7 @@ from udora.experiments.results import figures_summary
 from udora.experiments.results.summaries import HEADLINE, configs
 from udora.experiments.run.records import read_run
 from udora.experiments.run.words import plural
+from udora.oracle.atomic import write_text
 from udora.scoring.registry import metric
 
 
@@ -216,43 +217,37 @@ def write_site(
             f'<li><a href="{esc(name)}.html">{esc(titles()[name])}</a></li>' for name in sections
         )
         body = f"<h1>udora report</h1>\n<ul>{links}</ul>\n"
-        (out / "index.html").write_text(
-            page("udora report", body, nav, "index.html"), encoding="utf-8"
-        )
+        write_text(out / "index.html", page("udora report", body, nav, "index.html"))
         for name, text in sections.items():
-            (out / f"{name}.html").write_text(section_html(name, text, nav), encoding="utf-8")
+            write_text(out / f"{name}.html", section_html(name, text, nav))
         return out / "index.html"
-    (out / "index.html").write_text(index_html(table, nav, summary_figures), encoding="utf-8")
+    write_text(out / "index.html", index_html(table, nav, summary_figures))
     presets = sorted(table["preset"].unique())
     for preset in presets:
-        (out / preset_page(preset)).write_text(
-            preset_html(table, curves, preset, nav), encoding="utf-8"
-        )
+        write_text(out / preset_page(preset), preset_html(table, curves, preset, nav))
     counts = table.groupby("preset").size()
-    (out / "presets.html").write_text(
+    write_text(
+        out / "presets.html",
         list_html(
             "Presets",
             [(preset_page(p), p, plural(counts[p], "run")) for p in presets],
             nav,
             "presets.html",
         ),
-        encoding="utf-8",
     )
     fam = figures_summary.families(table)
     labels = configs(table)
     for config in labels:
-        (out / config_page(config)).write_text(
-            config_html(table, config, out, nav), encoding="utf-8"
-        )
-    (out / "methods.html").write_text(
+        write_text(out / config_page(config), config_html(table, config, out, nav))
+    write_text(
+        out / "methods.html",
         list_html(
             "Methods and configs",
             [(config_page(c), c, fam[c]) for c in labels],
             nav,
             "methods.html",
         ),
-        encoding="utf-8",
     )
     for name, text in sections.items():
-        (out / f"{name}.html").write_text(section_html(name, text, nav), encoding="utf-8")
+        write_text(out / f"{name}.html", section_html(name, text, nav))
     return out / "index.html"

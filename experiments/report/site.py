@@ -28,6 +28,7 @@ from udora.experiments.report.sections import titles
 from udora.experiments.results.figures_summary import REFERENCE, families, ordered
 from udora.experiments.results.summaries import configs, per_dataset
 from udora.experiments.run.words import plural
+from udora.oracle.atomic import write_text
 from udora.scoring.registry import metric, metrics
 
 # The scripts a page with charts loads: Plotly's bundle (in the head) and the chart
@@ -104,12 +105,12 @@ def write_assets(out: Path) -> list[Path]:
     written = []
     source = resources.files("udora.experiments.report") / "assets"
     for name in ("style.css", "leaderboard.js", "charts.js"):
-        (folder / name).write_text(source.joinpath(name).read_text(encoding="utf-8"))
+        write_text(folder / name, source.joinpath(name).read_text(encoding="utf-8"))
         written.append(folder / name)
     bundle = get_plotlyjs()
     target = folder / "plotly.min.js"
     if not target.is_file() or target.stat().st_size != len(bundle.encode()):
-        target.write_text(bundle, encoding="utf-8")
+        write_text(target, bundle)
     return [*written, target]
 
 

@@ -32,12 +32,13 @@ from udora.experiments.results.summaries import (
     ranking_agreement,
 )
 from udora.experiments.run.words import plural
+from udora.oracle.atomic import write_figure, write_parquet, write_text
 from udora.oracle.kinds import REGRESSION
 
 
 def _save(fig, out: Path, stem: str) -> str:
     for ext in ("png", "pdf"):
-        fig.savefig(out / f"{stem}.{ext}", dpi=130)
+        write_figure(out / f"{stem}.{ext}", fig, dpi=130)
     plt.close(fig)
     return f"{stem}.png"
 
@@ -93,8 +94,8 @@ def write_report(
             Path("release-report") if str(results_dir) == SHIPPED else Path(results_dir) / "report"
         )
     out.mkdir(parents=True, exist_ok=True)
-    table.to_parquet(out / "results.parquet", index=False)
-    table.to_csv(out / "results.csv", index=False)
+    write_parquet(out / "results.parquet", table)
+    write_text(out / "results.csv", table.to_csv(index=False))
 
     everything, table = table, of_kind(table, REGRESSION)
     lines = _header(everything, skipped)
@@ -120,7 +121,7 @@ def write_report(
     if not failed.empty:
         lines += ["## Failed runs", "", markdown_table(failed, index=False), ""]
     report = out / "report.md"
-    report.write_text("\n".join(lines))
+    write_text(report, "\n".join(lines))
     step("the HTML pages")
     write_site(
         table,

@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from udora.experiments.results.summaries import natural_key
+from udora.oracle.atomic import write_figure
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 # Okabe & Ito (2008), "Color Universal Design": eight colours told apart by most readers.
@@ -36,7 +37,7 @@ def save_figure(fig, stem: Path) -> list[Path]:
         fig.tight_layout()
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for path in paths:
-        fig.savefig(path, dpi=150)
+        write_figure(path, fig, dpi=150)
     plt.close(fig)
     return paths
 

@@ -18,12 +18,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from udora.experiments.results.figures import config_styles
+from udora.oracle.atomic import write_figure
 
 
 def save(fig: Figure, out, stem: str) -> str:
     """Write ``fig`` as ``stem``.png and .pdf into the folder ``out``, close it; the PNG name."""
     for ext in ("png", "pdf"):
-        fig.savefig(out / f"{stem}.{ext}", dpi=130)
+        write_figure(out / f"{stem}.{ext}", fig, dpi=130)
     plt.close(fig)
     return f"{stem}.png"
 

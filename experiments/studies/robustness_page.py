@@ -27,6 +27,7 @@ from udora.experiments.studies.robustness_files import (
     table_path,
     write_table,
 )
+from udora.oracle.atomic import write_text
 from udora.scoring import registry
 
 # The source paper's conclusions about methods that a ranking can test (§5 and §7): a
@@ -213,7 +214,7 @@ def write_robustness_page(
         lines += [*markdown_table(["family", "preset", "method", "seed", "error"], rows), ""]
     lines += how_lines(table, reference_seeds, other_seeds, families, tuned, page)
     path = docs / f"{page}.md"
-    path.write_text("\n".join(lines))
+    write_text(path, "\n".join(lines))
     return path
 
 

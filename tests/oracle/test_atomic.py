@@ -1,6 +1,7 @@
 """Two processes publishing one target at once (oracle/atomic.py): a reader only ever
 sees one writer's whole version, and no temporary name is left behind."""
 
+import errno
 import multiprocessing as mp
 import os
 import stat
@@ -137,3 +138,50 @@ def test_a_failing_fill_leaves_the_old_folder_and_no_temporary(tmp_path):
     with pytest.raises(RuntimeError, match="disk full"):
         atomic.publish_folder(target, fill)
     assert (target / "f").read_text() == "old" and os.listdir(tmp_path) == ["run"]
+
+
+def test_a_figure_is_the_bytes_savefig_writes_in_the_format_of_its_suffix(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")  # a PDF's creation date, else the clock's
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1], [1, 0])
+    try:
+        for ext, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):
+            atomic.write_figure(tmp_path / "out" / f"f.{ext}", fig, dpi=40, bbox_inches="tight")
+            fig.savefig(tmp_path / f"direct.{ext}", dpi=40, bbox_inches="tight")
+            got = (tmp_path / "out" / f"f.{ext}").read_bytes()
+            assert got.startswith(magic) and got == (tmp_path / f"direct.{ext}").read_bytes()
+        before = (tmp_path / "out" / "f.pdf").read_bytes()
+        # a mathtext error, raised while the figure is drawn: savefig onto the path would
+        # have begun the PDF and left it cut short
+        ax.set_title(r"$\frac$")
+        with pytest.raises(ValueError, match="frac"):
+            atomic.write_figure(tmp_path / "out" / "f.pdf", fig)
+    finally:
+        plt.close(fig)
+    assert (tmp_path / "out" / "f.pdf").read_bytes() == before
+    assert sorted(os.listdir(tmp_path / "out")) == ["f.pdf", "f.png"]  # no temporary left
+
+
+def test_a_full_disk_names_the_target_and_keeps_the_old_file(tmp_path):
+    target = atomic.write_text(tmp_path / "t.txt", "old")
+
+    def full(fh):
+        fh.write(b"par")
+        raise OSError(errno.ENOSPC, "No space left on device")  # as fh.write raises it
+
+    with pytest.raises(OSError) as caught:
+        atomic.write_with(target, full)
+    assert (caught.value.errno, caught.value.filename) == (errno.ENOSPC, str(target))
+
+    def own(fh):
+        raise OSError("no runs")  # udora's own message (no errno) is left alone
+
+    with pytest.raises(OSError) as own_error:
+        atomic.write_with(target, own)
+    assert own_error.value.filename is None and str(own_error.value) == "no runs"
+    assert target.read_text() == "old" and os.listdir(tmp_path) == ["t.txt"]

@@ -147,8 +147,8 @@ def test_report_into_a_folder_that_cannot_be_made_is_one_line(one_run, tmp_path)
 def test_report_on_a_full_disk_is_one_line_and_exit_1(one_run, monkeypatch):
     import pandas as pd
 
-    def full(self, path, *args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    def full(self, fh, *args, **kwargs):  # a write to the open file names no file
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
     result = runner.invoke(app, ["report", str(one_run)])
