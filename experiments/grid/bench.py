@@ -231,6 +231,8 @@ def _run_locked(
             name = "" if now is None else f"; running {_where(now)}"
             progress.update(bar, description=escape(head + name))
 
+        last_line = [time.monotonic()]
+
         def done(run: ResolvedRun, status: str, error: str) -> None:
             reported.add(run.rel_dir)
             running()
@@ -239,6 +241,18 @@ def _run_locked(
                 summary.failed += 1
                 progress.console.print(f"[red]failed[/] {escape(_where(run))}: {escape(error)}")
             progress.advance(bar)
+            now = time.monotonic()
+            if not console.is_terminal and (
+                now - last_line[0] >= LOG_EVERY or summary.done == len(todo)
+            ):  # a log (CI, SLURM) sees no bar: a line every LOG_EVERY s instead
+                last_line[0] = now
+                console.print(
+                    f"[{time.time() - started:6.0f} s] {summary.done}/{len(todo)} runs done "
+                    f"({summary.failed} failed)",
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
             if interrupts.requested():  # the KeyboardInterrupt itself may have been swallowed
                 raise KeyboardInterrupt
 
@@ -253,6 +267,9 @@ def _run_locked(
             progress.console.print(
                 "[yellow]interrupted[/]: finished runs are kept; rerun to resume"
             )
+
+
+LOG_EVERY = 5.0  # seconds between progress lines when the output is not a terminal
 
 
 def _where(run: ResolvedRun) -> str:

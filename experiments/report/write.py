@@ -14,6 +14,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from udora.errors import UserError
 from udora.experiments.publish.artefact import (
     SHIPPED,
     primary_rows,
@@ -93,7 +94,9 @@ def write_report(
         out = (
             Path("release-report") if str(results_dir) == SHIPPED else Path(results_dir) / "report"
         )
+    _check_report_folder(out)
     out.mkdir(parents=True, exist_ok=True)
+    write_text(out / MARKER, "written by udora report; a later report may replace its files\n")
     write_parquet(out / "results.parquet", table)
     write_text(out / "results.csv", table.to_csv(index=False))
 
@@ -136,6 +139,40 @@ def write_report(
         else {},
     )
     return report
+
+
+MARKER = ".udora-report"  # in every report folder: a later report may replace its files
+
+
+def _check_report_folder(out: Path) -> None:
+    """A report replaces and removes files of its own names (``index.html``,
+    ``report.md``, ``results.csv``, pages, figures, ``assets/``) and leaves every other
+    file alone. So a folder that holds such files is written only when a report wrote it
+    (its marker, or an older udora's ``report.md``); otherwise a :class:`UserError`."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UserError(f"--out {out}: is a file, not a folder")
+    if (out / MARKER).is_file():
+        return
+    report = out / "report.md"
+    try:
+        if report.is_file() and report.read_text(errors="replace").startswith("# udora report"):
+            return
+    except OSError:
+        pass
+    clash = sorted(
+        p.name
+        for p in out.iterdir()
+        if p.name in ("report.md", "results.csv", "results.parquet", "assets")
+        or p.suffix in (".html", ".png", ".pdf")
+    )
+    if clash:
+        raise UserError(
+            f"--out {out}: holds files udora report did not write and would replace "
+            f"({', '.join(clash[:5])}{', ...' if len(clash) > 5 else ''}); give a new or "
+            "empty folder"
+        )
 
 
 def _header(table, skipped: list[str]) -> list[str]:

@@ -489,3 +489,24 @@ def test_a_worker_killed_mid_run_fails_that_run_and_the_grid_goes_on(tiny_preset
     rerun = subprocess.run(cmd, env=ENV, text=True, capture_output=True, timeout=300)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert last_line(rerun.stdout).startswith("1 ran, 0 failed, 0 skipped, 5 already done")
+
+
+def test_a_grid_logged_to_a_file_says_how_far_it_is(tiny_preset, tmp_path, monkeypatch):
+    """Not a terminal (CI, SLURM): a progress line every LOG_EVERY seconds and at the end
+    (rich's bar draws nothing there until the grid ends)."""
+    import io
+
+    from rich.console import Console
+
+    from udora.experiments.grid import bench
+
+    path, data = tiny_preset
+    monkeypatch.setattr(bench, "LOG_EVERY", 0.0)  # every run's end, here
+    log = io.StringIO()
+    console = Console(file=log, force_terminal=False, width=120)
+    runs = bench.make_grid([str(path)], ["blr"], [0, 1, 2], data_dir=data)
+    assert bench.run_grid(runs, tmp_path / "res", data_dir=data, console=console).ok
+    lines = [line for line in log.getvalue().splitlines() if "runs done" in line]
+    assert [line.split("] ")[1] for line in lines] == [
+        f"{k}/3 runs done (0 failed)" for k in (1, 2, 3)
+    ]

@@ -67,3 +67,43 @@ def test_a_section_module_without_a_section_is_named(tmp_path, monkeypatch):
             sections.registered()
     finally:
         sections._capabilities.cache_clear()
+
+
+def test_a_report_is_not_written_over_a_folder_of_other_files(tiny_preset, tmp_path):
+    """`report --out` a folder holding files a report did not write is refused, touching
+    nothing; a folder a report wrote (its marker, or an older report's report.md) and an
+    empty one are written."""
+    from typer.testing import CliRunner
+
+    from udora.experiments.cli.main import app
+    from udora.experiments.run.execute import run_one
+
+    path, data = tiny_preset
+    assert run_one(path, "blr", 0, None, tmp_path / "res", data_dir=data).status == "ok"
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "index.html").write_text("my own page")
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "res"), "--out", str(mine)])
+    assert result.exit_code == 2 and "holds files udora report did not write" in result.output
+    assert [p.name for p in mine.iterdir()] == ["index.html"]
+    assert (mine / "index.html").read_text() == "my own page"
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")  # a file of no report's name: left alone
+    assert (
+        CliRunner().invoke(app, ["report", str(tmp_path / "res"), "--out", str(notes)]).exit_code
+        == 0
+    )
+    assert (notes / "todo.txt").read_text() == "mine" and (notes / "index.html").is_file()
+    for folder in (tmp_path / "empty", tmp_path / "res" / "report"):
+        for _ in range(2):  # a second report into a report's folder is fine
+            result = CliRunner().invoke(
+                app, ["report", str(tmp_path / "res"), "--out", str(folder)]
+            )
+            assert result.exit_code == 0, result.output
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "report.md").write_text("# udora report\n\nfrom an earlier udora")
+    assert (
+        CliRunner().invoke(app, ["report", str(tmp_path / "res"), "--out", str(old)]).exit_code == 0
+    )
