@@ -211,8 +211,10 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     which the noise floor groups by), one typed column per override field (``width``,
     ``preset.n_train``, ``method_seed``, ``preset.truth.features``; :func:`override_cells`,
     :func:`typed_column`; empty where a run does not set it; ``override.<key>`` when a key
-    would clash with another column), ``time_*`` and one column per metric. ``curves``
-    maps (preset, method, config, seed) to the run's curve summaries.
+    would clash with another column), ``time_*``, one column per metric, and
+    ``se.<metric>`` for a metric recorded with a Monte Carlo standard error (a kind whose
+    targets are sampled). ``curves`` maps (preset, method, config, seed) to the run's
+    curve summaries.
 
     A run folder that :func:`udora.experiments.run.records.read_run` finds unusable
     (result.json truncated, empty, of wrong types, in another run's folder; a listed file
@@ -270,6 +272,9 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
         override_rows.append(cells)
         row.update({f"time_{k}": v for k, v in rec.timings.items()})
         row.update({k: (np.nan if v is None else v) for k, v in rec.metrics.items()})
+        row.update(
+            {f"se.{k}": np.nan if v is None else v for k, v in (rec.metrics_se or {}).items()}
+        )
         rows.append(row)
         run_curves.append(rec.curves)
     if not rows:

@@ -227,6 +227,9 @@ def run_resolved(
             "metrics": _clean(_declared(kind.name, kind.score(task, prediction))),
             "curves": _summarise(kind.curves(task, prediction)) if kind.curves else {},
         }
+        if kind.standard_errors is not None:  # targets that are Monte Carlo estimates
+            se = _declared(kind.name, kind.standard_errors(task, prediction))
+            outcome["metrics_se"] = _clean(se)
         diagnostics = _clean(model.diagnostics())
         timings["score"] = time.perf_counter() - t0
     except BaseException as err:  # one failing method never takes the grid down (SystemExit too)

@@ -106,6 +106,7 @@ class RunRecord(BaseModel):
     status: Literal["ok", "failed", "skipped"]
     error: StrictStr | None = None
     metrics: dict[str, Number | None]
+    metrics_se: dict[str, Number | None] | None = None  # Monte Carlo errors of sampled targets
     curves: dict[str, list[Number | None]] = Field(default_factory=dict)
     timings: dict[str, Number] = Field(default_factory=dict)
     config_source: StrictStr | dict[str, Any] | None = None  # "default", "external", a tuned file

@@ -37,13 +37,20 @@ class RunKind:
         curves: ``curves(task, prediction) -> {name: array}``, the arrays behind them
             (summarised into result.json); None when the kind has none.
         task_arrays: ``task_arrays(task) -> {name: array}``, what the results folder
-            keeps of a task for later analyses (``oracle/<task_hash>.npz``).
+            keeps of a task for later analyses (``oracle/<task_hash>.npz``); a target
+            array ``t`` whose values are estimates (a sampled oracle) keeps its Monte
+            Carlo standard errors beside it as ``t_se``.
+        standard_errors: ``standard_errors(task, prediction) -> {metric: float}``, the
+            Monte Carlo standard errors of the metrics whose targets are estimates,
+            recorded beside them (``metrics_se`` in result.json, ``se.<metric>`` columns
+            of the results table); None for a kind with exact targets (regression).
     """
 
     name: str
     score: Callable[[Any, Any], dict[str, float]]
     curves: Callable[[Any, Any], dict[str, np.ndarray]] | None
     task_arrays: Callable[[Any], dict[str, np.ndarray]]
+    standard_errors: Callable[[Any, Any], dict[str, float]] | None = None
 
     @property
     def task(self) -> TaskKind:

@@ -113,6 +113,12 @@ def score(task, prediction) -> dict[str, float]:
     return {"abs_error": float(np.mean(np.abs(prediction.guess - task.truth)))}
 
 
+def standard_errors(task, prediction) -> dict[str, float]:
+    """As a sampled oracle would give them: here the error of the mean over the pool."""
+    errors = np.abs(prediction.guess - task.truth)
+    return {"abs_error": float(np.std(errors, ddof=1) / np.sqrt(errors.size))}
+
+
 ABS_ERROR = Metric(
     "abs_error",
     "mean absolute error of the guess",
@@ -168,7 +174,7 @@ def dummy_kind(tmp_path, monkeypatch):
         TaskKind(KIND, DummyPreset, build, suites=("toy",), cache_on_disk=True, load=load)
     )
     register_prediction_type(DummyPrediction)
-    register_run_kind(RunKind(KIND, score, None, lambda task: task.to_arrays()))
+    register_run_kind(RunKind(KIND, score, None, lambda task: task.to_arrays(), standard_errors))
     register("mean_guess")(MeanGuess)
     register("broken_guess")(BrokenGuess)
     register_section(ReportSection("dummy", "Dummy tasks", 90, section, kind=KIND))
@@ -207,10 +213,15 @@ def test_a_run_of_another_kind_is_scored_by_its_kind(dummy_kind, tmp_path):
     res = run_one(preset, "mean_guess", 3, {"shift": 0.5}, tmp_path / "res")
     assert res.status == "ok", res.error
     assert res.metrics["abs_error"] == pytest.approx(expected_error(data, 3, 0.5), rel=1e-12)
+    x = pd.read_csv(data / "toy.csv")["x"].to_numpy()
+    rows = np.random.default_rng(3).choice(x.size, 10, replace=False)
+    errors = np.abs((2.0 + x)[rows].mean() + 0.5 - (2.0 + x))
+    se = float(np.sqrt(np.sum((errors - errors.mean()) ** 2) / (x.size - 1) / x.size))
     found = read_run(res.path)
     assert found.usable, found.problem
     record = found.record
     assert record.kind == KIND and set(record.metrics) == {"abs_error"}
+    assert record.metrics_se["abs_error"] == pytest.approx(se, rel=1e-12)
     assert record.identity["task"]["kind"] == KIND  # the kind enters the task hash
     with np.load(res.path / "predictions.npz") as z:
         assert z.files == ["guess"]
@@ -261,6 +272,8 @@ def test_a_grid_of_two_kinds_keeps_them_apart(tiny_preset, dummy_kind, tmp_path)
     text = (out / "report" / "report.md").read_text()
     table = pd.read_csv(out / "report" / "results.csv")
     assert sorted(table["kind"]) == ["dummy", "dummy", "regression"]
+    dummy = table[table["kind"] == "dummy"]
+    assert dummy["se.abs_error"].notna().all() and table["se.abs_error"].isna().sum() == 1
     mine = np.mean([expected_error(data, s) for s in (0, 1)])
     dummy_part = text[text.index("## Dummy tasks") :]
     assert "mean absolute error of the guess (lower is better)" in dummy_part
