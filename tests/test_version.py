@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_udora_is_a_package_with_the_installed_distributions_version():
     mapped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert Path(udora.__file__) == ROOT / mapped["package-dir"]["udora"] / "__init__.py"
+    source = ROOT / mapped["package-dir"]["udora"] / "__init__.py"
+    # the checkout's file, installed editable (a link to it) or not (a copy of it, as CI does)
+    assert Path(udora.__file__).read_bytes() == source.read_bytes()
     assert udora.__version__ == importlib.metadata.version("udora")
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert udora.__version__ == config["project"]["version"]
