@@ -77,6 +77,7 @@ def score_cmd(
     read it beside built-in methods. Exit 2 on bad input (one line naming the file and
     field), with nothing written.
     """
+    from udora.experiments.open.adapters import NoPredictiveStd
     from udora.experiments.open.score import score_file
     from udora.experiments.open.tasks import load_task, read_task
     from udora.experiments.run.checks import UsageError, check_out_dir
@@ -94,7 +95,13 @@ def score_cmd(
         found = read_task(task) if task is not None else load_task(preset, seed, data_dir)
         if estimator is not None:
             method = method or estimator.rsplit(":", 1)[-1]
-            predictions = _fit_here(estimator, bagged, found, out)
+            try:
+                predictions = _fit_here(estimator, bagged, found, out)
+            except NoPredictiveStd as err:  # the command line's way round it is a flag
+                raise UsageError(
+                    f"{err}; from the command line, --bagged K (K >= 2) fits K bootstrap "
+                    "copies and scores their spread as EU"
+                ) from None
         if method is None:
             raise UsageError("--method: give the name the run is reported under")
         record = score_file(predictions, found, method, out, data_dir)

@@ -33,6 +33,10 @@ from udora.experiments.open.tasks import PublicTask
 NOISE_EXPOSED = ("BayesianRidge", "ARDRegression", "GaussianProcessRegressor")  # and subclasses
 
 
+class NoPredictiveStd(UserError):
+    """A model that predicts no standard deviation, given where one is needed."""
+
+
 def estimator_from_path(path: str, **kwargs: Any) -> Any:
     """An instance of the class (or factory) at ``path``, ``"package.module:Name"`` (or
     ``"package.module.Name"``), called with ``kwargs``. Any failure to import, find or
@@ -126,7 +130,7 @@ def sklearn_fields(estimator: Any, task: PublicTask) -> dict[str, Any]:
     name = type(model).__name__
     ngboost = hasattr(model, "pred_dist")
     if not ngboost and not _takes_return_std(model):
-        raise UserError(
+        raise NoPredictiveStd(
             f"{name}.predict has no return_std: sklearn_fields needs a model "
             f"that predicts a standard deviation (predict(X, return_std=True), "
             f"or NGBoost's pred_dist); for any other regressor use "

@@ -158,5 +158,12 @@ def parse_set(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise UserError(f"--set: expected key=value, got {pair!r}")
-        out[key.strip()] = yaml.safe_load(value)
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            where = getattr(err, "problem", None) or type(err).__name__
+            raise UserError(
+                f"--set {pair}: the value is not a YAML scalar or list ({where}); quote it "
+                "(--set 'key=\"text\"') or write a list as [a, b]"
+            ) from None
     return out

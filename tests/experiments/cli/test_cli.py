@@ -114,3 +114,20 @@ def test_console_script_reports_bad_seeds_in_one_line(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     line = "error: --seeds: expected comma-separated non-negative integers, got 'a'"
     assert proc.stderr.strip() == line and not (tmp_path / "out").exists()
+
+
+def test_the_readme_command_table_lists_every_command():
+    """Each command of `udora --help` has a row in README.md's command table, and each
+    row names a command (issue: the table missed some)."""
+    import re
+
+    import typer.main
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| `udora ")]
+    listed = {re.match(r"\| `udora ([a-z]+)", row).group(1) for row in rows}
+    group = typer.main.get_group(app)
+    assert listed == set(group.commands), {
+        "missing from README": set(group.commands) - listed,
+        "not a command": listed - set(group.commands),
+    }

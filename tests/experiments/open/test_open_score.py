@@ -324,3 +324,26 @@ def test_a_task_whose_arrays_were_swapped_is_refused(world, tmp_path):
         UserError, match=rf"records X_pool of shape \[{n}, 2\].*hold \[{n - 1}, 2\]"
     ):
         read_task(copy)
+
+
+def test_an_estimator_without_a_std_points_to_bagged(world, tmp_path):
+    root, data, _ = world
+    args = ["score", "--estimator", "sklearn.linear_model:LinearRegression"]
+    result = runner.invoke(app, [*args, "--task", str(root / "task"), "--method", "lr"])
+    assert result.exit_code == 2, result.output
+    assert "has no return_std" in result.output and "--bagged K (K >= 2)" in result.output
+    bagged = runner.invoke(
+        app,
+        [
+            *args,
+            "--bagged",
+            "3",
+            "--task",
+            str(root / "task"),
+            "--method",
+            "lr",
+            "--data-dir",
+            str(data),
+        ],
+    )
+    assert bagged.exit_code == 0, bagged.output
