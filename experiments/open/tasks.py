@@ -20,7 +20,9 @@ import pandas as pd
 
 from udora.errors import UserError
 from udora.experiments.run.spec import data_source_record, task_hash, task_part
+from udora.names import check_name
 from udora.oracle.atomic import write_npz, write_parquet, write_text
+from udora.oracle.files import file_checksum
 from udora.oracle.preset import Preset, load_preset
 
 FORMAT = 1  # of task.json
@@ -118,7 +120,8 @@ def load_task(
 def export_task(task: PublicTask, folder: str | Path) -> list[Path]:
     """Write ``task`` under ``folder``: ``train.npz``/``pool.npz`` (``X``, ``y``;
     ``X``, ``row_id``), the same as ``.csv`` and ``.parquet`` (feature columns, ``target``
-    or ``row_id``) and ``task.json`` (:meth:`PublicTask.manifest`). Returns the files."""
+    or ``row_id``) and ``task.json`` (:meth:`PublicTask.manifest` and the SHA-256 of every
+    other file, which :func:`read_task` checks). Returns the files."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     names = list(task.feature_names)
@@ -133,7 +136,8 @@ def export_task(task: PublicTask, folder: str | Path) -> list[Path]:
         write_text(folder / f"{stem}.csv", frame.to_csv(index=False, float_format="%.17g"))
         write_parquet(folder / f"{stem}.parquet", frame)
         written += [folder / f"{stem}.csv", folder / f"{stem}.parquet"]
-    write_text(folder / "task.json", json.dumps(task.manifest(), indent=1))
+    files = {path.name: file_checksum(path) for path in written}  # task.json names them
+    write_text(folder / "task.json", json.dumps({**task.manifest(), "files": files}, indent=1))
     return [*written, folder / "task.json"]
 
 
@@ -201,3 +205,14 @@ def _check_claims(path: Path, info: dict, fields: dict, config: Any, arrays: dic
             )
     if arrays["rows"].shape != arrays["y_train"].shape:
         raise UserError(f"{path.parent / 'train.npz'}: 'rows' and 'y' differ in length")
+    for name, expected in (info.get("files") or {}).items():  # exports before 0.3 list none
+        file = path.parent / check_name(name, f"{path}: file")
+        try:
+            found = file_checksum(file)
+        except OSError as err:
+            raise UserError(f"{file}: listed in {path.name} but cannot be read ({err})") from None
+        if found != expected:
+            raise UserError(
+                f"{file}: does not match the SHA-256 in {path.name} (changed after the "
+                "export?); export the task again"
+            )

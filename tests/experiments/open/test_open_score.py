@@ -347,3 +347,18 @@ def test_an_estimator_without_a_std_points_to_bagged(world, tmp_path):
         ],
     )
     assert bagged.exit_code == 0, bagged.output
+
+
+def test_an_exported_file_changed_after_the_export_is_refused(world, tmp_path):
+    root, _, _ = world
+    copy = tmp_path / "task"
+    shutil.copytree(root / "task", copy)
+    info = json.loads((copy / "task.json").read_text())
+    assert set(info["files"]) == {
+        f"{stem}.{ext}" for stem in ("train", "pool") for ext in ("npz", "csv", "parquet")
+    }
+    text = (copy / "train.csv").read_text().splitlines()
+    text[1] = ",".join(["0"] * len(text[1].split(",")))  # one training row edited
+    (copy / "train.csv").write_text("\n".join(text) + "\n")
+    with pytest.raises(UserError, match=r"train.csv: does not match the SHA-256 in task.json"):
+        read_task(copy)
