@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import re
 import warnings
 from typing import Any
 
@@ -85,17 +86,26 @@ def declaration_problems(cls: Any) -> list[str]:
     return problems
 
 
+# an entry point's value as the packaging spec writes it: module, optional :attr, extras
+_TARGET = re.compile(r"\s*(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+))?\s*(?:\[.*\])?\s*")
+
+
 def load_plugin(ep: importlib.metadata.EntryPoint) -> tuple[type | None, str]:
-    """``(class, "")`` for a usable plugin, ``(None, why)`` for one that is left out."""
+    """``(class, "")`` for a usable plugin, ``(None, why)`` for one that is left out
+    (a value that is not ``module:Class`` too: ``EntryPoint.module`` itself would raise)."""
+    found = _TARGET.fullmatch(ep.value or "")
+    if found is None:
+        return None, f"its value {ep.value!r} is not 'module:Class'"
+    module, attr = found.group("module"), found.group("attr")
     try:
-        obj = importlib.import_module(ep.module)
+        obj = importlib.import_module(module)
     except Exception as err:  # any failure of the plugin's own import
-        return None, f"importing {ep.module} failed: {type(err).__name__}: {err}"
-    if not ep.attr:
-        return None, f"the entry point names the module {ep.module}, not 'module:Class'"
-    for part in ep.attr.split("."):
+        return None, f"importing {module} failed: {type(err).__name__}: {err}"
+    if not attr:
+        return None, f"the entry point names the module {module}, not 'module:Class'"
+    for part in attr.split("."):
         if not hasattr(obj, part):
-            return None, f"module {ep.module} has no attribute {ep.attr!r}"
+            return None, f"module {module} has no attribute {attr!r}"
         obj = getattr(obj, part)
     problems = declaration_problems(obj)
     return (None, "; ".join(problems)) if problems else (obj, "")

@@ -127,3 +127,16 @@ def test_plugin_named_like_a_builtin_is_an_error_naming_both(monkeypatch):
     _fake_entry_points(monkeypatch, ("blr", "my_pkg.blr:MyBLR"))
     with pytest.raises(ValueError, match=r"'blr = my_pkg.blr:MyBLR'.*built-in udora.methods.blr"):
         registry.list_methods()
+
+
+@pytest.mark.parametrize("value", ["not a path!!", "mod:", ":Cls", ""])
+def test_a_malformed_entry_point_is_left_out_and_the_rest_works(monkeypatch, value):
+    """A value that is not module:Class made EntryPoint.module raise inside the loader's
+    own error handler, which took `udora methods` and `bench` down."""
+    _fake_entry_points(monkeypatch, ("weird", value))
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    with pytest.warns(
+        registry.PluginWarning, match=r"'weird = .*' is left out: its value .* is not"
+    ):
+        names = registry.list_methods()
+    assert "weird" not in names and "blr" in names
