@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("oracle", "scoring", "methods", "experiments")
+SOURCES = ("src/udora", "oracle", "scoring", "methods", "experiments")
 
 
 def _name(node: ast.AST, constants: dict[str, str]) -> str | None:

@@ -17,7 +17,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
-_OFF = {"", "0", "off", "none", "false", "no"}
+from udora.caches import cache_folder
+
 # JAX config names and the values udora sets; the env variable is the upper-case name.
 _SETTINGS = {
     "jax_persistent_cache_min_compile_time_secs": 0.1,  # JAX's 1 s misses small trainings
@@ -46,11 +47,6 @@ def _unusable(folder: Path) -> str:
     return ""
 
 
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "udora" / "jax"
-
-
 def _set(name: str, value: object) -> None:
     if "jax" in sys.modules:
         sys.modules["jax"].config.update(name, value)
@@ -69,10 +65,10 @@ def configure_compilation_cache(path: str | Path | None = None) -> Path | None:
     per process: a command runs without the cache rather than failing.
     """
     setting = str(path) if path is not None else os.environ.get("UDORA_JAX_CACHE")
-    if setting is not None and setting.strip().lower() in _OFF:
+    folder = cache_folder(setting, "jax")
+    if folder is None:
         _set("jax_compilation_cache_dir", None)
         return None
-    folder = Path(setting).expanduser() if setting else default_cache_dir()
     why = _unusable(folder)
     if why:
         if str(folder) not in _WARNED:

@@ -20,20 +20,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from udora.caches import cache_folder
 from udora.experiments.tasks import arrays as oracle_arrays
 from udora.oracle.kinds import get_kind
 
 ENV = "UDORA_TASK_CACHE"
-_OFF = {"", "0", "off", "none", "false", "no"}
 
 
 def cache_root() -> Path | None:
     """The disk cache's folder, or None when ``UDORA_TASK_CACHE`` turns it off."""
-    value = os.environ.get(ENV)
-    if value is not None:
-        return None if value.strip().lower() in _OFF else Path(value)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "udora" / "tasks"
+    return cache_folder(os.environ.get(ENV), "tasks")
 
 
 def load_or_build(preset: Any, seed: int, task_hash: str, build: Callable[[], Any]) -> Any:
