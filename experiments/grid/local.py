@@ -23,6 +23,7 @@ from udora.experiments.grid.workers import (
     stop_pool,
     tracked,
 )
+from udora.experiments.run import interrupts
 
 
 class InProcess:
@@ -107,14 +108,15 @@ class LocalPool:
 
     def _send(self, ticket: int) -> None:
         fn, args = self._calls[ticket]
-        pool = self._start()
-        try:
-            future = pool.submit(tracked, fn, str(self.marker_dir), ticket, args)
-        except (cf.process.BrokenProcessPool, RuntimeError):  # a worker died meanwhile
-            self._broken = True  # the call stays in _calls; wait() recovers and resends it
-            return
-        self._futures[future] = ticket
-        self._procs.update(getattr(pool, "_processes", None) or {})
+        with interrupts.spawning():  # _start and the first submit start processes
+            pool = self._start()
+            try:
+                future = pool.submit(tracked, fn, str(self.marker_dir), ticket, args)
+            except (cf.process.BrokenProcessPool, RuntimeError):  # a worker died meanwhile
+                self._broken = True  # the call stays in _calls; wait() recovers and resends it
+                return
+            self._futures[future] = ticket
+            self._procs.update(getattr(pool, "_processes", None) or {})
 
     @property
     def outstanding(self) -> int:

@@ -104,6 +104,34 @@ def deferred() -> Iterator[None]:
                 raise KeyboardInterrupt
 
 
+@contextmanager
+def spawning() -> Iterator[None]:
+    """For a block that starts worker processes: they begin life ignoring SIGINT, and an
+    interrupt of this process meanwhile is held until the block has ended.
+
+    A terminal's Ctrl-C goes to every process of its group. A worker still importing
+    Python's start-up modules (before its initializer makes it ignore SIGINT) died of it
+    with a traceback, and one whose start-up data was half written when the parent was
+    interrupted died of EOFError. A process inherits an ignored signal, so SIGINT is
+    ignored while the workers are forked; on Linux a signal blocked in the receiving
+    thread stays pending even when ignored, so the main thread also blocks it and gets it
+    when the block ends (a Ctrl-C that another thread takes in those milliseconds is lost:
+    press it again).
+    """
+    main = threading.current_thread() is threading.main_thread()
+    if not main:
+        yield
+        return
+    with deferred():
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, handler)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 def _quiet_unraisable(previous):
     def hook(unraisable) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt) and _state["count"] > 0:

@@ -257,16 +257,21 @@ def _grid_cmd(path, data, out, jobs, seeds=40, *extra):
 
 
 def _interrupt(proc, out, jobs, when):
-    """Send SIGINT at ``when``; returns (seconds from the first SIGINT to exit, children)."""
+    """Send SIGINT at ``when``; returns (seconds from the first SIGINT to exit, children).
+    ``"group"``: as ``"first"``, to the whole process group as a terminal's Ctrl-C does
+    (the workers get it too, some while they are still starting)."""
     lock = out / LOCK_NAME
     assert wait_for(lambda: lock.exists() and lock.stat().st_size > 0), "the grid never started"
     if jobs > 1:  # the pool's workers (and the resource tracker) are up
         assert wait_for(lambda: len(children(proc.pid)) > jobs)
-    if when != "first":
+    if when not in ("first", "group"):
         assert wait_for(lambda: len(list(out.glob(RESULTS))) >= 3)
     kids = children(proc.pid)
     t0 = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    if when == "group":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGINT)
     if when == "double":
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
@@ -277,7 +282,9 @@ def _interrupt(proc, out, jobs, when):
 @pytest.mark.parametrize(
     ("jobs", "when"),
     [
-        (2, "first"),
+        (2, "group"),
+        pytest.param(2, "first", marks=pytest.mark.slow),
+        pytest.param(1, "group", marks=pytest.mark.slow),
         pytest.param(1, "mid", marks=pytest.mark.slow),
         pytest.param(2, "double", marks=pytest.mark.slow),
         pytest.param(1, "first", marks=pytest.mark.slow),
@@ -294,6 +301,7 @@ def test_ctrl_c_stops_the_grid_at_once_and_keeps_finished_runs(tiny_preset, tmp_
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, for "group"
     )
     took, kids = _interrupt(proc, out, jobs, when)
     text = proc.stdout.read()
