@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from udora.experiments.cli import options as opts
 from udora.experiments.cli.errors import usage_error as _usage_error
@@ -28,25 +29,58 @@ def run_cmd(
     ] = None,
     out: Annotated[Path, opts.path_option("Results folder.")] = Path("results"),
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+    timeout: opts.Timeout = None,
 ) -> None:
-    """Run one method on one preset at one seed and write its run folder."""
+    """Run one method on one preset at one seed and write its run folder.
+
+    Exit 0 when the run is ok, 1 when it failed (its error is printed and recorded), 2 on
+    a user error, 130 on Ctrl-C and 143 on SIGTERM, saying the run was not recorded
+    (docs/running.md, "One run").
+    """
+    from udora.experiments.grid.dispatch import run_alone
+    from udora.experiments.run import interrupts
     from udora.experiments.run.checks import UsageError, check_out_dir, check_seed
-    from udora.experiments.run.execute import Overrides, run_one
+    from udora.experiments.run.execute import Overrides, run_resolved
+    from udora.experiments.run.records import read_run
+    from udora.experiments.run.spec import RunSpec, resolve
     from udora.scoring.registry import names
 
-    try:  # before anything is fitted (docs/running.md, "One run")
-        check_seed(seed)
-        check_out_dir(out)
-    except UsageError as err:
-        _usage_error(err)
-    result = run_one(preset, method, seed, Overrides.parse(set_ or []), out, data_dir=data_dir)
-    m = result.metrics
-    console.print(f"{result.status}: {result.path}")
-    if result.status != "ok":
-        console.print(f"[red]{result.error}[/]")
+    plain = {"highlight": False, "markup": False, "soft_wrap": True}
+    with interrupts.catch_interrupts():
+        try:  # before anything is fitted (docs/running.md, "One run")
+            check_seed(seed)
+            check_out_dir(out)
+            if timeout is not None:
+                opts.executor_spec("local", 1, None, None, timeout)
+            spec = RunSpec(preset, method, seed, Overrides.parse(set_ or []))
+            run = resolve(spec, data_dir)
+        except UsageError as err:
+            _usage_error(err)
+        except KeyboardInterrupt:
+            interrupts.ignore_from_now()
+            console.print("interrupted before the run started: nothing recorded", **plain)
+            raise typer.Exit(interrupts.exit_code()) from None
+        folder = run.run_dir(out)
+        try:
+            if timeout is None:
+                result = run_resolved(run, out, data_dir=data_dir)
+                status, error, metrics = result.status, result.error, result.metrics
+            else:  # in a worker process, killed when overdue (a hang in native code too)
+                status, error = run_alone(run, out, data_dir, timeout)
+                found = read_run(folder, verify_files=False)
+                metrics = found.record.metrics if found.record is not None else {}
+        except KeyboardInterrupt:
+            interrupts.ignore_from_now()
+            why = "SIGTERM" if interrupts.exit_code() == 143 else "Ctrl-C"
+            console.print(f"interrupted ({why}): {folder} was not recorded", **plain)
+            raise typer.Exit(interrupts.exit_code()) from None
+    console.print(f"{status}: {folder}", **plain)
+    if status != "ok":
+        console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1)
     keys = names(role="console")
-    console.print("  ".join(f"{k}={m[k]:.3f}" for k in keys if k in m))
+    line = "  ".join(f"{k}={metrics[k]:.3f}" for k in keys if metrics.get(k) is not None)
+    console.print(line, **plain)
 
 
 def bench_cmd(

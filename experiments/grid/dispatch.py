@@ -84,3 +84,18 @@ def run_on(
 
     calls = [(run, out, dd, wandb, sources.get(_key(run))) for run in todo]
     run_all(executor, calls, _worker, finished, crashed)
+
+
+def run_alone(
+    run: ResolvedRun, out: str | Path, data_dir: str | Path | None, timeout: float
+) -> tuple[str, str]:
+    """``udora run --timeout``: ``run`` in one worker process, killed (SIGKILL) after
+    ``timeout`` seconds and then recorded as failed, as a grid's run is; returns its
+    (status, error)."""
+    from udora.experiments.grid.executors import ExecutorSpec
+
+    executor = ExecutorSpec(jobs=1, timeout=timeout).check().make(out)
+    ends: list[tuple[str, str]] = []
+    dd = None if data_dir is None else str(data_dir)
+    run_on(executor, [run], str(out), dd, False, lambda _, *end: ends.append(end), {})
+    return ends[0]

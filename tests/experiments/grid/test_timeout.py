@@ -1,7 +1,8 @@
 """A per-run time limit (``--timeout``) ends a hang, in native code too: the worker
 process running the run is killed, the run recorded as failed saying so, and the grid
 goes on, with ``--jobs 1`` as well (issue: a method whose fit never returned blocked the
-grid for good).
+grid for good); ``udora run --timeout`` does the same for one run, and ``udora run``
+says why it stopped (it printed nothing on Ctrl-C or SIGTERM).
 
 The hanging method is a plugin (a distribution written into a temporary folder) whose
 ``fit`` ignores SIGINT and SIGTERM and sleeps, as a hung native call would; only SIGKILL
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -44,6 +46,14 @@ class Hang(UQMethod):
     def predict(self, X):
         n = X.shape[0]
         return Prediction(np.zeros(n), np.ones(n), np.ones(n))
+
+
+class Sleep(Hang):
+    """Sleeps in fit; Ctrl-C and SIGTERM reach it (a long, healthy fit)."""
+
+    def fit(self, X, y, *, seed, knowledge=None):
+        time.sleep(3600)
+        return self
 '''
 CLI = "from udora.experiments.cli.main import main; main()"
 
@@ -54,7 +64,9 @@ def hang_plugin(tmp_path):
     info = root / "udora_hang-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: udora-hang\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[udora.methods]\nhang = udora_hang:Hang\n")
+    (info / "entry_points.txt").write_text(
+        "[udora.methods]\nhang = udora_hang:Hang\nsleep = udora_hang:Sleep\n"
+    )
     (root / "udora_hang.py").write_text(PLUGIN)
     return root
 
@@ -94,3 +106,50 @@ def test_a_time_limit_must_be_positive_and_local(tmp_path):
     with pytest.raises(UsageError, match="--timeout: with the local executor only"):
         ExecutorSpec("ray", None, timeout=5).check()
     assert type(ExecutorSpec(jobs=1, timeout=5).check().make(tmp_path)).__name__ == "LocalPool"
+
+
+def _udora(env, *args, signal_after=None, signum=signal.SIGINT):
+    """``udora *args`` in its own process group; with ``signal_after`` seconds, send
+    ``signum`` to the group then (as a terminal's Ctrl-C does). (exit code, output)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    if signal_after is not None:
+        time.sleep(signal_after)
+        os.killpg(proc.pid, signum)
+    out, _ = proc.communicate(timeout=240)
+    return proc.returncode, out
+
+
+@pytest.mark.slow  # a 15 s limit, then a few seconds for each signal
+def test_udora_run_kills_a_hang_at_its_time_limit_and_says_why_it_stopped(
+    hang_plugin, tiny_preset, tmp_path
+):
+    preset, data = tiny_preset
+    out = tmp_path / "res"
+    env = {**os.environ, "PYTHONPATH": str(hang_plugin), "UDORA_DATA_DIR": str(data)}
+    one = ["run", "--preset", preset, "--out", out]
+    code, text = _udora(env, *one, "--method", "hang", "--timeout", "15")
+    folder = next(out.glob("tiny/hang/*/seed-0"))
+    assert code == 1, text
+    assert text.splitlines() == [
+        f"failed: {folder}",
+        "timed out: still running after 15 s (--timeout), killed",
+    ]
+    assert json.loads((folder / "result.json").read_text())["status"] == "failed"
+    # a signal says the run was not recorded, in the command's process or in its worker
+    for method, limit, signum, code_, name in [
+        ("sleep", [], signal.SIGINT, 130, "Ctrl-C"),
+        ("sleep", [], signal.SIGTERM, 143, "SIGTERM"),
+        ("hang", ["--timeout", "600"], signal.SIGINT, 130, "Ctrl-C"),
+    ]:
+        code, text = _udora(env, *one, "--method", method, *limit, signal_after=12, signum=signum)
+        assert code == code_, text
+        assert text.strip().startswith(f"interrupted ({name}): "), text
+        assert text.strip().endswith("was not recorded") and "Traceback" not in text
+    assert not list(out.glob("tiny/sleep/*/seed-0/result.json"))
