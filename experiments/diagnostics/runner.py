@@ -28,6 +28,7 @@ from udora.experiments.diagnostics.diagnose import (
 from udora.experiments.grid.bench import clean_temporaries
 from udora.experiments.grid.executors import ExecutorSpec, run_all
 from udora.experiments.grid.lock import results_lock
+from udora.experiments.grid.progress import LogLines
 from udora.experiments.run import interrupts
 
 
@@ -121,6 +122,7 @@ def _run(
         bar = progress.add_task(
             f"{len(todo)} {noun} ({summary.already} already done)", total=len(todo)
         )
+        lines = LogLines(console, len(todo), "diagnoses")
 
         def done(job: Diagnosis, status: str, error: str) -> None:
             summary.done += 1
@@ -130,6 +132,7 @@ def _run(
                 where = f"{run.preset.name}/{run.method}/{run.label}/seed {run.seed}"
                 progress.console.print(f"[red]failed[/] {escape(where)}: {escape(error)}")
             progress.advance(bar)
+            lines.tick(summary.done, summary.failed)
             if interrupts.requested():
                 raise KeyboardInterrupt
 

@@ -29,6 +29,7 @@ from udora import methods
 from udora.experiments.grid.dispatch import count_unreported, run_on
 from udora.experiments.grid.executors import ExecutorSpec
 from udora.experiments.grid.lock import results_lock
+from udora.experiments.grid.progress import LogLines
 from udora.experiments.run import interrupts
 from udora.experiments.run.checks import check_out_dir, missing_data
 from udora.experiments.run.execute import record_skipped
@@ -231,7 +232,7 @@ def _run_locked(
             name = "" if now is None else f"; running {_where(now)}"
             progress.update(bar, description=escape(head + name))
 
-        last_line = [time.monotonic()]
+        lines = LogLines(console, len(todo), "runs")
 
         def done(run: ResolvedRun, status: str, error: str) -> None:
             reported.add(run.rel_dir)
@@ -241,18 +242,7 @@ def _run_locked(
                 summary.failed += 1
                 progress.console.print(f"[red]failed[/] {escape(_where(run))}: {escape(error)}")
             progress.advance(bar)
-            now = time.monotonic()
-            if not console.is_terminal and (
-                now - last_line[0] >= LOG_EVERY or summary.done == len(todo)
-            ):  # a log (CI, SLURM) sees no bar: a line every LOG_EVERY s instead
-                last_line[0] = now
-                console.print(
-                    f"[{time.time() - started:6.0f} s] {summary.done}/{len(todo)} runs done "
-                    f"({summary.failed} failed)",
-                    highlight=False,
-                    markup=False,
-                    soft_wrap=True,
-                )
+            lines.tick(summary.done, summary.failed)
             if interrupts.requested():  # the KeyboardInterrupt itself may have been swallowed
                 raise KeyboardInterrupt
 
@@ -267,9 +257,6 @@ def _run_locked(
             progress.console.print(
                 "[yellow]interrupted[/]: finished runs are kept; rerun to resume"
             )
-
-
-LOG_EVERY = 5.0  # seconds between progress lines when the output is not a terminal
 
 
 def _where(run: ResolvedRun) -> str:

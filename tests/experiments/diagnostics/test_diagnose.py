@@ -182,6 +182,25 @@ def test_a_failing_reference_fit_fails_its_diagnosis_only(tiny, tmp_path):
     assert (jobs[1].folder(tmp_path / "out") / "decomposition.npz").is_file()
 
 
+def test_diagnoses_logged_to_a_file_say_how_far_they_are(tiny, tmp_path, monkeypatch):
+    """Not a terminal (CI, SLURM): a line per finished diagnosis when LOG_EVERY is 0 (rich's
+    bar draws nothing in a log until the end; it printed no line before)."""
+    import io
+
+    from rich.console import Console
+
+    from udora.experiments.grid import progress
+
+    (path, _), data = tiny
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)
+    log = io.StringIO()
+    console = Console(file=log, force_terminal=False, width=120)
+    jobs = [Diagnosis(resolve(RunSpec(path, "blr", s, {}), data), 2, 2) for s in (0, 1)]
+    assert run_diagnoses(jobs, tmp_path / "out", data_dir=data, console=console).ok
+    lines = [line.split("] ")[1] for line in log.getvalue().splitlines() if "done (" in line]
+    assert lines == ["1/2 diagnoses done (0 failed)", "2/2 diagnoses done (0 failed)"]
+
+
 def test_an_error_outside_the_fit_fails_its_diagnosis_only(tiny, tmp_path, monkeypatch):
     import udora.experiments.diagnostics.diagnose as diagnose_module
 

@@ -506,10 +506,10 @@ def test_a_grid_logged_to_a_file_says_how_far_it_is(tiny_preset, tmp_path, monke
 
     from rich.console import Console
 
-    from udora.experiments.grid import bench
+    from udora.experiments.grid import bench, progress
 
     path, data = tiny_preset
-    monkeypatch.setattr(bench, "LOG_EVERY", 0.0)  # every run's end, here
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)  # every run's end, here
     log = io.StringIO()
     console = Console(file=log, force_terminal=False, width=120)
     runs = bench.make_grid([str(path)], ["blr"], [0, 1, 2], data_dir=data)
