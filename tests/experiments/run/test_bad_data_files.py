@@ -1,0 +1,125 @@
+"""A data file that is not a usable table: one user error naming the file and the column.
+
+Through the commands a user types: ``udora run`` prints one line ``error: ...`` and exits
+2 with nothing written; ``udora bench`` records each of that preset's runs as ``skipped``
+with the same message and runs the other presets (docs/running.md, "Bad data files").
+"""
+
+import gzip
+import sys
+import tempfile
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from udora.experiments.cli.main import main
+
+RESULTS = "*/*/*/seed-*/result.json"
+
+
+def _table() -> pd.DataFrame:
+    X = np.random.default_rng(0).normal(size=(120, 2))
+    return pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1])
+
+
+def _csv_gz(frame: pd.DataFrame) -> bytes:
+    return gzip.compress(frame.to_csv(index=False).encode())
+
+
+def _with(column: str, row: int, value) -> bytes:
+    frame = _table().astype(object)
+    frame.loc[row, column] = value
+    return _csv_gz(frame)
+
+
+def _not_utf8() -> bytes:
+    lines = _table().to_csv(index=False).encode().split(b"\n")
+    lines[7] = lines[7].replace(b",", b",\xe9", 1)  # line 8 of the file, column b
+    return gzip.compress(b"\n".join(lines))
+
+
+# case -> (the data file's bytes, what its one error line must name besides the file)
+CASES = {
+    "a string in a numeric column": (_with("b", 5, "abc"), ["column 'b'", "row 5", "'abc'"]),
+    "bytes that are not UTF-8": (_not_utf8(), ["line 8", "column 'b'", "UTF-8"]),
+    "an empty file": (b"", ["empty (0 bytes)", "a, b, target"]),
+    "a header only": (gzip.compress(b"a,b,target\n"), ["no data rows"]),
+    "a covariate that overflows": (_with("a", 3, 1e308), ["column 'a'", "row 3", "1e+308"]),
+    "a target that overflows": (_with("target", 3, -1e308), ["column 'target'", "row 3"]),
+    "a constant target": (_csv_gz(_table().assign(target=2.0)), ["column 'target'", "constant"]),
+}
+
+
+def _preset(root, name: str, file: str, **fields) -> str:
+    """Write the YAML of a tiny preset ``name`` reading ``file``; returns its path."""
+    preset = {
+        "name": name,
+        "suite": "test",
+        "source": {"file": file},
+        "features": ["a", "b"],
+        "pool_size": 100,
+        "n_train": 40,
+        "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.5]}],
+        "noise": {"std_min": 0.1, "std_max": 0.3},
+        "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
+        **fields,
+    }
+    path = root / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(preset))
+    return str(path)
+
+
+@pytest.fixture
+def udora(monkeypatch, capsys, tmp_path):
+    """``udora(*args)`` -> (exit code, stdout, stderr) of the console script, in this
+    process; a bug's traceback file goes to this test's own temporary folder."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+
+    def call(*args) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["udora", *map(str, args)])
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        return (exit_.value.code, *capsys.readouterr())
+
+    return call
+
+
+@pytest.fixture
+def data(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "good.csv.gz").write_bytes(_csv_gz(_table()))
+    return folder
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_udora_run_on_a_bad_data_file_is_one_error_line(case, udora, data, tmp_path):
+    content, fragments = CASES[case]
+    (data / "bad.csv.gz").write_bytes(content)
+    out = tmp_path / "out"
+    preset = _preset(tmp_path, "bad", "bad.csv.gz")
+    code, _, err = udora(
+        "run", "--preset", preset, "--method", "blr", "--data-dir", data, "--out", out
+    )
+    assert code == 2, (case, err)
+    [line] = err.splitlines()
+    assert line.startswith(f"error: {data / 'bad.csv.gz'}: "), line
+    assert all(f in line for f in fragments), (fragments, line)
+    assert not list(out.glob(RESULTS))  # nothing stored from a table that is wrong
+
+
+@pytest.mark.parametrize(
+    ("field", "column"), [("features", ["a", "zz"]), ("target", "price")], ids=str
+)
+def test_udora_run_names_a_column_missing_from_the_file(field, column, udora, data, tmp_path):
+    preset = _preset(tmp_path, "nocol", "good.csv.gz", **{field: column})
+    code, _, err = udora("run", "--preset", preset, "--method", "blr", "--data-dir", data)
+    assert code == 2, err
+    missing = "zz" if field == "features" else "price"
+    assert err.splitlines() == [
+        f"error: {data / 'good.csv.gz'}: columns [{missing!r}] of preset 'nocol' are not in "
+        "the table (it has: a, b, target)"
+    ]
