@@ -24,6 +24,7 @@ import numpy as np
 from udora.errors import UserError
 from udora.oracle.data import load_table, load_table_with_source
 from udora.oracle.files import ARRAYS
+from udora.oracle.memory import check_memory
 from udora.oracle.noise import NoiseModel
 from udora.oracle.preset import Preset, load_preset
 from udora.oracle.prior import GPPrior, TaskKnowledge
@@ -187,12 +188,18 @@ def build_task(
 
     Pools of at most ``joint_limit`` points get a joint prior draw; larger pools get a
     joint draw at the unique training points and exact conditional marginals elsewhere.
+
+    Raises:
+        UserError: a bad seed; a task whose dense GP matrices do not fit in the memory
+            available (:func:`~udora.oracle.memory.check_memory`, asked first); a table
+            that cannot be used (:mod:`udora.oracle.table`).
     """
     if not isinstance(preset, Preset):
         preset = load_preset(preset)
     if not isinstance(seed, int | np.integer) or seed < 0:
         raise UserError(f"seed: expected a non-negative integer, got {seed!r}")
     seed = int(seed)
+    check_memory(preset, joint_limit)  # before anything is read or allocated
     t0 = time.perf_counter()
     X_all, y_all, source = load_table_with_source(preset, data_dir)  # checked: oracle/table.py
     if not np.ptp(y_all) > 0:  # nothing to learn (another task kind may read such a column)

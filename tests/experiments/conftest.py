@@ -1,4 +1,8 @@
-"""A tiny preset on disk (YAML + data file) for end-to-end runner tests."""
+"""A tiny preset on disk (YAML + data file) for end-to-end runner tests; the console
+script in this process (``udora``)."""
+
+import sys
+import tempfile
 
 import numpy as np
 import pandas as pd
@@ -29,3 +33,21 @@ def tiny_preset(tmp_path):
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(preset))
     return path, data
+
+
+@pytest.fixture
+def udora(monkeypatch, capsys, tmp_path):
+    """``udora(*args)`` -> (exit code, stdout, stderr) of the console script, in this
+    process; a bug's traceback file goes to this test's own temporary folder."""
+    from udora.experiments.cli.main import main
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+
+    def call(*args) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["udora", *map(str, args)])
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        return (exit_.value.code, *capsys.readouterr())
+
+    return call

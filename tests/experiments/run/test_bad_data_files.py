@@ -7,16 +7,12 @@ with the same message and runs the other presets (docs/running.md, "Bad data fil
 
 import gzip
 import json
-import sys
-import tempfile
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 from processes import last_line
-
-from udora.experiments.cli.main import main
 
 RESULTS = "*/*/*/seed-*/result.json"
 
@@ -71,22 +67,6 @@ def _preset(root, name: str, file: str, **fields) -> str:
     path = root / f"{name}.yaml"
     path.write_text(yaml.safe_dump(preset))
     return str(path)
-
-
-@pytest.fixture
-def udora(monkeypatch, capsys, tmp_path):
-    """``udora(*args)`` -> (exit code, stdout, stderr) of the console script, in this
-    process; a bug's traceback file goes to this test's own temporary folder."""
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-
-    def call(*args) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["udora", *map(str, args)])
-        with pytest.raises(SystemExit) as exit_:
-            main()
-        return (exit_.value.code, *capsys.readouterr())
-
-    return call
 
 
 @pytest.fixture
