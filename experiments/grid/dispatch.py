@@ -1,13 +1,16 @@
-"""A grid's runs on an executor (:func:`run_on`): each run in a worker, what a dead worker
-leaves recorded as failed, and the runs finished after an interrupt counted
+"""A grid's runs on an executor (:func:`run_on`): each run in a worker, a run that raised
+before its method ran (its task refused: too large, an unusable table) and what a dead
+worker leaves recorded as failed, and the runs finished after an interrupt counted
 (:mod:`udora.experiments.grid.bench` plans and reports them)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from udora.errors import UserError
 from udora.experiments.grid.executors import run_all
 from udora.experiments.run.execute import record_failed, run_resolved
 from udora.experiments.run.records import RESULT, read_run
@@ -19,8 +22,13 @@ def _worker(
 ) -> tuple[str, str]:
     try:
         result = run_resolved(run, out_dir, data_dir=data_dir, config_source=source)
-    except Exception as err:  # e.g. a preset whose data cannot be found: the grid goes on
-        return "failed", f"{type(err).__name__}: {err}"
+    except Exception as err:  # before the method ran (its task refused, say): the grid goes on
+        reason = str(err) if isinstance(err, UserError) else f"{type(err).__name__}: {err}"
+        # recorded as failed, as the grid promises, unless the write is what fails (a
+        # full disk, a folder it must not replace): the grid's line says it then
+        with contextlib.suppress(OSError, UserError):
+            record_failed(run, out_dir, reason)
+        return "failed", reason
     if wandb:
         from udora.experiments.run.wandb_log import log_run
 
