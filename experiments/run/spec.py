@@ -10,8 +10,8 @@ keeps its run folders. The seed is the ``seed-<s>`` folder, not part of the hash
 The table the task is built from is part of the identity too: the kind and SHA-256 of its
 :class:`udora.oracle.data.DataSource` (a data-directory file and a package copy of the
 same dataset differ in rounding, so they hash differently). It is looked up once per
-(preset source, data directory) and cached; a table found nowhere hashes as ``None`` and
-the run then fails with the loader's message.
+(preset source, data directory) and cached; a table found nowhere, or a package table
+that cannot be used, hashes as ``None`` and the run then fails with the loader's message.
 """
 
 from __future__ import annotations
@@ -182,16 +182,19 @@ def data_source_record(
 ) -> dict[str, str] | None:
     """The :class:`~udora.oracle.data.DataSource` of ``preset``'s table as a dict, or None.
 
-    ``data_dir`` defaults to ``UDORA_DATA_DIR``. When no source has the table: None if
-    ``missing_ok`` (the run then fails with the loader's message), else the loader's
-    error. Cached per (preset source, data dir): a package table is loaded to checksum it
-    (~1 s), a file is only hashed.
+    ``data_dir`` defaults to ``UDORA_DATA_DIR``. When no source has the table, or the
+    package or OpenML table loaded to checksum it cannot be used: None if ``missing_ok``
+    (the run then fails with the loader's message), else the loader's error. Cached per
+    (preset source, data dir): a package table is loaded to checksum it (~1 s), a file is
+    only hashed.
 
     Raises:
         ValueError: a given data directory does not exist.
         DataNotFoundError: the table is found nowhere and not ``missing_ok``.
+        TableError: the table loaded cannot be used and not ``missing_ok``.
     """
     from udora.oracle.data import DataNotFoundError, data_dir_from_env, table_source
+    from udora.oracle.table import TableError
 
     folder = data_dir_from_env(data_dir)
     key = (_source_key(preset), None if folder is None else str(folder.resolve()))
@@ -199,7 +202,7 @@ def data_source_record(
         return _SOURCES[key]
     try:
         record = table_source(preset, folder).to_dict()
-    except DataNotFoundError:
+    except (DataNotFoundError, TableError):
         if not missing_ok:
             raise
         return None

