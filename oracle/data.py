@@ -20,7 +20,9 @@ the process, so a grid of many runs of that preset asks once.
 A data directory that is given (argument or ``UDORA_DATA_DIR``) must exist; one that
 exists but lacks the preset's file falls through to 2 and 3. Whichever source is used is
 reported as a :class:`DataSource` (kind, location, SHA-256), which the run's identity
-covers (docs/running.md, "Identity").
+covers (docs/running.md, "Identity"). A table that is found but cannot be used (a column
+missing, a value that is not a finite number, a file that is not UTF-8 CSV) is a
+:class:`~udora.oracle.table.TableError` naming it, the column and the row.
 """
 
 from __future__ import annotations

@@ -5,12 +5,12 @@ own folder, its predictions matching their checksum) are skipped, so rerunning t
 command resumes an interrupted grid; a folder that says ``ok`` but fails a check is rerun,
 and the grid says why. Every planned run ends in a recorded outcome: ``ok``, ``failed`` or,
 when it cannot happen (its preset's data is missing, or its data file is not a usable
-table), ``skipped`` with the reason. Each run
-writes its folder atomically, so Ctrl-C (or a crash) never leaves a half-written run behind;
-one Ctrl-C cancels queued runs, terminates running workers and keeps finished runs. One grid
-at a time holds the results folder's lock (:mod:`udora.experiments.grid.lock`). ``jobs > 1``
-runs on a local process pool (spawned workers: JAX does not survive fork). See
-docs/running.md, "A grid", and docs/design.md, "The life of a run".
+table), ``skipped`` with the reason. Each run writes its folder atomically, so Ctrl-C (or
+a crash) never leaves a half-written run behind; one Ctrl-C cancels queued runs,
+terminates running workers and keeps finished runs. One grid at a time holds the results
+folder's lock (:mod:`udora.experiments.grid.lock`). ``jobs > 1`` runs on a local process
+pool (spawned workers: JAX does not survive fork). See docs/running.md, "A grid", and
+docs/design.md, "The life of a run".
 """
 
 from __future__ import annotations
