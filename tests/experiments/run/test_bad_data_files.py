@@ -109,36 +109,38 @@ def test_udora_run_names_a_column_missing_from_the_file(field, column, udora, da
 
 
 def test_bench_records_each_run_of_a_bad_preset_and_runs_the_others(udora, data, tmp_path):
-    """Every unreadable or unusable file of CASES and two missing columns in one grid
-    beside a good preset: each bad preset's runs are skipped with its message, the good
-    one runs."""
+    """Every file of CASES and two missing columns in one grid beside a good preset: each
+    bad preset's runs are skipped with its message (a constant target, which the oracle
+    checks when it builds the task: failed), the good one runs."""
     paths = [_preset(tmp_path, "good", "good.csv.gz")]
-    expected = {}
+    expected = {}  # preset -> (status, what its message names)
     for k, (case, (content, fragments)) in enumerate(CASES.items()):
-        if case == "a constant target":  # the oracle's own check, when it builds the task
-            continue
         (data / f"bad{k}.csv.gz").write_bytes(content)
         paths.append(_preset(tmp_path, f"bad{k}", f"bad{k}.csv.gz"))
-        expected[f"bad{k}"] = [f"{data / f'bad{k}.csv.gz'}: ", *fragments]
+        status = "failed" if case == "a constant target" else "skipped"
+        expected[f"bad{k}"] = (status, [f"{data / f'bad{k}.csv.gz'}: ", *fragments])
     paths.append(_preset(tmp_path, "nofeature", "good.csv.gz", features=["a", "zz"]))
     paths.append(_preset(tmp_path, "notarget", "good.csv.gz", target="price"))
-    expected["nofeature"] = [f"{data / 'good.csv.gz'}: ", "['zz']", "not in the table"]
-    expected["notarget"] = [f"{data / 'good.csv.gz'}: ", "['price']", "not in the table"]
+    good = f"{data / 'good.csv.gz'}: "
+    expected["nofeature"] = ("skipped", [good, "['zz']", "not in the table"])
+    expected["notarget"] = ("skipped", [good, "['price']", "not in the table"])
     out = tmp_path / "out"
     args = ["--presets", ",".join(paths), "--methods", "blr", "--seeds", "0,1"]
     code, text, err = udora("bench", *args, "--data-dir", data, "--out", out)
     assert code == 1, text + err
-    skipped = 2 * len(expected)
-    assert last_line(text).startswith(f"2 ran, 0 failed, {skipped} skipped"), text
+    skipped = 2 * sum(status == "skipped" for status, _ in expected.values())
+    assert last_line(text).startswith(f"4 ran, 2 failed, {skipped} skipped"), text
     records = [json.loads(p.read_text()) for p in sorted(out.glob(RESULTS))]
     assert sorted((r["preset"], r["seed"], r["status"]) for r in records) == sorted(
         [("good", s, "ok") for s in (0, 1)]
-        + [(name, s, "skipped") for name in expected for s in (0, 1)]
+        + [(name, s, status) for name, (status, _) in expected.items() for s in (0, 1)]
     )
     for r in records:
+        if r["status"] != "ok":
+            assert "\n" not in r["error"]
+            assert all(f in r["error"] for f in expected[r["preset"]][1]), r["error"]
         if r["status"] == "skipped":
-            assert r["error"] == r["reason"] and "\n" not in r["reason"]
-            assert all(f in r["reason"] for f in expected[r["preset"]]), r["reason"]
+            assert r["error"] == r["reason"]
 
 
 def test_bench_records_the_runs_of_a_package_table_missing_a_column(
