@@ -21,6 +21,7 @@ from udora.experiments.publish.artefact import (
     read_release,
     release_folder,
 )
+from udora.experiments.report.gaps import footnotes, grouped
 from udora.experiments.report.pages import write_site
 from udora.experiments.report.sections import registered
 from udora.experiments.results import figures, figures_summary
@@ -28,6 +29,7 @@ from udora.experiments.results.sections import ReportContext, markdown_table
 from udora.experiments.results.store import UnreadableRunWarning, load_runs, of_kind
 from udora.experiments.results.summaries import (
     HEADLINE,
+    configs,
     method_summary,
     per_dataset,
     ranking_agreement,
@@ -219,12 +221,15 @@ def _regression_core(table, curves, out: Path, lines: list[str]) -> dict[str, st
     lines += [
         "A config is a method with its overrides, `method[key=value,...]` (the bare method "
         "name for defaults). Means and sds are over seeds of one config, then over datasets; "
-        "different configs are never averaged together; `runs` counts that config's runs.",
+        "different configs are never averaged together; `presets` counts the presets a row "
+        "is averaged over (its presets with an ok run; an sd needs 2), `runs` that config's "
+        "runs.",
         "",
         "## Per method and config (mean and sd over datasets of per-dataset seed means)",
         "",
         markdown_table(summary),
         "",
+        *footnotes(table, tuple(m for m in HEADLINE if m in table), configs(table)),
         f"Kendall's W of the config rankings by EU Spearman across presets: "
         f"{agreement['kendall_w']:.3f} ({agreement['presets']} presets, "
         f"{agreement['methods']} configs with results on all of them; each config is its "
@@ -240,6 +245,9 @@ def _regression_core(table, curves, out: Path, lines: list[str]) -> dict[str, st
             pivot = per_dataset(table, metric)
             title = f"## {metric} per preset x config (mean over seeds)"
             lines += [title, "", markdown_table(pivot), ""]
+            absent = [c for c in configs(table) if c not in pivot.columns]
+            if absent:
+                lines += [f"Not shown: {part}." for part in grouped(table, metric, absent)] + [""]
     return images
 
 
