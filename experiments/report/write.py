@@ -25,7 +25,7 @@ from udora.experiments.report.gaps import footnotes, grouped
 from udora.experiments.report.pages import write_site
 from udora.experiments.report.sections import registered
 from udora.experiments.results import figures, figures_summary
-from udora.experiments.results.sections import ReportContext, markdown_table
+from udora.experiments.results.sections import ReportContext, SectionText, markdown_table
 from udora.experiments.results.store import UnreadableRunWarning, load_runs, of_kind
 from udora.experiments.results.summaries import (
     HEADLINE,
@@ -110,13 +110,23 @@ def write_report(
     else:
         images = {}
     context = ReportContext(Path(results_dir), out, table, curves, data_dir, frozen)
-    sections = {}
+    sections, pages = {}, {}
     for section in registered():
         part = of_kind(everything, section.kind)
         if part.empty:
             continue
         step(f"the {section.title.lower()} section")
-        sections[section.name] = section.write(dataclasses.replace(context, table=part))
+        written = section.write(dataclasses.replace(context, table=part))
+        if isinstance(written, SectionText):
+            for own in written.pages:
+                if own.name not in section.pages:
+                    raise ValueError(
+                        f"section {section.name!r} wrote page {own.name!r}, which its "
+                        f"ReportSection does not name in pages={section.pages!r}"
+                    )
+                pages[own.name] = (own, section.name)
+            written = written.lines
+        sections[section.name] = written
     for part in sections.values():
         lines += part
     if not table.empty:
@@ -139,6 +149,7 @@ def write_report(
         }
         if images
         else {},
+        pages,
     )
     return report
 
@@ -163,10 +174,12 @@ def _check_report_folder(out: Path) -> None:
             return
     except OSError:
         pass
+    own_pages = {f"{name}.md" for s in registered() for name in s.pages}
     clash = sorted(
         p.name
         for p in out.iterdir()
         if p.name in ("report.md", "results.csv", "results.parquet", "assets")
+        or p.name in own_pages
         or p.suffix in (".html", ".png", ".pdf")
     )
     if clash:
