@@ -110,6 +110,11 @@ class NotFittedError(RuntimeError):
 # Method families, in the order reports group them; the GP references (which know the
 # generating kernel or its linear part) are shown apart from the methods.
 FAMILIES = ("NN", "Bayesian NN", "trees", "linear & kernel", "other", "GP reference")
+# What a method's aleatoric variance is: one value per point, or one value for every point
+# (homoscedastic noise, or none at all). With "constant", the correlations with the AU
+# target are undefined (the metrics that need "varying_au", udora.scoring.registry) and
+# the report says so where they are empty; the contract checks the declaration.
+ALEATORIC = ("per point", "constant")
 
 
 class UQMethod(abc.ABC):
@@ -127,6 +132,8 @@ class UQMethod(abc.ABC):
     # The group the report shows the method in (one of FAMILIES); set as a plain string
     # literal in the class body, where `udora methods` reads it without importing.
     family: ClassVar[str] = "other"
+    # One of ALEATORIC, a plain string literal in the class body like ``family``.
+    aleatoric: ClassVar[str] = "per point"
     uses_task_prior: ClassVar[bool] = False
     # The task kinds the method can be run on (udora.oracle.kinds); its ``predict``
     # returns each kind's prediction type (udora.methods.prediction).

@@ -46,6 +46,7 @@ class BayesianLinearRegression(UQMethod):
     """Conjugate Bayesian linear regression with fixed noise (closed form)."""
 
     family = "linear & kernel"
+    aleatoric = "constant"
     libraries = ("numpy",)
     Config = BLRConfig
     config: BLRConfig

@@ -75,6 +75,7 @@ class CatBoostKGB(UQMethod):
     """CatBoost KGB GP-posterior samples: EU = their variance; AU = 0 (no noise estimate)."""
 
     family = "trees"
+    aleatoric = "constant"
     libraries = ("catboost",)
     Config = CatBoostKGBConfig
     config: CatBoostKGBConfig

@@ -12,9 +12,11 @@ space's values (or both ends) build the config, ``sweeps`` accepts it and its su
 build the config; ``n_members=1`` is
 refused unless the method fixes one member; ``predict`` before ``fit`` raises
 :class:`~udora.methods.base.NotFittedError`; predictions have the right shapes, finite
-values and variances ``>= 0``; the same seed gives the same prediction; R^2 > 0.5 against
-the noise-free function; median EU far from the data exceeds median EU near it (for tree
-methods, which predict a constant beyond the data, the far prediction is the corner's).
+values and variances ``>= 0``; the same seed gives the same prediction; the AU varies over
+the points unless the class declares ``aleatoric = "constant"`` (then it does not);
+R^2 > 0.5 against the noise-free function; median EU far from the data exceeds median EU
+near it (for tree methods, which predict a constant beyond the data, the far prediction is
+the corner's).
 """
 
 from __future__ import annotations
@@ -201,6 +203,21 @@ def check_same_seed_same_prediction(s: Subject) -> None:
     np.testing.assert_array_equal(again.epistemic, first.epistemic)
 
 
+def check_aleatoric_as_declared(s: Subject) -> None:
+    aleatoric = s.fitted.predict(s.task.X_near).aleatoric
+    spread = float(np.max(aleatoric) - np.min(aleatoric))
+    constant = spread <= 1e-12 * max(float(np.max(np.abs(aleatoric))), 1e-300)
+    declared = s.cls.aleatoric
+    if declared == "constant":
+        assert constant, f'declares aleatoric = "constant", but its AU ranges over {spread:.3g}'
+    else:
+        assert not constant, (
+            f"its AU is {aleatoric[0]:.4g} at every point; declare aleatoric = "
+            '"constant" (docs/adding_a_method.md), so the report says why its AU '
+            "correlations are empty"
+        )
+
+
 def check_r2(s: Subject) -> None:
     mean, f = s.fitted.predict(s.task.X_near).mean, s.task.f_near
     r2 = 1.0 - np.mean((mean - f) ** 2) / np.var(f)
@@ -232,6 +249,7 @@ CONFIG_RULES: list[Rule] = [
 TASK_RULES: list[Rule] = [
     check_shapes,
     check_same_seed_same_prediction,
+    check_aleatoric_as_declared,
     check_r2,
     check_epistemic_grows_far_from_data,
 ]

@@ -85,6 +85,7 @@ class DEUP(NNMethod):
     """DEUP: a mean network, a global noise variance, a network on the log excess error."""
 
     family = "NN"
+    aleatoric = "constant"
     Config = DEUPConfig
     config: DEUPConfig
     recipe = Recipe(loss=lambda cfg: SquaredError())
@@ -196,6 +197,7 @@ class DEUPUnbiased(DEUP):
     """
 
     family = "NN"
+    aleatoric = "constant"
     excess_loss: ClassVar[PointLoss] = PoissonLogMean()
 
     def excess_targets(self, excess: np.ndarray) -> np.ndarray:

@@ -113,6 +113,7 @@ class DKL(UQMethod):
     """
 
     family = "linear & kernel"
+    aleatoric = "constant"
     libraries = ("flax", "gpjax", "equinox", "optax")
     Config = DKLConfig
     config: DKLConfig

@@ -117,6 +117,7 @@ class LinearGP(UQMethod):
     """
 
     family = "GP reference"
+    aleatoric = "constant"
     libraries = ("gpjax", "equinox", "scipy")
     Config = LinearGPConfig
     config: LinearGPConfig

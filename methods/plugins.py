@@ -4,7 +4,8 @@ A plugin is an entry point ``name = "module:Class"`` of the group ``udora.method
 (docs/adding_a_method.md). :func:`load_plugin` imports the module, finds the class and
 checks what udora builds from it before any fit (:func:`declaration_problems`): a
 :class:`~udora.methods.base.UQMethod` subclass with a :class:`~udora.methods.base.MethodConfig`,
-a ``family`` from :data:`~udora.methods.base.FAMILIES`, a default config that builds (every
+a ``family`` from :data:`~udora.methods.base.FAMILIES`, an ``aleatoric`` from
+:data:`~udora.methods.base.ALEATORIC`, a default config that builds (every
 field has a valid default: ``udora bench`` builds every method's default config), a quick
 budget that builds and search-space keys that are fields. A plugin that fails any of these
 is left out with one :class:`PluginWarning` naming its entry point and why
@@ -55,10 +56,11 @@ def declaration_problems(cls: Any) -> list[str]:
     """What udora cannot use in the method class ``cls`` before any fit; [] when nothing.
 
     Checked: a ``UQMethod`` subclass whose ``Config`` is a ``MethodConfig``; ``family`` in
-    ``FAMILIES``; ``libraries`` a tuple of names; every config field has a default and the
-    default config builds; then ``QUICK`` builds; every ``SEARCH_SPACE`` key is a field.
+    ``FAMILIES``; ``aleatoric`` in ``ALEATORIC``; ``libraries`` a tuple of names; every
+    config field has a default and the default config builds; then ``QUICK`` builds; every
+    ``SEARCH_SPACE`` key is a field.
     """
-    from udora.methods.base import FAMILIES, MethodConfig, UQMethod
+    from udora.methods.base import ALEATORIC, FAMILIES, MethodConfig, UQMethod
 
     if not (isinstance(cls, type) and issubclass(cls, UQMethod)):
         return [f"{cls!r} is not a subclass of udora.methods.base.UQMethod"]
@@ -68,6 +70,9 @@ def declaration_problems(cls: Any) -> list[str]:
     problems = []
     if cls.family not in FAMILIES:
         problems.append(f"family {cls.family!r} is not one of {', '.join(map(repr, FAMILIES))}")
+    if cls.aleatoric not in ALEATORIC:
+        valid = ", ".join(map(repr, ALEATORIC))
+        problems.append(f"aleatoric {cls.aleatoric!r} is not one of {valid}")
     libraries = cls.libraries
     if not (isinstance(libraries, tuple) and all(isinstance(x, str) for x in libraries)):
         problems.append(f"libraries {libraries!r} is not a tuple of distribution names")

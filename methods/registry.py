@@ -84,6 +84,7 @@ class MethodInfo:
     family: str = "other"
     uses_task_prior: bool = False
     kinds: tuple[str, ...] = (REGRESSION,)  # the task kinds it declares (UQMethod.kinds)
+    aleatoric: str = "per point"  # UQMethod.aleatoric: "per point" or "constant"
 
 
 def _target(cls: type) -> str:
@@ -195,23 +196,25 @@ def get_method(name: str, **overrides: Any):
     return get_method_class(name)(**overrides)
 
 
-def _class_source(target: str) -> tuple[str, str, bool, tuple[str, ...]]:
-    """(first docstring line, ``family``, ``uses_task_prior``, ``kinds``) of the class
-    ``"module:Class"`` read with :mod:`ast`: ``family = "..."``, ``uses_task_prior = True``
-    and ``kinds = ("...",)`` in the class body, else "other", False and regression (a
-    built-in sets them in its own body, checked by ``tests/methods/test_plugin.py``);
-    ("", "other", False, regression) when the source cannot be read."""
+def _class_source(target: str) -> tuple[str, str, bool, tuple[str, ...], str]:
+    """(first docstring line, ``family``, ``uses_task_prior``, ``kinds``, ``aleatoric``) of
+    the class ``"module:Class"`` read with :mod:`ast`: ``family = "..."``,
+    ``uses_task_prior = True``, ``kinds = ("...",)`` and ``aleatoric = "..."`` in the class
+    body, else "other", False, regression and "per point" (a built-in sets them in its own
+    body, checked by ``tests/methods/test_plugin.py``); ("", and those defaults) when the
+    source cannot be read."""
     default: dict[str, Any] = {
         "family": "other",
         "uses_task_prior": False,
         "kinds": (REGRESSION,),
+        "aleatoric": "per point",
     }
     module, _, qualname = target.partition(":")
     try:
         spec = importlib.util.find_spec(module)
         tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
     except Exception:  # no source (compiled, missing): no summary
-        return "", "other", False, (REGRESSION,)
+        return "", "other", False, (REGRESSION,), "per point"
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == qualname:
             lines = (ast.get_docstring(node) or "").strip().splitlines()
@@ -232,8 +235,9 @@ def _class_source(target: str) -> tuple[str, str, bool, tuple[str, ...]]:
                 found["family"],
                 found["uses_task_prior"] is True,
                 tuple(found["kinds"]),
+                str(found["aleatoric"]),
             )
-    return "", "other", False, (REGRESSION,)
+    return "", "other", False, (REGRESSION,), "per point"
 
 
 def _class_info(name: str, cls: type, origin: str) -> MethodInfo:
@@ -246,6 +250,7 @@ def _class_info(name: str, cls: type, origin: str) -> MethodInfo:
         cls.family,
         bool(cls.uses_task_prior),
         tuple(getattr(cls, "kinds", (REGRESSION,))),
+        str(getattr(cls, "aleatoric", "per point")),
     )
 
 

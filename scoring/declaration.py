@@ -21,9 +21,20 @@ Better = Literal["higher", "lower", "closest"]
 # of nearby points, so not in result.json). The prediction, weakest first: "mean";
 # "total_order" (only the order of the total variance); "total" (its values, as the
 # variance of a squared error); "gaussian" (the Gaussian predictive N(mu, v)); "split"
-# (the AU/EU split); "members" (the member means).
+# (the AU/EU split); "varying_au" (an AU estimate that is not the same at every point: a
+# correlation with it is undefined otherwise, as for a method that declares
+# ``aleatoric = "constant"``, docs/adding_a_method.md); "members" (the member means).
 Need = Literal[
-    "oracle", "outcomes", "joint", "mean", "total_order", "total", "gaussian", "split", "members"
+    "oracle",
+    "outcomes",
+    "joint",
+    "mean",
+    "total_order",
+    "total",
+    "gaussian",
+    "split",
+    "varying_au",
+    "members",
 ]
 # "ranked": ranked with the rankings' statistics (docs/rankings.md); "leaderboard": a
 # default column of the HTML leaderboard; "headline": a column of report.md's headline

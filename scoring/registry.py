@@ -76,6 +76,12 @@ def _needs(kind: str, rank_based: bool) -> frozenset[Need]:
     return _ORACLE | (_ORDER if rank_based and kind == "total" else reads)
 
 
+def _correlation_needs(kind: str, rank_based: bool) -> frozenset[Need]:
+    """A correlation with an estimate is undefined when the estimate is the same at every
+    point; of the split's parts only the AU is constant by design (a homoscedastic method)."""
+    return _needs(kind, rank_based) | ({"varying_au"} if kind == "au" else set())
+
+
 def _rho(name: str, what: str) -> Metric:
     """A Spearman correlation of an estimate with its oracle target."""
     kind = name.removeprefix("spearman_")
@@ -84,7 +90,7 @@ def _rho(name: str, what: str) -> Metric:
         f"{what} Spearman",
         "1",
         "higher",
-        _needs(kind, True),
+        _correlation_needs(kind, True),
         roles=_ROLES.get(name, {}),
         header=f"{what} ρ",
     )
@@ -115,7 +121,8 @@ def _agreement() -> Iterator[Metric]:
     for kind, (what, _) in _KINDS.items():
         needs = _needs(kind, False)
         yield _rho(f"spearman_{kind}", what)
-        yield Metric(f"pearson_{kind}", f"{what} Pearson", "1", "higher", needs)
+        pearson_needs = _correlation_needs(kind, False)
+        yield Metric(f"pearson_{kind}", f"{what} Pearson", "1", "higher", pearson_needs)
         yield Metric(f"mse_{kind}", f"{what} MSE", "target^4", "lower", needs)
         name = f"scale_ratio_{kind}"
         yield Metric(

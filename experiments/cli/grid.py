@@ -93,7 +93,14 @@ def bench_cmd(
     jobs: opts.Jobs = None,
     out: Annotated[Path, opts.path_option("Results folder.")] = Path("results"),
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value overrides.")] = None,
-    wandb: Annotated[bool, typer.Option("--wandb", help="Log runs to W&B.")] = False,
+    wandb: Annotated[
+        bool,
+        typer.Option(
+            "--wandb",
+            help="Log runs to W&B; offline (no login, or WANDB_MODE=offline) into one "
+            "folder, named at the end with the `wandb sync` command that uploads it.",
+        ),
+    ] = False,
     quick: Annotated[
         bool, typer.Option("--quick", help="Shipped presets, fast methods, fewer epochs.")
     ] = False,
@@ -125,7 +132,9 @@ def bench_cmd(
     from udora.experiments.run import interrupts
     from udora.experiments.run.checks import UsageError, check_out_dir
     from udora.experiments.run.execute import Overrides
+    from udora.experiments.run.wandb_log import offline_note, offline_runs
 
+    logged_before = offline_runs(out) if wandb else set()
     with interrupts.catch_interrupts():
         try:
             names = opts.names(presets, "--presets", console, "preset names or YAML paths")
@@ -165,6 +174,9 @@ def bench_cmd(
             markup=False,
             soft_wrap=True,
         )
+        note = offline_note(out, logged_before) if wandb else None
+        if note:
+            console.print(note, highlight=False, markup=False, soft_wrap=True)
     if summary.interrupted:
         raise typer.Exit(interrupts.exit_code())
     if not summary.ok:

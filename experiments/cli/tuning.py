@@ -101,7 +101,13 @@ def sweep_run_cmd(
     out: Annotated[Path, opts.path_option("Folder of sweep folders.")] = Path("sweeps"),
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
     wandb: Annotated[
-        bool, typer.Option("--wandb", help="Create the sweep on W&B and run it under an agent.")
+        bool,
+        typer.Option(
+            "--wandb",
+            help="Online: create the sweep on W&B and run it under an agent. Offline (no "
+            "login, or WANDB_MODE=offline): run it here and log each trial offline, as "
+            "bench --wandb does.",
+        ),
     ] = False,
     tuned_out: Annotated[
         Path | None,
@@ -120,11 +126,17 @@ def sweep_run_cmd(
     With --tuned-out DIR the best trial's config is written as `udora tune` writes it, so
     `udora bench --tuned DIR` runs it.
 
+    With --wandb and W&B online the sweep is created on W&B and its trials run under an
+    agent; offline (no login, or WANDB_MODE=offline) the sweep runs here and each trial is
+    logged as an offline W&B run, and the last line names their folder and the `wandb
+    sync` command that uploads them, as `udora bench --wandb` does.
+
     Exit 0 when the sweep completed (failed trials are counted, not fatal), 1 when no trial
-    is ok, 2 on a user error (also --wandb without credentials), 130 on Ctrl-C.
+    is ok, 2 on a user error (also WANDB_MODE=online without credentials), 130 on Ctrl-C.
     """
     from udora.experiments.run import interrupts
     from udora.experiments.run.checks import check_out_dir
+    from udora.experiments.run.wandb_log import offline_note, offline_runs, wandb_mode
     from udora.experiments.tuning import on_wandb as sweep_wandb
     from udora.experiments.tuning import sweeps as sr
     from udora.experiments.tuning.proposals import disk_summary, sweep_dir, trial_cap
@@ -132,9 +144,13 @@ def sweep_run_cmd(
     from udora.experiments.tuning.trials import trial_line
 
     plain = {"highlight": False, "markup": False, "soft_wrap": True}
+    online = wandb and wandb_mode() == "online"
+    offline = wandb and not online  # the same sweep here, each trial logged offline
 
     def show(record: dict) -> None:
         console.print(trial_line(record), **plain)
+        if offline:
+            sweep_wandb.log_trial(record, config, out)
 
     try:
         config = load_sweep_config(file)
@@ -144,11 +160,11 @@ def sweep_run_cmd(
             check_out_dir(tuned_out, "--tuned-out")
     except UserError as err:
         _usage_error(err)
-    if wandb:
+    if online:
         if sweep_wandb.wandb_api_key() is None:
             _usage_error(
-                "--wandb: no W&B credentials (set WANDB_API_KEY or run `wandb login`); "
-                "nothing was run. Without --wandb the sweep runs offline."
+                "--wandb: WANDB_MODE=online but no W&B credentials (set WANDB_API_KEY or "
+                "run `wandb login`); nothing was run. Unset WANDB_MODE to log offline."
             )
         sweep_id = sweep_wandb.run_on_wandb(
             config, out, trials=trials, data_dir=data_dir, on_trial=show
@@ -156,17 +172,23 @@ def sweep_run_cmd(
         console.print(f"W&B sweep {sweep_id}; trials in {sweep_dir(config, out)}", **plain)
         _write_tuned(tuned_out, config, disk_summary(config, out), file, trials)
         return
+    logged_before = offline_runs(sweep_dir(config, out)) if offline else set()
     try:
         summary = sr.run_sweep(
             config, out, trials=trials, data_dir=data_dir, on_trial=show, executor=spec
         )
     except UserError as err:
         _usage_error(err)
+    note = offline_note(sweep_dir(config, out), logged_before) if offline else None
     if summary.interrupted:
         interrupts.ignore_from_now()
         console.print(f"interrupted: {summary.line()}; rerun to resume", **plain)
+        if note:
+            console.print(note, **plain)
         raise typer.Exit(interrupts.exit_code())
     console.print(summary.line(), **plain)
+    if note:
+        console.print(note, **plain)
     _write_tuned(tuned_out, config, summary, file, trials)
     if summary.best is None:
         raise typer.Exit(1)

@@ -32,7 +32,7 @@ def _worker(
     if wandb:
         from udora.experiments.run.wandb_log import log_run
 
-        log_run(result.path, run)
+        log_run(result.path, run, root=out_dir)  # one W&B folder per grid
     return result.status, result.error or ""
 
 

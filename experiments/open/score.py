@@ -35,7 +35,7 @@ from udora.scoring.registry import metric, scored
 # What each total-only form supplies of a predictive (docs/evaluate_any_model.md): a
 # Gaussian; samples, whose variance is a squared error's; quantiles, whose spread orders
 # the points. Every form also has the oracle's targets and the realised outcomes.
-_SUPPLIES: dict[str, frozenset[Need]] = {
+SUPPLIES: dict[str, frozenset[Need]] = {
     "gaussian": frozenset({"mean", "total_order", "total", "gaussian"}),
     "samples": frozenset({"mean", "total_order", "total"}),
     "quantiles": frozenset({"mean", "total_order"}),
@@ -47,12 +47,12 @@ _OWN = {"gaussian": (), "samples": ("crps",), "quantiles": ("crps",)}
 def _total_metrics(form: str) -> tuple[str, ...]:
     """The metrics of :func:`udora.scoring.score` a total-only form gets: those whose
     needs (:mod:`udora.scoring.registry`) the form supplies, and its own."""
-    has = _SUPPLIES[form] | {"oracle", "outcomes"}
+    has = SUPPLIES[form] | {"oracle", "outcomes"}
     kept = tuple(n for n in scored() if metric(n).needs <= has)
     return (*kept, *(n for n in _OWN[form] if n not in kept))
 
 
-TOTAL_METRICS = {form: _total_metrics(form) for form in _SUPPLIES}
+TOTAL_METRICS = {form: _total_metrics(form) for form in SUPPLIES}
 
 
 def _oracle(task: PublicTask, data_dir: str | Path | None):

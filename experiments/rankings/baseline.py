@@ -14,7 +14,6 @@ checksum, or other task fields).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -184,53 +183,3 @@ def would_rank(m: Matched, metric: str, better: str) -> pd.DataFrame:
 class BaselineMismatchWarning(UserWarning):
     """Some (or all) of a results folder's tasks are not the baseline's: the command line
     says so, since the report's section is the only other place that does."""
-
-
-def baseline_lines(mine: pd.DataFrame, theirs: pd.DataFrame, markdown) -> list[str]:
-    """The report's part "Beside the baseline": what matched, what was refused and why,
-    the rank each of your configs would take, and the paired tests."""
-    m = match(mine, theirs)
-    lines = ["## Beside the baseline", ""]
-    n_tasks = m.mine["task_hash"].nunique()
-    lines += [
-        f"{n_tasks} of your tasks (preset and seed) are in the baseline and match "
-        "its task hash; the baseline's rows on them are compared with yours. Its own "
-        "ranks are not recomputed. Pairs are over presets (seed means over the shared "
-        "seeds); `median_gain` is yours minus theirs, signed so that > 0 favours "
-        "yours; Wilcoxon's signed-rank test, two-sided, Holm over the baseline configs "
-        "other than the GP references at alpha = 0.05 (with N presets no p is below "
-        "2/2^N). See docs/rankings.md.",
-        "",
-    ]
-    if m.refused:
-        lines += ["Refused (not the baseline's task):", "", *[f"- {r}" for r in m.refused], ""]
-        warnings.warn(
-            f"{len(m.refused)} of your tasks are not the baseline's and are left "
-            f"out of the comparison; the first: {m.refused[0]} (report.md, "
-            "'Beside the baseline', lists them)",
-            BaselineMismatchWarning,
-            stacklevel=2,
-        )
-    elif m.mine.empty:
-        warnings.warn(
-            "none of your tasks is in the baseline: nothing to compare",
-            BaselineMismatchWarning,
-            stacklevel=2,
-        )
-    if m.unmatched:
-        lines += [
-            "Not in the baseline: " + ", ".join(f"{p} seed {s}" for p, s in m.unmatched) + ".",
-            "",
-        ]
-    if m.mine.empty:
-        return [*lines, "Nothing to compare: no task of yours is in the baseline.", ""]
-    for metric, better in RANKED:
-        table = would_rank(m, metric, better)
-        if not table.empty:
-            title = f"Rank your configs would take among the baseline's, by {LABELS[metric]}"
-            lines += [f"{title} (mean over presets):", "", markdown(table, 2), ""]
-    result = compare(m)
-    if not result.empty:
-        shown = result.drop(columns="reference").set_index(["config", "metric", "baseline"])
-        lines += [markdown(shown, 3), ""]
-    return lines

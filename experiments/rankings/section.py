@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from udora.experiments.rankings.baseline import baseline_lines
+from udora.experiments.rankings import beside
 from udora.experiments.rankings.blocks import LABELS, PRIMARY, RANKED, blocks
 from udora.experiments.rankings.noise import noise_lines
 from udora.experiments.rankings.stats import MIN_BLOCKS, Ranking, holm, rank, win_rates
-from udora.experiments.results.sections import ReportContext, ReportSection
+from udora.experiments.results.sections import Page, ReportContext, ReportSection, SectionText
 from udora.oracle.atomic import write_figure
 
 
@@ -81,11 +81,14 @@ def _p(p: float) -> str:
     return f"{p:.2g}" if p >= 1e-4 else "<1e-4"
 
 
-def write(ctx: ReportContext) -> list[str]:
+def write(ctx: ReportContext) -> list[str] | SectionText:
     if not {"preset", "config", "status"} <= set(ctx.table.columns):
         return []
-    beside = [] if ctx.baseline is None else baseline_lines(ctx.table, ctx.baseline, ctx.markdown)
-    return _ranking_lines(ctx) + noise_lines(ctx.table, ctx.markdown) + beside
+    lines = _ranking_lines(ctx) + noise_lines(ctx.table, ctx.markdown)
+    if ctx.baseline is None:
+        return lines
+    summary, page = beside.beside_baseline(ctx.table, ctx.baseline, ctx.markdown)
+    return SectionText(lines + summary, (Page(beside.PAGE, beside.TITLE, tuple(page)),))
 
 
 def _ranking_lines(ctx: ReportContext) -> list[str]:
@@ -168,4 +171,6 @@ def _ranking_lines(ctx: ReportContext) -> list[str]:
     return lines
 
 
-SECTION = ReportSection(name="rankings", title="Rankings", order=5, write=write)
+SECTION = ReportSection(
+    name="rankings", title="Rankings", order=5, write=write, pages=(beside.PAGE,)
+)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from udora.experiments.report.charts import calibration_chart, parts_chart, strip_chart
 from udora.experiments.report.safe import markdown_html
-from udora.experiments.report.sections import titles
+from udora.experiments.report.sections import registered, titles
 from udora.experiments.report.site import (
     CHART_SCRIPT,
     COLUMNS,
@@ -25,6 +25,7 @@ from udora.experiments.report.site import (
     write_assets,
 )
 from udora.experiments.results import figures_summary
+from udora.experiments.results.sections import Page
 from udora.experiments.results.summaries import HEADLINE, configs
 from udora.experiments.run.records import read_run
 from udora.experiments.run.words import plural
@@ -188,20 +189,34 @@ def section_html(name: str, text: str, nav) -> str:
     return page(titles()[name], body, nav, f"{name}.html")
 
 
+def own_page_html(own: Page, parent: str, nav) -> str:
+    """A section's page of its own (:class:`Page`) as HTML, under its section in the nav."""
+    return page(own.title, markdown_html("\n".join(own.lines)), nav, f"{parent}.html")
+
+
 def write_site(
-    table, curves, out: Path, sections: dict[str, str], summary_figures: dict[str, str]
+    table,
+    curves,
+    out: Path,
+    sections: dict[str, str],
+    summary_figures: dict[str, str],
+    pages: dict[str, tuple[Page, str]] | None = None,
 ) -> Path:
     """Write the whole site under ``out`` (the report folder): ``index.html`` (leaderboard,
     per-run charts, ``summary_figures`` {alt: png}), ``presets.html`` and a page per preset,
     ``methods.html`` and a page per config, a page per Markdown section in ``sections``
-    ({name: text} of the registered sections, :mod:`udora.experiments.report.sections`)
-    and the assets; the pages of an earlier report that this one does not write are
-    removed. Returns index.html."""
+    ({name: text} of the registered sections, :mod:`udora.experiments.report.sections`),
+    each of the sections' own ``pages`` ({name: (page, its section's name)}) as
+    ``<name>.md`` and ``<name>.html``, and the assets; the pages of an earlier report that
+    this one does not write are removed. Returns index.html."""
     out = Path(out)
+    pages = pages or {}
+    own = [name for s in registered() for name in s.pages]
     stale = [
         *out.glob("method-*.html"),
         *out.glob("preset-*.html"),
         *(out / f"{name}.html" for name in titles()),
+        *(out / f"{name}.{ext}" for name in own for ext in ("md", "html")),
     ]
     for path in stale:  # pages of an earlier report: configs or sections gone since
         path.unlink(missing_ok=True)
@@ -218,8 +233,7 @@ def write_site(
         )
         body = f"<h1>udora report</h1>\n<ul>{links}</ul>\n"
         write_text(out / "index.html", page("udora report", body, nav, "index.html"))
-        for name, text in sections.items():
-            write_text(out / f"{name}.html", section_html(name, text, nav))
+        _write_sections(out, sections, pages, nav)
         return out / "index.html"
     write_text(out / "index.html", index_html(table, nav, summary_figures))
     presets = sorted(table["preset"].unique())
@@ -248,6 +262,14 @@ def write_site(
             "methods.html",
         ),
     )
+    _write_sections(out, sections, pages, nav)
+    return out / "index.html"
+
+
+def _write_sections(out: Path, sections: dict[str, str], pages, nav) -> None:
+    """Each section's page, and each of its own pages as Markdown and HTML."""
     for name, text in sections.items():
         write_text(out / f"{name}.html", section_html(name, text, nav))
-    return out / "index.html"
+    for name, (own, parent) in pages.items():
+        write_text(out / f"{name}.md", "\n".join(own.lines))
+        write_text(out / f"{name}.html", own_page_html(own, parent, nav))

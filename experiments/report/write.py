@@ -21,13 +21,15 @@ from udora.experiments.publish.artefact import (
     read_release,
     release_folder,
 )
+from udora.experiments.report.gaps import footnotes, grouped
 from udora.experiments.report.pages import write_site
 from udora.experiments.report.sections import registered
 from udora.experiments.results import figures, figures_summary
-from udora.experiments.results.sections import ReportContext, markdown_table
+from udora.experiments.results.sections import ReportContext, SectionText, markdown_table
 from udora.experiments.results.store import UnreadableRunWarning, load_runs, of_kind
 from udora.experiments.results.summaries import (
     HEADLINE,
+    configs,
     method_summary,
     per_dataset,
     ranking_agreement,
@@ -108,13 +110,23 @@ def write_report(
     else:
         images = {}
     context = ReportContext(Path(results_dir), out, table, curves, data_dir, frozen)
-    sections = {}
+    sections, pages = {}, {}
     for section in registered():
         part = of_kind(everything, section.kind)
         if part.empty:
             continue
         step(f"the {section.title.lower()} section")
-        sections[section.name] = section.write(dataclasses.replace(context, table=part))
+        written = section.write(dataclasses.replace(context, table=part))
+        if isinstance(written, SectionText):
+            for own in written.pages:
+                if own.name not in section.pages:
+                    raise ValueError(
+                        f"section {section.name!r} wrote page {own.name!r}, which its "
+                        f"ReportSection does not name in pages={section.pages!r}"
+                    )
+                pages[own.name] = (own, section.name)
+            written = written.lines
+        sections[section.name] = written
     for part in sections.values():
         lines += part
     if not table.empty:
@@ -137,6 +149,7 @@ def write_report(
         }
         if images
         else {},
+        pages,
     )
     return report
 
@@ -161,10 +174,12 @@ def _check_report_folder(out: Path) -> None:
             return
     except OSError:
         pass
+    own_pages = {f"{name}.md" for s in registered() for name in s.pages}
     clash = sorted(
         p.name
         for p in out.iterdir()
         if p.name in ("report.md", "results.csv", "results.parquet", "assets")
+        or p.name in own_pages
         or p.suffix in (".html", ".png", ".pdf")
     )
     if clash:
@@ -219,12 +234,15 @@ def _regression_core(table, curves, out: Path, lines: list[str]) -> dict[str, st
     lines += [
         "A config is a method with its overrides, `method[key=value,...]` (the bare method "
         "name for defaults). Means and sds are over seeds of one config, then over datasets; "
-        "different configs are never averaged together; `runs` counts that config's runs.",
+        "different configs are never averaged together; `presets` counts the presets a row "
+        "is averaged over (its presets with an ok run; an sd needs 2), `runs` that config's "
+        "runs.",
         "",
         "## Per method and config (mean and sd over datasets of per-dataset seed means)",
         "",
         markdown_table(summary),
         "",
+        *footnotes(table, tuple(m for m in HEADLINE if m in table), configs(table)),
         f"Kendall's W of the config rankings by EU Spearman across presets: "
         f"{agreement['kendall_w']:.3f} ({agreement['presets']} presets, "
         f"{agreement['methods']} configs with results on all of them; each config is its "
@@ -240,6 +258,9 @@ def _regression_core(table, curves, out: Path, lines: list[str]) -> dict[str, st
             pivot = per_dataset(table, metric)
             title = f"## {metric} per preset x config (mean over seeds)"
             lines += [title, "", markdown_table(pivot), ""]
+            absent = [c for c in configs(table) if c not in pivot.columns]
+            if absent:
+                lines += [f"Not shown: {part}." for part in grouped(table, metric, absent)] + [""]
     return images
 
 

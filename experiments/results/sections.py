@@ -60,15 +60,38 @@ class ReportContext:
 
 
 @dataclass(frozen=True)
+class Page:
+    """A page of a section's own, for details its lines only summarise: ``name`` (written
+    as ``<name>.md`` and ``<name>.html`` beside report.md; the section's lines link to
+    them), ``title`` and its Markdown ``lines``."""
+
+    name: str
+    title: str
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SectionText:
+    """What a section's ``write`` returns when it has pages of its own: its ``lines`` (in
+    report.md and on its page) and the ``pages`` (each named in its section's ``pages``)."""
+
+    lines: list[str]
+    pages: tuple[Page, ...] = ()
+
+
+@dataclass(frozen=True)
 class ReportSection:
     """One section of the report: ``name`` (its HTML page is ``<name>.html``), ``title``
     (the navigation bar's link), ``order`` (sections are written by increasing order),
-    ``write(context) -> lines`` (the section's Markdown lines; ``[]`` when the folder has
-    no records of it, and then no page is written) and ``kind``, the task kind whose runs
-    it is given (:mod:`udora.oracle.kinds`; runs of other kinds never reach it)."""
+    ``write(context) -> lines`` (the section's Markdown lines, or a :class:`SectionText`
+    with pages of its own; ``[]`` when the folder has no records of it, and then no page
+    is written), ``kind``, the task kind whose runs it is given (:mod:`udora.oracle.kinds`;
+    runs of other kinds never reach it) and ``pages``, the names of the pages of its own
+    it may write (an earlier report's pages of these names are removed)."""
 
     name: str
     title: str
     order: int
-    write: Callable[[ReportContext], list[str]]
+    write: Callable[[ReportContext], list[str] | SectionText]
     kind: str = REGRESSION  # the task kind whose runs the section reads (context.table)
+    pages: tuple[str, ...] = ()

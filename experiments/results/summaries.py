@@ -52,7 +52,9 @@ def per_dataset(table: pd.DataFrame, metric: str) -> pd.DataFrame:
 def method_summary(table: pd.DataFrame, metrics=HEADLINE) -> pd.DataFrame:
     """Per (method, config): mean and sd over datasets of per-dataset seed means; counts.
 
-    ``runs`` and ``failed`` count that config's runs only. Index: (method, config).
+    ``presets`` counts the presets the config has an ok run on (what its means are over,
+    where a metric is finite on all of them; an sd needs 2); ``runs`` and ``failed`` count
+    that config's runs only. Index: (method, config).
     """
     order = configs(table)
     method_of = table.drop_duplicates("config").set_index("config")["method"]
@@ -67,7 +69,9 @@ def method_summary(table: pd.DataFrame, metrics=HEADLINE) -> pd.DataFrame:
     counts = table.groupby("config")["status"].agg(
         runs="size", failed=lambda s: int((s != "ok").sum())
     )
-    summary = summary.join(counts, how="left")
+    ok = table[table["status"] == "ok"]
+    presets = ok.groupby("config")["preset"].nunique().reindex(summary.index, fill_value=0)
+    summary = summary.assign(presets=presets.astype(int)).join(counts, how="left")
     summary.insert(0, "method", method_of.reindex(summary.index).to_numpy())
     return summary.reset_index().set_index(["method", "config"])
 

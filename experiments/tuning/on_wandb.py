@@ -1,37 +1,49 @@
-"""``udora sweep run --wandb``: the same sweep created on W&B and run under ``wandb.agent``.
-
-Needs W&B credentials and W&B's servers; offline sweeps are :mod:`udora.experiments.tuning.sweeps`.
+"""``udora sweep run --wandb``: online, the same sweep created on W&B and run under
+``wandb.agent``; offline (``WANDB_MODE=offline``, or no credentials), the sweep runs here
+as without ``--wandb`` (:mod:`udora.experiments.tuning.sweeps`) and each trial is logged
+as an offline W&B run (:func:`log_trial`), as ``udora bench --wandb`` logs its runs.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from udora.experiments.run.wandb_log import log_values, wandb_api_key
 from udora.experiments.tuning.proposals import sweep_dir, trial_cap
 from udora.experiments.tuning.trials import load_trials, run_trial
 
+__all__ = ["log_trial", "run_on_wandb", "wandb_api_key"]
 
-def wandb_api_key() -> str | None:
-    """The W&B API key from ``WANDB_API_KEY`` or the netrc that ``wandb login`` writes
-    (``$NETRC`` or ``~/.netrc``, the entry of ``WANDB_BASE_URL``'s host, default
-    ``api.wandb.ai``); or None. Reads the file itself: wandb's own accessor prints a
-    deprecation warning, and the "no credentials" answer must stay one line."""
-    import netrc
-    from urllib.parse import urlparse
 
-    key = os.environ.get("WANDB_API_KEY")
-    if key:
-        return key
-    host = urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname
-    path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
+def log_trial(record: dict[str, Any], config: dict[str, Any], out: str | Path) -> bool:
+    """Log one finished trial of the sweep ``config`` as a W&B run: its parameters as the
+    config, ``val_nll`` and ``val_rmse`` (what an agent's run logs online), grouped by the
+    sweep; W&B writes under ``WANDB_DIR``, else the sweep's folder under ``out``. Never
+    raises: a problem is a warning and False."""
+    folder = sweep_dir(config, out)
     try:
-        entry = netrc.netrc(str(path)).authenticators(host or "api.wandb.ai")
-    except (OSError, netrc.NetrcParseError):
-        return None
-    return (entry[2] or None) if entry else None
+        values = {k: record.get(k) for k in ("val_nll", "val_rmse") if record.get(k) is not None}
+        values["status_ok"] = float(record["status"] == "ok")
+        params = record["params"]
+        log_values(
+            folder,
+            name=f"{folder.name}-trial-{record['k']}",
+            group=folder.name,
+            job_type=str(params.get("method", "sweep")),
+            config={**params, "trial": record["k"]},
+            values=values,
+        )
+        return True
+    except Exception as err:  # logging is best effort: never take a sweep down
+        warnings.warn(
+            f"W&B logging of trial-{record.get('k')} skipped: {type(err).__name__}: {err}",
+            stacklevel=2,
+        )
+        return False
 
 
 def run_on_wandb(

@@ -100,6 +100,31 @@ def test_check_method_names_each_broken_rule(task):
     assert unfitted == [f"predict_before_fit_raises: {returned}; {contract.NOT_FITTED}"]
 
 
+class _UndeclaredConstantAU(BayesianLinearRegression):
+    """BLR (one noise variance) that does not declare its AU constant."""
+
+    aleatoric = "per point"
+
+
+class _FalselyConstantAU(BayesianLinearRegression):
+    """BLR whose AU varies with |x_0| while it declares it constant."""
+
+    def predict(self, X: np.ndarray) -> Prediction:
+        pred = super().predict(X)
+        return Prediction(pred.mean, pred.aleatoric * (1 + np.abs(X[:, 0])), pred.epistemic)
+
+
+def test_the_aleatoric_declaration_is_checked_against_the_prediction(task):
+    [undeclared] = contract.check_method(_UndeclaredConstantAU, task=task)
+    assert undeclared.startswith("aleatoric_as_declared: its AU is ")
+    assert 'declare aleatoric = "constant"' in undeclared
+    [false] = contract.check_method(_FalselyConstantAU, task=task)
+    assert false.startswith('aleatoric_as_declared: declares aleatoric = "constant", but its AU')
+    bad = type("Bad", (BayesianLinearRegression,), {"aleatoric": "sometimes"})
+    [unusable] = contract.check_method(bad, task=task)
+    assert "aleatoric 'sometimes' is not one of 'per point', 'constant'" in unusable
+
+
 def test_check_method_stops_at_unusable_declarations(task):
     class NoDefault(MethodConfig):
         k: int
@@ -122,7 +147,7 @@ def test_check_method_of_an_unknown_name_says_it_does_not_load():
 
 def test_main_prints_one_line_per_method_and_exits_1_on_a_failure(capsys):
     assert contract.main(["blr"]) == 0
-    assert capsys.readouterr().out == "blr: meets the method contract (10 rules)\n"
+    assert capsys.readouterr().out == "blr: meets the method contract (11 rules)\n"
     assert contract.main(["blr", "no_such_method"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("blr: meets") and lines[1].startswith("no_such_method: loads: ")

@@ -1,5 +1,7 @@
-"""docs/adding_a_method.md: its file blocks are the example package's files, every other
-Python block runs, and the worked example (the plugin module) meets the contract."""
+"""docs/adding_a_method.md: its file blocks are the example packages' files, every other
+Python block runs, the worked example (the plugin module) meets the contract, and the
+neural example on the shared trainer has the loss it states, is nn_ensemble at beta = 0
+and gives a valid prediction through the runner on a tiny preset."""
 
 from __future__ import annotations
 
@@ -35,6 +37,8 @@ def test_file_blocks_are_the_example_package():
     assert {f for f, _ in FILE_BLOCKS} == {
         "docs/examples/udora_knn/pyproject.toml",
         "docs/examples/udora_knn/udora_knn.py",
+        "docs/examples/udora_betanll/pyproject.toml",
+        "docs/examples/udora_betanll/udora_betanll.py",
     }
     for name, body in FILE_BLOCKS:
         assert body == (ROOT / name).read_text(), f"the doc's block is not {name}"
@@ -77,3 +81,96 @@ def test_doc_example_mean_is_the_neighbour_average(doc_method):
     pred = methods.get_method(NAME, k=3).fit(X, y, seed=0).predict(np.array([[1.0]]))
     np.testing.assert_allclose(pred.mean, [2.0])
     np.testing.assert_allclose(pred.aleatoric, [np.var([1.0, 2.0, 3.0])])
+
+
+NEURAL = "beta_nll_doc_example"
+
+
+@pytest.fixture(scope="module")
+def neural_module():
+    """The doc's neural example module, executed from its block and registered in code."""
+    source = dict(FILE_BLOCKS)["docs/examples/udora_betanll/udora_betanll.py"]
+    assert "@register" not in source and "train_members" not in source  # no loop of its own
+    module = types.ModuleType("udora_doc_betanll")
+    sys.modules[module.__name__] = module
+    exec(compile(source, str(DOC), "exec"), module.__dict__)
+    register(NEURAL)(module.BetaNLLEnsemble)
+    yield module
+    unregister(NEURAL)
+    del sys.modules[module.__name__]
+
+
+def test_the_neural_example_loss_is_the_beta_nll(neural_module):
+    """Value and gradient against the formula, with the head written out by hand:
+    mu = a, v = (softplus(rho) + eps)^2; l = v^beta (1/2 log v + (y - mu)^2 / (2 v)) with
+    v^beta held constant, so dl/dmu = v^beta (mu - y) / v."""
+    import jax
+    import jax.numpy as jnp
+
+    from udora.methods.nn.heads import HEAD_EPS
+
+    raw = jnp.array([[0.3, -0.2], [1.5, 0.7], [-0.4, 1.1]])
+    y = jnp.array([0.1, 2.0, -1.0])
+    v = (np.log1p(np.exp(np.asarray(raw[:, 1]))) + HEAD_EPS) ** 2
+    mu = np.asarray(raw[:, 0])
+    for beta in (0.0, 0.5, 1.0):
+        loss = neural_module.BetaNLL("standard", beta)
+        expected = v**beta * (0.5 * np.log(v) + (np.asarray(y) - mu) ** 2 / (2 * v))
+        np.testing.assert_allclose(loss(raw, y), expected, rtol=1e-5)
+        grad = jax.grad(lambda r: jnp.sum(loss(r, y)))(raw)  # noqa: B023
+        np.testing.assert_allclose(grad[:, 0], v**beta * (mu - np.asarray(y)) / v, rtol=1e-5)
+
+
+def test_the_neural_example_at_beta_0_is_nn_ensemble(neural_module, task):
+    budget = {"n_epochs": 20, "n_members": 3}
+    ours = methods.get_method(NEURAL, beta=0.0, **budget).fit(task.X, task.y, seed=1)
+    theirs = methods.get_method("nn_ensemble", **budget).fit(task.X, task.y, seed=1)
+    a, b = ours.predict(task.X_near), theirs.predict(task.X_near)
+    for part in ("mean", "aleatoric", "epistemic"):
+        np.testing.assert_array_equal(getattr(a, part), getattr(b, part))
+    other = methods.get_method(NEURAL, beta=1.0, **budget).fit(task.X, task.y, seed=1)
+    assert not np.allclose(other.predict(task.X_near).mean, a.mean)  # beta matters
+
+
+def _tiny_preset(root: Path) -> tuple[Path, Path]:
+    """A preset on a 120-row table (target sin(a) + b) with 40 training points."""
+    import pandas as pd
+    import yaml
+
+    (data := root / "data").mkdir()
+    X = np.random.default_rng(0).normal(size=(120, 2))
+    table = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1])
+    table.to_csv(data / "tiny.csv.gz", index=False)
+    preset = {
+        "name": "tiny",
+        "suite": "test",
+        "source": {"file": "tiny.csv.gz"},
+        "features": ["a", "b"],
+        "pool_size": 120,
+        "n_train": 40,
+        "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.5]}],
+        "noise": {"std_min": 0.1, "std_max": 0.3},
+        "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
+    }
+    (path := root / "tiny.yaml").write_text(yaml.safe_dump(preset))
+    return path, data
+
+
+def test_the_neural_example_runs_on_a_tiny_preset(neural_module, tmp_path):
+    from udora.experiments.run.execute import run_one
+
+    path, data = _tiny_preset(tmp_path)
+    budget = {"n_epochs": 10, "n_members": 2, "beta": 0.5}
+    result = run_one(path, NEURAL, 0, budget, tmp_path / "runs", data_dir=data)
+    assert result.status == "ok", result.error
+    with np.load(result.path / "predictions.npz") as stored:
+        parts = {k: stored[k] for k in ("mean", "aleatoric", "epistemic")}
+    m = parts["mean"].shape[0]
+    assert m > 0 and all(p.shape == (m,) and np.isfinite(p).all() for p in parts.values())
+    assert (parts["aleatoric"] >= 0).all() and (parts["epistemic"] > 0).all()
+    assert np.isfinite(result.metrics["spearman_eu"]) and np.isfinite(result.metrics["nll"])
+
+
+@pytest.mark.slow
+def test_the_neural_example_meets_the_contract(neural_module, task):
+    assert contract.check_method(NEURAL, task=task) == []  # ~20 s: its networks train

@@ -75,7 +75,7 @@ def test_installed_plugin_meets_the_contract_from_the_shell(knn_installed, tmp_p
         env=knn_installed,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert checked.stdout == "knn: meets the method contract (10 rules)\n"
+    assert checked.stdout == "knn: meets the method contract (11 rules)\n"
 
 
 def test_builtin_table_matches_the_register_decorators():
@@ -98,9 +98,34 @@ def test_families_and_prior_use_read_without_import_are_the_classes_own(monkeypa
         assert infos[name].family == cls.family, name
         assert infos[name].uses_task_prior is cls.uses_task_prior, name
         assert infos[name].kinds == tuple(cls.kinds) == ("regression",), name
+        assert infos[name].aleatoric == cls.aleatoric, name
         assert cls.family in FAMILIES and cls.family != "other", name
     assert infos["gp_oracle"].family == "GP reference"
     assert {n for n, i in infos.items() if i.uses_task_prior} == {"gp_oracle"}
+
+
+def test_the_constant_aleatoric_declarations_are_the_shipped_releases_empty_au():
+    """In the shipped release (scored by the same scorer, 969 runs), the methods whose AU
+    Spearman is NaN in every ok run are exactly those that declare a constant AU; every
+    other method has it in every ok run."""
+    import pandas as pd
+
+    from udora.experiments.publish.artefact import SHIPPED, read_release, release_folder
+
+    table = read_release(release_folder(SHIPPED))[0]
+    ok = table[table["status"] == "ok"]
+    empty = ok.groupby("method")["spearman_au"].apply(lambda s: s.isna().all())
+    full = ok.groupby("method")["spearman_au"].apply(lambda s: s.notna().all())
+    assert (empty | full).all() and set(empty.index) == set(registry.BUILTIN_METHODS)
+    declared = {
+        n for n in registry.BUILTIN_METHODS if registry.get_method_class(n).aleatoric == "constant"
+    }
+    assert (
+        declared
+        == set(empty.index[empty])
+        == {"blr", "catboost_kgb", "deup", "deup_unbiased", "dkl", "gp_linear"}
+    )
+    assert isinstance(table, pd.DataFrame)
 
 
 def _fake_entry_points(monkeypatch, *specs: tuple[str, str]) -> None:

@@ -119,6 +119,12 @@ def test_what_a_metric_does_not_need_cannot_move_it():
     # without members
     without = score_arrays(**task, **{**pred, "member_means": None})
     assert {k for k in without if np.isnan(without[k])} == declared("members")
+    # one aleatoric variance at every point (a homoscedastic method): only what needs a
+    # varying AU is undefined, the AU's other metrics are still scored
+    flat = {**pred, "aleatoric": np.full(n, 0.7)}
+    constant = score_arrays(**task, **flat)
+    assert {k for k in constant if np.isnan(constant[k])} == declared("varying_au")
+    assert declared("varying_au") == {"spearman_au", "pearson_au"}
 
 
 def test_each_role_is_one_complete_order():

@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 from udora.experiments.cli.main import app
 from udora.experiments.publish.artefact import load_baseline
 from udora.experiments.rankings.baseline import compare, match, would_rank
+from udora.experiments.rankings.beside import beside_baseline, summary
+from udora.experiments.results.sections import markdown_table
 from udora.experiments.run.execute import run_one
 
 
@@ -135,10 +137,12 @@ def test_report_beside_a_baseline_folder_end_to_end(tiny_preset, tmp_path):
     )
     assert result.exit_code == 0, result.output
     text = (tmp_path / "mine" / "report" / "report.md").read_text()
-    assert "## Beside the baseline\n\n2 of your tasks" in text
-    assert "Not in the baseline: tiny seed 2." in text
-    assert "| catboost_ps[n_estimators=20,n_members=2] | EU Spearman | blr | False |" not in text
-    assert "| catboost_ps[n_estimators=20,n_members=2] | EU Spearman | blr | 1 |" in text
+    page = (tmp_path / "mine" / "report" / "baseline.md").read_text()
+    assert "## Beside the baseline\n\n2 of your tasks" in text and "0 refused, 1 not in it" in text
+    assert "Not in the baseline: tiny seed 2." in page
+    assert "| catboost_ps[n_estimators=20,n_members=2] | EU Spearman | blr | False |" not in page
+    assert "| catboost_ps[n_estimators=20,n_members=2] | EU Spearman | blr | 1 |" in page
+    assert "| EU Spearman | catboost_ps[n_estimators=20,n_members=2] | 1 |" in text
     assert "warning:" not in result.output
     other = base.assign(task_hash=np.where(base["seed"] == 0, "edited", base["task_hash"]))
     other.to_parquet(tmp_path / "other.parquet")
@@ -146,8 +150,9 @@ def test_report_beside_a_baseline_folder_end_to_end(tiny_preset, tmp_path):
         app, ["report", str(tmp_path / "mine"), "--baseline", str(tmp_path / "other.parquet")]
     )
     assert result.exit_code == 0, result.output
-    assert "warning: 1 of your tasks are not the baseline's" in " ".join(result.output.split())
-    assert "tiny seed 0" in result.output
+    said = " ".join(result.output.split())
+    assert "warning: 1 of your tasks are not the baseline's" in said
+    assert "tiny seed 0" in said and "(baseline.md in the report folder lists them)" in said
     missing = CliRunner().invoke(
         app, ["report", str(tmp_path / "mine"), "--baseline", str(tmp_path / "nowhere.parquet")]
     )
@@ -188,3 +193,88 @@ def test_pairs_use_the_seeds_both_sides_ran():
         - theirs.groupby("preset")["spearman_eu"].mean()
     )
     assert out.at[("EU Spearman", "blr"), "median_gain"] == pytest.approx(np.median(d), rel=1e-12)
+
+
+def test_the_summary_sums_the_tested_comparisons():
+    """Per metric and config: wins/ties/losses summed over the baseline configs that are
+    tested (the GP reference aside), the median of their median gains, the verdicts
+    counted, the rank it would take; counted from compare's rows by hand."""
+    mine = pd.concat([frame(("catboost_ps",), (0.25,), seed=1), frame(("edl",), (0.05,), seed=2)])
+    m = match(mine, BASE)
+    result = compare(m)
+    table = summary(m, result).set_index(["metric", "config"])
+    assert list(table.index.get_level_values("metric").unique()) == ["EU Spearman", "NLL"]
+    for (label, config), row in table.iterrows():
+        own = result[(result["metric"] == label) & (result["config"] == config)]
+        own = own[own["baseline"] != "gp_oracle"]
+        assert row["baseline configs"] == 3
+        w, t, lo = own["wins"].sum(), own["ties"].sum(), own["losses"].sum()
+        assert row["wins/ties/losses"] == f"{w}/{t}/{lo}" and w + t + lo == 3 * 8
+        assert row["median gain"] == pytest.approx(np.median(own["median_gain"]), rel=1e-12)
+        assert row["better than"] == (own["verdict"] == "better").sum()
+        assert row["worse than"] == (own["verdict"] == "worse").sum()
+    # catboost_ps (0.25) beats blr (0.0) and loses to nn_ensemble (0.3) on every preset
+    cat = table.loc[("EU Spearman", "catboost_ps")]
+    assert (cat["better than"], cat["worse than"]) == (2, 1)
+    rank = would_rank(m, "spearman_eu", "higher").at["catboost_ps", "would_rank"]
+    assert cat["would rank"] == f"{rank:.1f} of 4"
+
+
+def test_report_md_gets_the_summary_and_the_page_gets_every_comparison():
+    mine = frame(("catboost_ps",), (0.25,), seed=1)
+    lines, page = beside_baseline(mine, BASE, markdown_table)
+    text, full = "\n".join(lines), "\n".join(page)
+    assert "[baseline.md](baseline.md) ([HTML](baseline.html))" in text
+    assert "signed so that > 0 favours yours" in text
+    assert "| metric | config | baseline configs | wins/ties/losses | median gain |" in text
+    assert "| EU Spearman | catboost_ps | 3 | 17/0/7 | 0.057 | 2 | 1 | 1.9 of 4 |" in text
+    assert "gp_oracle" not in text and "| config | metric | baseline |" not in text
+    rows = [
+        ln
+        for ln in full.splitlines()
+        if ln.startswith(("| catboost_ps | EU", "| catboost_ps | NLL"))
+    ]
+    assert len(rows) == len(compare(match(mine, BASE)))  # every comparison, on the page
+    assert "| catboost_ps | EU Spearman | gp_oracle |" in full
+    assert full.startswith("# Beside the baseline: every paired comparison")
+
+
+def test_report_writes_the_baseline_page_and_links_it(tmp_path):
+    """A real report: report.md and rankings.html carry the summary and the link, the page
+    is written as Markdown and HTML under the Rankings tab, and a later report without a
+    baseline removes it."""
+    from tiny_presets import two_tiny_presets
+
+    from udora.experiments.report.write import write_report
+
+    paths, data = two_tiny_presets(tmp_path)
+    for path in paths:
+        for seed in (0, 1):
+            for folder, overrides in (("base", {}), ("mine", {"sigma": 0.2})):
+                run = run_one(path, "blr", seed, overrides, tmp_path / folder, data_dir=data)
+                assert run.status == "ok"
+    report = write_report(tmp_path / "mine", baseline=tmp_path / "base")
+    out = report.parent
+    text = report.read_text()
+    assert "| EU Spearman | blr[sigma=0.2] | 1 | " in text
+    assert "| blr[sigma=0.2] | EU Spearman | blr |" not in text  # the full table moved
+    page = (out / "baseline.md").read_text()
+    assert "| blr[sigma=0.2] | EU Spearman | blr | 2 |" in page
+    html = (out / "baseline.html").read_text()
+    assert '<a href="rankings.html" aria-current=page>Rankings</a>' in html
+    assert "<td>blr[sigma=0.2]</td>" in html and "<title>Beside the baseline" in html
+    assert '<a href="baseline.html">HTML</a>' in (out / "rankings.html").read_text()
+    write_report(tmp_path / "mine")
+    assert not (out / "baseline.md").exists() and not (out / "baseline.html").exists()
+
+
+def test_the_baseline_page_shows_a_hostile_label_as_text():
+    from udora.experiments.rankings.beside import PAGE, TITLE
+    from udora.experiments.report.pages import own_page_html
+    from udora.experiments.results.sections import Page
+
+    evil = "<img src=x onerror=alert(1)>"
+    base = BASE.assign(config=BASE["config"].where(BASE["config"] != "blr", evil))
+    _, page = beside_baseline(frame(("catboost_ps",), (0.25,), seed=1), base, markdown_table)
+    html = own_page_html(Page(PAGE, TITLE, tuple(page)), "rankings", [])
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html

@@ -114,20 +114,24 @@ def test_failing_trial_is_recorded_and_the_sweep_goes_on(tiny_preset, tmp_path, 
     assert len(sp.propose({**config, "method": "bayes"}, trials, 1)) == 1
 
 
-def test_wandb_without_credentials_exits_2_and_runs_nothing(tiny_preset, tmp_path, monkeypatch):
+def test_wandb_online_without_credentials_exits_2_and_runs_nothing(
+    tiny_preset, tmp_path, monkeypatch
+):
+    """Asked for online (WANDB_MODE=online) with no credentials: nothing runs. Without
+    WANDB_MODE the sweep runs offline (tests/experiments/run/test_wandb.py)."""
     preset, data = tiny_preset
     path, _ = _sweep_file(tmp_path, preset)
-    for var in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_BASE_URL"):
+    for var in ("WANDB_API_KEY", "WANDB_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("WANDB_MODE", "online")
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
-    monkeypatch.setattr(sweep_wandb, "wandb_api_key", lambda: None)
     out = tmp_path / "out"
     result = runner.invoke(
         app, ["sweep", "run", str(path), "--out", str(out), "--wandb", "--data-dir", str(data)]
     )
     assert result.exit_code == 2
-    assert "no W&B credentials" in result.output and not out.exists()
+    assert "WANDB_MODE=online but no W&B credentials" in result.output and not out.exists()
 
 
 def test_wandb_api_key_reads_the_environment_then_the_netrc(monkeypatch, tmp_path):
