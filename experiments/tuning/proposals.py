@@ -98,7 +98,13 @@ def _as_sweep_runs(trials: list[dict[str, Any]], metric: str) -> list[Any]:
 
 def propose(config: dict[str, Any], trials: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
     """Up to ``n`` flat parameter dicts proposed by ``sweeps`` given ``trials`` (fewer when a
-    grid is exhausted). Seeded by the sweep hash and ``len(trials)``."""
+    grid is exhausted). Seeded by the sweep hash and ``len(trials)``.
+
+    ``sweeps`` draws from the two global generators, numpy's (bayes) and Python's
+    ``random`` (random search, grid order): both are seeded here and put back after, so
+    the same sweep and trials give the same proposals and no other code is reseeded.
+    """
+    import random
     import warnings
 
     with warnings.catch_warnings():  # pydantic's V2 notice on importing sweeps 0.2
@@ -108,14 +114,17 @@ def propose(config: dict[str, Any], trials: list[dict[str, Any]], n: int) -> lis
     metric = config.get("metric", {}).get("name", "val_nll")
     search_config = {k: v for k, v in config.items() if k not in ("run_cap", "command")}
     seed = (int(sweep_hash(config)[:8], 16) + 7919 * len(trials)) % 2**32
-    state = np.random.get_state()  # noqa: NPY002 (sweeps draws from the global RNG)
+    state = np.random.get_state()  # noqa: NPY002 (sweeps draws from the global RNGs)
+    python_state = random.getstate()
     np.random.seed(seed)  # noqa: NPY002
+    random.seed(seed)
     try:
         with warnings.catch_warnings():  # sklearn's GP convergence notes in bayes search
             warnings.simplefilter("ignore")
             proposals = sweeps.next_runs(search_config, _as_sweep_runs(trials, metric), n=n)
     finally:
         np.random.set_state(state)  # noqa: NPY002
+        random.setstate(python_state)
     return [{k: _plain(v["value"]) for k, v in p.config.items()} for p in proposals if p]
 
 
