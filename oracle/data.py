@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from udora.errors import UserError
+from udora.oracle import reading
 from udora.oracle.files import file_checksum
 from udora.oracle.preset import Preset
 
@@ -209,7 +210,7 @@ def _load(preset: Preset, folder: Path | None, allow_download: bool | None) -> T
         looked.append(str(path))
         if path.is_file():
             source = DataSource("file", str(path), file_checksum(path))
-            return Table(*_select(pd.read_csv(path), preset, str(path)), source)
+            return Table(*_select(reading.table(path), preset, str(path)), source)
     else:
         looked.append("no data directory (UDORA_DATA_DIR unset)")
     if preset.source.package:
@@ -257,12 +258,16 @@ def table_source(
 
 
 def _select(frame: pd.DataFrame, preset: Preset, origin: str) -> tuple[np.ndarray, np.ndarray]:
-    missing = [c for c in (*preset.features, preset.target) if c not in frame.columns]
+    columns = [*preset.features, preset.target]
+    missing = [c for c in columns if c not in frame.columns]
     if missing:
+        has = ", ".join(reading.brief(str(c)) for c in frame.columns[:30])
+        more = f" and {len(frame.columns) - 30} more" if len(frame.columns) > 30 else ""
         raise UserError(
             f"{origin}: columns {missing} of preset {preset.name!r} are not in the table "
-            f"(it has: {', '.join(map(str, frame.columns))})"
+            f"(it has: {has}{more})"
         )
+    frame = reading.numbers(frame, columns, origin)
     X = frame[list(preset.features)].to_numpy(dtype=np.float64)
     y = frame[preset.target].to_numpy(dtype=np.float64)
     bad = ~np.isfinite(X)
