@@ -3,6 +3,7 @@ a damaged or misplaced tuned file, a report folder that cannot be written, a ful
 
 import errno
 import subprocess
+from fnmatch import fnmatch
 
 import numpy as np
 import pytest
@@ -82,7 +83,7 @@ def _tuned(tmp_path, text):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("config: [alpha\n", "not valid YAML (line 2); rerun `udora tune` for it"),
+        ("config: [alpha\n", "is not valid YAML (line 2): *; rerun `udora tune` for it"),
         ("\n", "is empty; rerun `udora tune` for it, or remove it"),
         (
             yaml.safe_dump({"preset": "tiny", "method": "gp_linear", "config": {}}),
@@ -111,7 +112,7 @@ def test_a_damaged_or_misplaced_tuned_file_is_one_line(tiny_preset, tmp_path, te
         tuned,
     )
     assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.strip() == f"error: {tuned / 'tiny' / 'blr.yaml'}: {message}"
+    assert fnmatch(done.stderr.strip(), f"error: {tuned / 'tiny' / 'blr.yaml'}: {message}")
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("result.json"))
 
 
