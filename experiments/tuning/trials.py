@@ -21,6 +21,7 @@ from typing import Any
 from udora.experiments.run import interrupts
 from udora.experiments.tuning.protocol import OBJECTIVES, VAL_FRACTION
 from udora.experiments.tuning.sweep_file import FIXED
+from udora.oracle import reading
 from udora.oracle.atomic import publish_folder, write_json, write_npz
 
 TRIAL_SCHEMA = 1
@@ -178,8 +179,8 @@ def _write_trial(final: Path, record: dict[str, Any], arrays: dict[str, Any] | N
 def load_trial(folder: str | Path, k: int) -> dict[str, Any] | None:
     """Trial ``k``'s record under ``folder``, or None when it is not (readably) written."""
     try:
-        return json.loads((Path(folder) / f"trial-{k}" / "trial.json").read_text())
-    except (OSError, ValueError):  # not JSON, or not UTF-8
+        return reading.json_object(Path(folder) / f"trial-{k}" / "trial.json")
+    except (OSError, ValueError):  # not a JSON object (a BadFile is a ValueError)
         return None
 
 
@@ -188,8 +189,8 @@ def load_trials(folder: str | Path) -> list[dict[str, Any]]:
     out = []
     for path in Path(folder).glob("trial-*/trial.json"):
         try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):  # not JSON, or not UTF-8
+            record = reading.json_value(path)
+        except (OSError, ValueError):  # not JSON (a BadFile is a ValueError)
             continue
         if isinstance(record, dict) and "k" in record and "params" in record:
             out.append(record)
