@@ -19,8 +19,13 @@ def _worker(
 ) -> tuple[str, str]:
     try:
         result = run_resolved(run, out_dir, data_dir=data_dir, config_source=source)
-    except Exception as err:  # e.g. a preset whose data cannot be found: the grid goes on
-        return "failed", f"{type(err).__name__}: {err}"
+    except Exception as err:  # e.g. a data table that cannot be read: the grid goes on
+        reason = f"{type(err).__name__}: {err}"
+        try:  # every planned run ends in a recorded outcome (docs/running.md, "A grid")
+            record_failed(run, out_dir, reason)
+        except OSError as why:  # a full disk: the summary still counts the run failed
+            reason += f" (and its failure could not be recorded: {why})"
+        return "failed", reason
     if wandb:
         from udora.experiments.run.wandb_log import log_run
 
