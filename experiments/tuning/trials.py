@@ -114,12 +114,16 @@ def _oracle_metrics(
 ) -> dict[str, Any] | None:
     """The trial's oracle metrics, after its objective is final, the fit part's posterior
     kept in the sweep ``folder``; an error here is noted in ``record["oracle_error"]`` and
-    never fails the trial (analysis only)."""
+    never fails the trial (analysis only). A fault of the machine (an OSError: a full
+    disk, an I/O error) is not the analysis's: it stops the command, naming the file, as
+    any write that fails does, instead of leaving every trial without its oracle."""
     from udora.experiments.tuning import protocol as tuning
 
     t0 = time.perf_counter()
     try:
         return tuning.trial_oracle_metrics(result.task, result, store=folder)
+    except OSError:
+        raise
     except Exception as err:
         if interrupts.requested():
             raise KeyboardInterrupt from err
