@@ -37,9 +37,10 @@ import numpy as np
 import pandas as pd
 
 from udora.errors import UserError
+from udora.oracle import reading
 from udora.oracle.files import file_checksum
 from udora.oracle.preset import Preset
-from udora.oracle.table import numeric_columns, read_csv
+from udora.oracle.table import numeric_columns
 
 
 class DataNotFoundError(FileNotFoundError):
@@ -213,8 +214,7 @@ def _load(preset: Preset, folder: Path | None, allow_download: bool | None) -> T
         looked.append(str(path))
         if path.is_file():
             source = DataSource("file", str(path), file_checksum(path))
-            frame = read_csv(path, [*preset.features, preset.target])
-            return Table(*numeric_columns(frame, preset, str(path)), source)
+            return Table(*numeric_columns(reading.table(path), preset, str(path)), source)
     else:
         looked.append("no data directory (UDORA_DATA_DIR unset)")
     if preset.source.package:

@@ -10,6 +10,13 @@ ARRAYS = ("X", "train_idx", "y_train", "f", "y", "noise_var", "post_mean", "post
 """The array fields of :class:`~udora.oracle.task.OracleTask`, in original units: ``X``
 (N, d), ``train_idx`` (n,), ``y_train`` (n,), the rest (N,). Its files store them and its
 fingerprint hashes them."""
+SHAPES = {
+    "X": "N d",
+    "train_idx": "n",
+    "y_train": "n",
+    **{name: "N" for name in ARRAYS[3:]},
+}
+"""The axes of each of :data:`ARRAYS`, as :func:`udora.oracle.reading.shaped` checks them."""
 
 
 def file_checksum(path: str | Path) -> str:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from udora.errors import UserError
 from udora.names import NAME, RULE
+from udora.oracle import reading
 from udora.oracle.families import Truth
 from udora.oracle.kernels import KernelSpecError, parse_kernel
 from udora.oracle.kinds import DEFAULT_KIND, REGRESSION, get_kind
@@ -238,7 +239,7 @@ def _validate(data: Any, origin: str) -> Any:
     the kinds' schemas are a union discriminated by ``kind``; unknown keys are errors."""
     if not isinstance(data, dict):
         raise PresetError(
-            f"{origin}: expected a mapping of preset fields, got {type(data).__name__}"
+            f"{origin}: holds {reading.kind_of(data)}, not a mapping of preset fields"
         )
     try:
         schema = get_kind(data.get("kind", DEFAULT_KIND)).preset
@@ -285,9 +286,9 @@ def load_preset(name_or_path: str | Path) -> Any:
     if not path.is_file():
         raise PresetError(f"{path}: no such preset file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise PresetError(f"{path}: not valid YAML: {err}") from None
+        data = reading.yaml_value(path)
+    except reading.BadFile as err:  # a preset's own type: callers name where it was used
+        raise PresetError(str(err)) from None
     return _validate(data, str(path))
 
 

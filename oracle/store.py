@@ -9,15 +9,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from udora.errors import UserError
+from udora.oracle import reading
 from udora.oracle.atomic import write_json, write_npz
-from udora.oracle.files import ARRAYS
+from udora.oracle.files import ARRAYS, SHAPES
 from udora.oracle.task import OracleTask
 
 
@@ -32,18 +32,38 @@ def save_task(task: OracleTask, out_dir: str | Path) -> Path:
     return out
 
 
+INFO_FIELDS = {
+    "preset": ((str,), "a string"),
+    "seed": ((int,), "an integer"),
+    "n_unique_train": ((int,), "an integer"),
+    "bin_counts": ((list,), "a list"),
+    "jitter": ((int, float), "a number"),
+    "joint_sampling": ((bool,), "true or false"),
+}
+"""The fields of ``oracle.json`` that :func:`summary` shows, their types."""
+
+
 def load_oracle(out_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Read back ``(arrays, info)`` from a folder written by :func:`save_task`."""
+    """Read back ``(arrays, info)`` from a folder written by :func:`save_task`; a file that
+    is missing, damaged or not of these shapes and fields is one error naming it."""
     out = Path(out_dir)
     for name in ("oracle.npz", "oracle.json"):
         if not (out / name).is_file():
             raise FileNotFoundError(f"{out / name}: not found (write it with `udora oracle build`)")
-    with np.load(out / "oracle.npz") as data:
-        arrays = {k: data[k] for k in data.files}
-    missing = [k for k in ARRAYS if k not in arrays]
-    if missing:
-        raise UserError(f"{out / 'oracle.npz'}: missing arrays {missing}")
-    return arrays, json.loads((out / "oracle.json").read_text())
+    arrays = reading.arrays(out / "oracle.npz", ARRAYS)
+    sizes = reading.shaped(out / "oracle.npz", arrays, SHAPES)
+    rows = arrays["train_idx"]
+    if rows.dtype.kind not in "iu" or ((rows < 0) | (rows >= sizes["N"])).any():
+        raise UserError(f"{out / 'oracle.npz'}: 'train_idx' must be pool rows 0..{sizes['N'] - 1}")
+    info = reading.json_object(out / "oracle.json")
+    for key, (kinds, expected) in INFO_FIELDS.items():
+        value = info.get(key)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise UserError(
+                f"{out / 'oracle.json'}: field {key!r} is {reading.kind_of(value)}, "
+                f"expected {expected}"
+            )
+    return arrays, info
 
 
 def summary(arrays: dict[str, np.ndarray], info: dict[str, Any]) -> dict[str, Any]:

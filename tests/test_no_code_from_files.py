@@ -35,6 +35,8 @@ def unsafe(tree: ast.AST) -> list[str]:
             continue
         name = _dotted(node.func)
         keywords = {k.arg: k.value for k in node.keywords}
+        if name == "yaml.load" and _safe_loader(keywords.get("Loader")):
+            continue
         if name in ("yaml.load", "yaml.unsafe_load", "yaml.full_load", "yaml.load_all") or name in (
             "pickle.load",
             "pickle.loads",
@@ -52,6 +54,16 @@ def unsafe(tree: ast.AST) -> list[str]:
             if not (isinstance(arg, ast.Constant) or _built_in_table(arg)):
                 found.append(f"{name}(<name from data>)")
     return found
+
+
+def _safe_loader(loader: ast.AST | None) -> bool:
+    """A ``Loader=`` that can only be one of PyYAML's safe loaders (``yaml.SafeLoader``,
+    libyaml's ``yaml.CSafeLoader``, or a choice between them)."""
+    if loader is None:
+        return False
+    names = {n.attr for n in ast.walk(loader) if isinstance(n, ast.Attribute)}
+    loaders = names - {"__with_libyaml__"}
+    return bool(loaders) and loaders <= {"SafeLoader", "CSafeLoader"}
 
 
 def _built_in_table(arg: ast.AST | None) -> bool:
@@ -104,6 +116,7 @@ def test_no_source_reads_a_file_in_a_way_that_runs_code():
     [
         "import yaml\nyaml.load(text)",
         "import yaml\nyaml.load(text, Loader=yaml.Loader)",
+        "import yaml\nyaml.load(text, Loader=yaml.CSafeLoader if fast else yaml.UnsafeLoader)",
         "import pickle\npickle.load(fh)",
         "import pandas as pd\npd.read_pickle(path)",
         "import numpy as np\nnp.load(path, allow_pickle=True)",
@@ -119,6 +132,9 @@ def test_the_walk_catches_each_unsafe_read(snippet):
     "snippet",
     [
         "import yaml\nyaml.safe_load(text)",
+        "import yaml\nyaml.load(text, Loader=yaml.CSafeLoader)",
+        "import yaml\n"
+        "yaml.load(text, Loader=yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader)",
         "import numpy as np\nnp.load(path)",
         "import numpy as np\nnp.load(path, allow_pickle=False)",
         "import importlib\nimportlib.import_module('udora.methods.blr')",

@@ -28,14 +28,27 @@ USER_EXIT = 2
 BUG_EXIT = 3  # not 1 ("a run failed") nor 2 ("your input")
 
 
-def _line(text: str) -> None:
+LONGEST = 2000  # characters of a printed error line; the rest is left out, saying so
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line (its lines joined by "; ") of at most :data:`LONGEST`
+    characters: a message that quotes a damaged file (a multi-megabyte column name)
+    stays one readable line."""
+    text = "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    if len(text) > LONGEST:
+        text = f"{text[: LONGEST - 40]}... ({len(text) - LONGEST + 40} more characters)"
+    return text
+
+
+def print_line(text: str) -> None:
     """``text`` on stderr as one unwrapped line: an error must stay greppable in logs."""
-    Console(stderr=True).print(text, highlight=False, markup=False, soft_wrap=True)
+    Console(stderr=True).print(one_line(text), highlight=False, markup=False, soft_wrap=True)
 
 
 def usage_error(err: Exception | str) -> None:
     """Print a user error as one unwrapped line on stderr and exit 2 (no traceback)."""
-    _line(f"error: {err}")
+    print_line(f"error: {err}")
     raise typer.Exit(USER_EXIT)
 
 
@@ -92,10 +105,10 @@ def report_bug(err: BaseException) -> int:
     try:
         where = write_traceback(err)
     except OSError:
-        _line(bug_line(err, None))
+        print_line(bug_line(err, None))
         traceback.print_exception(err, file=sys.stderr)
         return BUG_EXIT
-    _line(bug_line(err, where))
+    print_line(bug_line(err, where))
     return BUG_EXIT
 
 
@@ -113,7 +126,7 @@ def user_errors(console: Console, interrupted: str = "interrupted") -> Iterator[
         usage_error(err)
     except OSError as err:
         code, line = os_error_line(err)
-        _line(line)
+        print_line(line)
         raise typer.Exit(code) from None
     except KeyboardInterrupt:
         interrupts.ignore_from_now()

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from udora.experiments.cli.data import methods_list, oracle_app, presets_app
 from udora.experiments.cli.diagnose import diagnose_cmd
-from udora.experiments.cli.errors import USER_EXIT, os_error_line, report_bug
+from udora.experiments.cli.errors import USER_EXIT, os_error_line, print_line, report_bug
 from udora.experiments.cli.grid import bench_cmd, run_cmd
 from udora.experiments.cli.meta import meta_cmd
 from udora.experiments.cli.open import export_cmd, score_cmd
@@ -97,11 +97,11 @@ def main() -> None:
     try:
         app()
     except UserError as err:
-        Console(stderr=True).print(f"error: {err}", highlight=False, markup=False, soft_wrap=True)
+        print_line(f"error: {err}")
         sys.exit(USER_EXIT)
     except OSError as err:  # a folder that cannot be written, a full disk: one line
         code, line = os_error_line(err)
-        Console(stderr=True).print(line, highlight=False, markup=False, soft_wrap=True)
+        print_line(line)
         sys.exit(code)
     except Exception as err:  # anything else is udora's fault, not the input's
         sys.exit(report_bug(err))

@@ -237,7 +237,8 @@ def tune_cmd(
     """Tune every preset x method by an offline bayes sweep on a validation split.
 
     Writes OUT/<preset>/<method>.yaml (best config, objective, trial counts, sweep file and
-    hash); resumable. Exit 0 when done, 2 on a user error, 130 on Ctrl-C.
+    hash); resumable. Exit 0 when done, 1 when a sweep has no trial ok (its file says
+    tuned: false), 2 on a user error, 130 on Ctrl-C.
     """
     from udora import methods as registry
     from udora.experiments.grid.bench import suite_presets
@@ -301,3 +302,5 @@ def tune_cmd(
         f"tuned {len(pairs)} pairs ({len(summaries)} sweeps, {ran} trials ran now) into {out}",
         **plain,
     )
+    if any(s.best is None for s in summaries):  # as `sweep run`: a sweep with no trial ok
+        raise typer.Exit(1)

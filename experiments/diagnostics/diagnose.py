@@ -47,6 +47,7 @@ from udora.experiments.run.execute import cached_task
 from udora.experiments.run.spec import ResolvedRun
 from udora.methods import get_method_class
 from udora.methods.seeding import numpy_rng
+from udora.oracle import reading
 from udora.oracle.atomic import publish_folder, write_npz, write_text
 
 RECORD = "decomposition.json"
@@ -244,8 +245,8 @@ def write_diagnosis(folder: Path, record: dict[str, Any], arrays: dict) -> None:
 def load_diagnosis(folder: str | Path) -> dict[str, Any] | None:
     """A diagnosis folder's record, or None when absent or unreadable."""
     try:
-        return json.loads((Path(folder) / RECORD).read_text())
-    except (OSError, ValueError):  # not JSON, or not UTF-8
+        return reading.json_object(Path(folder) / RECORD)
+    except (OSError, ValueError):  # not a JSON object (a BadFile is a ValueError)
         return None
 
 

@@ -48,12 +48,12 @@ def collect(folder: str | Path) -> pd.DataFrame:
     """One row per ok diagnosis of the current schema under ``folder``: identity, the
     method's full config (JSON), the other overrides, normalised pool means and their
     standard errors, the sum check and the estimation share."""
-    from udora.experiments.diagnostics.diagnose import is_current
+    from udora.experiments.diagnostics.diagnose import is_current, load_diagnosis
 
     rows = []
     for path in sorted(Path(folder).glob(f"*/*/*/*/{RECORD}")):
-        record = json.loads(path.read_text())
-        if record.get("status") != "ok" or not is_current(record):
+        record = load_diagnosis(path.parent)  # None when damaged: not an ok diagnosis
+        if record is None or record.get("status") != "ok" or not is_current(record):
             continue
         norm = record["normalised"]
         proj = (record.get("projection") or {}).get("normalised", {})

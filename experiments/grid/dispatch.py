@@ -5,7 +5,6 @@ worker leaves recorded as failed, and the runs finished after an interrupt count
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,16 @@ def _worker(
 ) -> tuple[str, str]:
     try:
         result = run_resolved(run, out_dir, data_dir=data_dir, config_source=source)
-    except Exception as err:  # before the method ran (its task refused, say): the grid goes on
+    except Exception as err:  # before the method ran (a data table that cannot be read,
+        # its task refused): the grid goes on, and every planned run ends in a recorded
+        # outcome (docs/running.md, "A grid")
         reason = str(err) if isinstance(err, UserError) else f"{type(err).__name__}: {err}"
-        # recorded as failed, as the grid promises, unless the write is what fails (a
-        # full disk, a folder it must not replace): the grid's line says it then
-        with contextlib.suppress(OSError, UserError):
+        try:
             record_failed(run, out_dir, reason)
+        except OSError as why:  # a full disk: the summary still counts the run failed
+            reason += f" (and its failure could not be recorded: {why})"
+        except UserError:  # a folder it must not replace (a newer udora's run): left alone
+            pass
         return "failed", reason
     if wandb:
         from udora.experiments.run.wandb_log import log_run

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from udora.errors import UserError
+from udora.oracle import reading
 
 LOCK_NAME = ".udora-lock"
 
@@ -31,8 +32,8 @@ class LockHeldError(UserError):
 def holder(path: str | Path) -> dict[str, Any]:
     """What the lock file says about its holder (``{}`` when empty or unreadable)."""
     try:
-        info = json.loads(Path(path).read_text() or "{}")
-    except (OSError, ValueError):  # not JSON, or not UTF-8
+        info = reading.json_value(path) if Path(path).stat().st_size else {}
+    except (OSError, ValueError):  # not JSON (a BadFile is a ValueError)
         return {}
     return info if isinstance(info, dict) else {}
 

@@ -112,6 +112,13 @@ def load_cells(
             )
         preds = [load_predictions(f) for f in checked]
         N = task.X.shape[0]
+        for found, pred in zip(checked, preds, strict=True):  # a task stored for another pool
+            if pred["mean"].shape != (N,):
+                raise UserError(
+                    f"{found.folder / 'predictions.npz'}: 'mean' has shape "
+                    f"{pred['mean'].shape}, but the task of {preset}, seed {run_seed} has "
+                    f"{N} pool rows"
+                )
         blocks = nearest_blocks(
             task.X,
             min(N // BLOCK_SIZE, MAX_BLOCKS),
@@ -131,7 +138,17 @@ def _stored_task(run_dir: str, record: RunRecord) -> Any:
 
     if record.task_hash is None:
         return None
-    return oracle_arrays.load(oracle_arrays.results_root(run_dir), record.task_hash)
+    root = oracle_arrays.results_root(run_dir)
+    task = oracle_arrays.load(root, record.task_hash)
+    stored = oracle_arrays.checksum(root, record.task_hash)
+    if task is not None and record.oracle_sha256 not in (None, stored):
+        npz, _ = oracle_arrays.paths(root, record.task_hash)
+        raise UserError(
+            f"{npz}: not the arrays {run_dir} was scored against (SHA-256 {str(stored)[:12]}, "
+            f"the run recorded {record.oracle_sha256[:12]}; edited?); delete it and its .json "
+            "to rebuild the task"
+        )
+    return task
 
 
 def _block_rng(cell: Cell, config: str) -> np.random.Generator:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from udora.errors import UserError
 from udora.experiments.open.tasks import FORMS, PublicTask
+from udora.oracle import reading
 
 STACKED = {
     "member_means": "member_mean",
@@ -83,16 +84,14 @@ def _table_fields(frame: pd.DataFrame) -> dict[str, Any]:
 def read_fields(path: str | Path) -> dict[str, Any]:
     """The fields of a predictions file (``.npz``, ``.csv`` or ``.parquet``)."""
     path = Path(path)
-    try:
-        if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as z:
-                return {k: (str(z[k]) if z[k].dtype.kind == "U" else z[k]) for k in z.files}
-        if path.suffix == ".csv":
-            return _table_fields(pd.read_csv(path, float_precision="round_trip"))
-        if path.suffix == ".parquet":
-            return _table_fields(pd.read_parquet(path))
-    except (OSError, ValueError, EOFError) as err:
-        raise UserError(f"{path}: cannot be read as {path.suffix[1:]} ({err})") from None
+    if path.suffix == ".npz":
+        found = reading.arrays(path)
+        return {k: (str(v) if v.dtype.kind == "U" else v) for k, v in found.items()}
+    if path.suffix in (".csv", ".parquet"):
+        options = {"float_precision": "round_trip"} if path.suffix == ".csv" else {}
+        frame = reading.table(path, **options)
+        numeric = [c for c in frame.columns if c != "task_hash"]
+        return _table_fields(reading.numbers(frame, numeric, path))
     raise UserError(f"{path}: expected a .npz, .csv or .parquet predictions file")
 
 
@@ -102,13 +101,13 @@ def _form(fields: dict[str, Any], where: str) -> str:
     found = [name for name, need in FORMS.items() if set(need) <= present]
     if len(found) != 1:
         forms = "; ".join(f"{n}: {', '.join(need)}" for n, need in FORMS.items())
-        got = ", ".join(sorted(present)) or "none"
+        got = ", ".join(reading.brief(n) for n in sorted(present)[:20]) or "none"
         raise UserError(f"{where}: expected the fields of one prediction form ({forms}); got {got}")
     allowed = set(FORMS[found[0]]) | ({"member_means"} if found[0] == "split" else set())
     extra = sorted(present - allowed)
     if extra:
         raise UserError(
-            f"{where}: field {extra[0]!r} is not part of the {found[0]} form "
+            f"{where}: field {reading.brief(extra[0])} is not part of the {found[0]} form "
             f"({', '.join(sorted(allowed))})"
         )
     return found[0]
@@ -130,7 +129,8 @@ def _pool_order(fields: dict[str, Any], task: PublicTask, where: str) -> np.ndar
     if "row_id" not in fields:
         return None
     ids = np.asarray(fields["row_id"])
-    if ids.ndim != 1 or (ids.dtype.kind not in "iu" and not np.all(np.mod(ids, 1) == 0)):
+    numbers = ids.dtype.kind in "biuf"
+    if ids.ndim != 1 or not numbers or (ids.dtype.kind not in "iu" and np.any(np.mod(ids, 1))):
         raise UserError(f"{where}: field 'row_id' must be integers, one per pool row")
     ids = ids.astype(np.int64)
     if len(ids) != task.n_pool or not np.array_equal(np.sort(ids), np.arange(task.n_pool)):
@@ -143,7 +143,10 @@ def _pool_order(fields: dict[str, Any], task: PublicTask, where: str) -> np.ndar
 
 def _array(fields, name: str, task: PublicTask, where: str, order) -> np.ndarray:
     """Field ``name`` as float64, checked (shape, finite, variances >= 0), in pool order."""
-    value = np.asarray(fields[name], dtype=np.float64)
+    value = np.asarray(fields[name])
+    if value.dtype.kind not in "biuf":
+        raise UserError(f"{where}: field {name!r} holds {value.dtype} values, not numbers")
+    value = value.astype(np.float64)
     if name == "quantile_levels":
         return value
     ndim = 2 if name in STACKED or name == "quantiles" else 1

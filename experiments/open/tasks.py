@@ -21,6 +21,7 @@ import pandas as pd
 from udora.errors import UserError
 from udora.experiments.run.spec import data_source_record, task_hash, task_part
 from udora.names import check_name
+from udora.oracle import reading
 from udora.oracle.atomic import write_npz, write_parquet, write_text
 from udora.oracle.files import file_checksum
 from udora.oracle.preset import Preset, load_preset
@@ -141,35 +142,83 @@ def export_task(task: PublicTask, folder: str | Path) -> list[Path]:
     return [*written, folder / "task.json"]
 
 
+TASK_FIELDS = {
+    "preset": ((str,), "a string"),
+    "seed": ((int,), "an integer"),
+    "task_hash": ((str,), "a string"),
+    "data_kind": ((str, type(None)), "a string or null"),
+    "data_sha256": ((str, type(None)), "a string or null"),
+    "feature_names": ((list,), "a list of names"),
+    "preset_config": ((dict,), "a mapping"),
+    "shapes": ((dict,), "a mapping"),
+}
+"""The fields of ``task.json`` that :func:`read_task` reads, their types."""
+
+
 def read_task(folder: str | Path) -> PublicTask:
     """The task exported under ``folder``; a missing or damaged file is one UserError
-    naming it."""
+    naming it (and the field or array)."""
     folder = Path(folder)
     path = folder / "task.json"
-    try:
-        info = json.loads(path.read_text())
-        with np.load(folder / "train.npz") as train, np.load(folder / "pool.npz") as pool:
-            arrays = {
-                "X_train": train["X"],
-                "y_train": train["y"],
-                "rows": train["rows"],
-                "X_pool": pool["X"],
-            }
-        keys = ("preset", "seed", "task_hash", "data_kind", "data_sha256")
-        fields = {k: info[k] for k in keys}
-        names, config = tuple(info["feature_names"]), info["preset_config"]
-    except (OSError, ValueError, KeyError) as err:
-        raise UserError(f"{folder}: not a task folder of `udora export` ({err})") from None
-    _check_claims(path, info, fields, config, arrays)
+    if not path.is_file():
+        raise UserError(f"{folder}: not a task folder of `udora export` (no task.json)")
+    info = reading.json_object(path)
+    for key, (kinds, expected) in TASK_FIELDS.items():
+        value = info.get(key)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise UserError(
+                f"{path}: field {key!r} is {reading.kind_of(value)}, expected {expected}"
+            )
+    _check_files(path, info.get("files"))  # a changed file is named before it is parsed
+    train = reading.arrays(folder / "train.npz", ("X", "y", "rows"))
+    pool = reading.arrays(folder / "pool.npz", ("X",))
+    reading.shaped(folder / "train.npz", train, {"X": "n d", "y": "n", "rows": "n"})
+    reading.shaped(folder / "pool.npz", pool, {"X": "N d"})
+    for file, name, array in (
+        ("train.npz", "X_train", train["X"]),
+        ("pool.npz", "X_pool", pool["X"]),
+    ):
+        if list(array.shape) != info["shapes"].get(name):
+            raise UserError(
+                f"{folder / file}: 'X' has shape {list(array.shape)}, but {path.name} records "
+                f"{name} of shape {info['shapes'].get(name)}; export the task again"
+            )
+    n_pool = pool["X"].shape[0]
+    rows = train["rows"]
+    if rows.dtype.kind not in "iu" or ((rows < 0) | (rows >= n_pool)).any():
+        raise UserError(f"{folder / 'train.npz'}: 'rows' must be pool rows 0..{n_pool - 1}")
+    arrays = {"X_train": train["X"], "y_train": train["y"], "X_pool": pool["X"]}
+    fields = {k: info[k] for k in ("preset", "seed", "task_hash", "data_kind", "data_sha256")}
+    _check_claims(path, info, fields, info["preset_config"], arrays)
     return PublicTask(
         **fields,
-        feature_names=names,
+        feature_names=tuple(info["feature_names"]),
         X_train=arrays["X_train"],
         y_train=arrays["y_train"],
         X_pool=arrays["X_pool"],
-        train_rows=arrays["rows"],
-        preset_config=config,
+        train_rows=rows,
+        preset_config=info["preset_config"],
     )
+
+
+def _check_files(path: Path, files: Any) -> None:
+    """Every file ``task.json`` lists under ``files`` has the SHA-256 it records (exports
+    before 0.3 list none)."""
+    if files is None:
+        return
+    if not isinstance(files, dict):
+        raise UserError(f"{path}: field 'files' is {reading.kind_of(files)}, expected a mapping")
+    for name, expected in files.items():
+        file = path.parent / check_name(name, f"{path}: file")
+        try:
+            found = file_checksum(file)
+        except OSError as err:
+            raise UserError(f"{file}: listed in {path.name} but cannot be read ({err})") from None
+        if found != expected:
+            raise UserError(
+                f"{file}: does not match the SHA-256 in {path.name} (changed after the "
+                "export?); export the task again"
+            )
 
 
 def _check_claims(path: Path, info: dict, fields: dict, config: Any, arrays: dict) -> None:
@@ -191,7 +240,7 @@ def _check_claims(path: Path, info: dict, fields: dict, config: Any, arrays: dic
             f"{path}: its preset, data record and seed hash to {digest}, not to its "
             f"task_hash {fields['task_hash']} (edited?); export the task again"
         )
-    shapes = info.get("shapes") or {}
+    shapes = info["shapes"]
     found = {
         "X_train": list(arrays["X_train"].shape),
         "y_train": list(arrays["y_train"].shape),
@@ -202,17 +251,4 @@ def _check_claims(path: Path, info: dict, fields: dict, config: Any, arrays: dic
             raise UserError(
                 f"{path}: records {name} of shape {shapes.get(name)}, but the task's files hold "
                 f"{shape}; export the task again"
-            )
-    if arrays["rows"].shape != arrays["y_train"].shape:
-        raise UserError(f"{path.parent / 'train.npz'}: 'rows' and 'y' differ in length")
-    for name, expected in (info.get("files") or {}).items():  # exports before 0.3 list none
-        file = path.parent / check_name(name, f"{path}: file")
-        try:
-            found = file_checksum(file)
-        except OSError as err:
-            raise UserError(f"{file}: listed in {path.name} but cannot be read ({err})") from None
-        if found != expected:
-            raise UserError(
-                f"{file}: does not match the SHA-256 in {path.name} (changed after the "
-                "export?); export the task again"
             )

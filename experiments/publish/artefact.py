@@ -30,11 +30,14 @@ import pandas as pd
 
 from udora.errors import UserError
 from udora.experiments.results.store import load_runs
+from udora.names import check_name
+from udora.oracle import reading
 from udora.oracle.atomic import write_bytes, write_parquet
 
 MANIFEST, TABLE, CURVES = "manifest.json", "results.parquet", "curves.json.gz"
 SHIPPED = "release"  # the name that means the release shipped in ``udora.release``
-NEEDED = ("preset", "method", "config", "seed", "status", "task_hash")  # of a baseline
+ROW = ("preset", "method", "config", "seed", "status")  # what names a row of a release
+NEEDED = (*ROW, "task_hash")  # of a baseline, matched by task hash
 
 
 def _sha256(path: Path) -> str:
@@ -170,14 +173,14 @@ def read_release(folder: str | Path) -> tuple[pd.DataFrame, dict, dict]:
         raise FileNotFoundError(
             f"{folder / MANIFEST}: no release manifest (build one with udora release build)"
         )
-    manifest = json.loads((folder / MANIFEST).read_text())
-    listed = manifest.get("files") if isinstance(manifest, dict) else None
+    manifest = reading.json_object(folder / MANIFEST)
+    listed = manifest.get("files")
     if not isinstance(listed, dict) or {TABLE, CURVES} - set(listed):
         raise UserError(
             f"{folder / MANIFEST}: expected 'files' with the SHA-256 of {TABLE} and {CURVES}"
         )
     for name, digest in listed.items():
-        path = folder / name
+        path = folder / check_name(name, f"{folder / MANIFEST}: file")
         if not path.is_file():
             raise FileNotFoundError(f"{path}: listed in {MANIFEST} but missing")
         if _sha256(path) != digest:
@@ -185,8 +188,20 @@ def read_release(folder: str | Path) -> tuple[pd.DataFrame, dict, dict]:
                 f"{path}: its SHA-256 is not the one {MANIFEST} records; the "
                 "file was changed after the release was built"
             )
-    table = pd.read_parquet(folder / TABLE)
-    keyed = json.loads(gzip.decompress((folder / CURVES).read_bytes()))
+    table = checked_table(reading.table(folder / TABLE), folder / TABLE, "release")
+    keyed = reading.json_value(folder / CURVES)
+    shape_ok = isinstance(keyed, list) and all(
+        isinstance(k, dict)
+        and isinstance(k.get("key"), list)
+        and len(k["key"]) == 4
+        and isinstance(k.get("curves"), dict)
+        for k in keyed
+    )
+    if not shape_ok:
+        raise UserError(
+            f"{folder / CURVES}: expected a list of {{key: [preset, method, config, seed], "
+            "curves: {...}}} entries"
+        )
     primary = set(primary_rows(table)["run"]) if "run" in table else None
     curves = {
         tuple(k["key"]): k["curves"]
@@ -205,20 +220,44 @@ def load_baseline(source: str | Path) -> pd.DataFrame:
     path = Path(source)
     folder = release_folder(source)
     if folder is not None:
-        table = read_release(folder)[0]
-    elif path.is_dir():
+        return read_release(folder)[0]
+    if path.is_dir():
         from udora.experiments.results.store import load_runs
 
-        table = load_runs(path)[0]
-    elif path.suffix == ".parquet":
-        table = pd.read_parquet(path)
-    elif path.suffix == ".csv":
-        table = pd.read_csv(path)
-    else:
+        return load_runs(path)[0]
+    if path.suffix not in (".parquet", ".csv"):
         raise FileNotFoundError(
             f"{path}: expected 'release', a results folder, or a .parquet or .csv results table"
         )
-    missing = [c for c in NEEDED if c not in table]
+    return checked_table(reading.table(path, whole_lines=True), path, "baseline", NEEDED)
+
+
+def checked_table(
+    table: pd.DataFrame, path: Path, what: str, needed: tuple[str, ...] = ROW
+) -> pd.DataFrame:
+    """A results table read from a file (a release's, a baseline): it has the columns
+    ``needed``, those of :data:`ROW` filled in every row, an integer ``seed``, and numbers
+    in every metric, standard-error and timing column (a column of text is an error
+    naming it); raises a UserError naming ``path``, the column and the row."""
+    from udora.oracle.kinds import kind_names
+    from udora.scoring.registry import names
+
+    missing = [c for c in needed if c not in table]
     if missing:
-        raise UserError(f"{path}: the baseline table has no column {', '.join(missing)}")
-    return table
+        raise UserError(f"{path}: the {what} table has no column {', '.join(missing)}")
+    for column in ROW:  # a task hash may be missing (old runs): the comparison says so
+        empty = table[column].isna()
+        if empty.any():
+            row = int(empty.to_numpy().nonzero()[0][0])
+            raise UserError(f"{path}: row {row} has no {column} (a cut or edited table?)")
+    metrics = {name for kind in kind_names() for name in names(kind)}
+    numeric = [c for c in table.columns if c in metrics or str(c).startswith(("se.", "time_"))]
+    table = reading.numbers(table, ["seed", *numeric], path)
+    seeds = table["seed"]
+    bad = seeds[(seeds < 0) | (seeds % 1 != 0)]
+    if len(bad):
+        raise UserError(
+            f"{path}: column 'seed' holds {bad.iloc[0]!r} (row {bad.index[0]}), "
+            "not a non-negative integer"
+        )
+    return table.assign(seed=seeds.astype(int))

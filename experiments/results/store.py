@@ -146,18 +146,19 @@ def _read_source(source: dict[str, Any]) -> dict[str, Any]:
     there with the same hash; otherwise the record as it is (an untuned label)."""
     import hashlib
 
-    import yaml
-
     from udora.experiments.run.spec import tuned_source
+    from udora.oracle import reading
 
     path = Path(source["path"])
     try:
-        text = path.read_text()
-    except OSError:
+        text = reading.text(path)
+        if hashlib.sha256(text.encode()).hexdigest()[:12] != source.get("hash"):
+            return source
+        data = reading.yaml_value(path, text) or {}
+    except (OSError, reading.BadFile):
         return source
-    if hashlib.sha256(text.encode()).hexdigest()[:12] != source.get("hash"):
+    if not isinstance(data, dict):
         return source
-    data = yaml.safe_load(text) or {}
     return tuned_source({**data, "path": str(path), "hash": source["hash"]})
 
 
@@ -224,15 +225,15 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     0.1.0 (no ``"schema"``), whose runs this udora does not read, and FileNotFoundError
     naming ``results_dir`` when no run can be read.
     """
-    rows, override_rows, run_curves, bad = [], [], [], 0
+    rows, override_rows, run_curves, bad = [], [], [], []
     override_keys: dict[str, str] = {}  # override key -> column name
     folders = sorted(p for p in Path(results_dir).glob(RUN_GLOB) if p.is_dir())
     for path in (folder / RESULT for folder in folders):  # a folder without one is skipped
         found = read_run(path.parent)
         refuse_old(Path(results_dir), found)
         if not found.usable:
-            bad += 1
-            warnings.warn(f"skipped {path}: {found.problem}", UnreadableRunWarning, stacklevel=2)
+            bad.append(f"{path}: {found.problem}")
+            warnings.warn(f"skipped {bad[-1]}", UnreadableRunWarning, stacklevel=2)
             continue
         rec = found.record
         given = Overrides.from_flat(rec.overrides)
@@ -278,7 +279,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
         rows.append(row)
         run_curves.append(rec.curves)
     if not rows:
-        unread = f"; {bad} unreadable result.json skipped" if bad else ""
+        first = "the first: " if len(bad) > 1 else ""
+        unread = f"; {len(bad)} unreadable result.json skipped ({first}{bad[0]})" if bad else ""
         raise FileNotFoundError(f"{results_dir}: no readable run folders ({RUN_GLOB}){unread}")
     frame = pd.DataFrame(rows)
     columns = list(override_keys.values())

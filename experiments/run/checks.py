@@ -28,6 +28,7 @@ from udora.oracle.data import (
     openml_cache_dir,
 )
 from udora.oracle.preset import Preset
+from udora.oracle.reading import BadFile
 from udora.oracle.table import TableError
 
 T = TypeVar("T", bound=Hashable)
@@ -150,8 +151,9 @@ def _data_found_cheaply(preset: Preset, data_dir: str | Path | None) -> bool:
 
 def missing_data(presets: Iterable[Preset], data_dir: str | Path | None) -> dict[str, str]:
     """``{preset name: why its runs cannot happen}``: its table is found nowhere, or the
-    data-directory file it reads is not a usable table (:class:`~udora.oracle.table.
-    TableError`: unreadable, a column missing, a value that is not a finite number). Such a
+    data-directory file it reads is not a usable table (:class:`~udora.oracle.reading.
+    BadFile`: unreadable; :class:`~udora.oracle.table.TableError`: a column missing, a
+    value that is not a finite number). Such a
     file is read here, once per preset (a fraction of a second for the shipped tables); a
     package or OpenML table is checked when it is first loaded, by the run."""
     out: dict[str, str] = {}
@@ -165,6 +167,6 @@ def missing_data(presets: Iterable[Preset], data_dir: str | Path | None) -> dict
             continue
         try:  # no source is there (this raises at once, with where it looked), or a file
             load_table(preset, data_dir, allow_download=False)
-        except (DataNotFoundError, TableError) as err:
+        except (DataNotFoundError, TableError, BadFile) as err:
             out[preset.name] = str(err)
     return out

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from udora.experiments.run.checks import UsageError
 from udora.experiments.run.record import PREDICTIONS, RESULT, SCHEMA, RunRecord, file_sha256
 from udora.experiments.run.spec import identity_hash, task_hash
+from udora.oracle import reading
 
 __all__ = [
     "PREDICTIONS",
@@ -85,16 +86,13 @@ class RunRead:
 
 def _load_json(path: Path) -> tuple[dict[str, Any] | None, str]:
     try:
-        record = json.loads(path.read_text())
+        return reading.json_object(path), ""
     except FileNotFoundError:
         return None, "is missing"
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
         return None, f"cannot be read ({type(err).__name__}: {err})"
-    except json.JSONDecodeError as err:
-        return None, f"is not valid JSON (truncated or empty? {err})"
-    if not isinstance(record, dict):
-        return None, f"holds a JSON {type(record).__name__}, not an object"
-    return record, ""
+    except reading.BadFile as err:
+        return None, err.why
 
 
 def _path_in(record: Any, loc: tuple) -> list[str]:
@@ -248,5 +246,4 @@ def finished_run(folder: str | Path) -> RunRead:
 def load_predictions(found: RunRead) -> dict[str, np.ndarray]:
     """The arrays of the finished run ``found`` (:func:`finished_run`): ``mean``,
     ``aleatoric``, ``epistemic`` (N,) and ``member_means`` (K, N) when present."""
-    with np.load(found.folder / PREDICTIONS) as archive:
-        return {name: archive[name] for name in archive.files}
+    return reading.arrays(found.folder / PREDICTIONS)

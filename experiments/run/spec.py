@@ -194,6 +194,7 @@ def data_source_record(
         TableError: the table loaded cannot be used and not ``missing_ok``.
     """
     from udora.oracle.data import DataNotFoundError, data_dir_from_env, table_source
+    from udora.oracle.reading import BadFile
     from udora.oracle.table import TableError
 
     folder = data_dir_from_env(data_dir)
@@ -202,7 +203,7 @@ def data_source_record(
         return _SOURCES[key]
     try:
         record = table_source(preset, folder).to_dict()
-    except (DataNotFoundError, TableError):
+    except (DataNotFoundError, TableError, BadFile):
         if not missing_ok:
             raise
         return None

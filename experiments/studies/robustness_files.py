@@ -9,6 +9,7 @@ import pandas as pd
 
 from udora.errors import UserError
 from udora.experiments.results.store import load_runs
+from udora.oracle import reading
 from udora.oracle.atomic import write_parquet
 
 PAGE = "robustness"  # docs/<page>.md, docs/img/<page>_eu_ranks.png, docs/data/<page>_runs.parquet
@@ -34,7 +35,7 @@ def load_study_runs(results: str | Path) -> pd.DataFrame:
                 f"{results}: expected the study's results folder or the "
                 ".parquet table a robustness page wrote"
             )
-        return pd.read_parquet(results)
+        return reading.table(results)
     table, _ = load_runs(results)
     return table
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from udora.errors import UserError
 from udora.experiments.studies.scales import SCALES as SCALES  # re-exported
 from udora.experiments.studies.scales import choose_scale, is_number
+from udora.oracle import reading
 from udora.oracle.atomic import write_text
 
 if TYPE_CHECKING:
@@ -192,13 +193,11 @@ def load_study(path: str | Path) -> Study:
     errors name the file and the key."""
     path = study_path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = reading.yaml_mapping(path, "study keys")
     except OSError as err:
         raise StudyError(f"{path}: cannot read the study file: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise StudyError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
-    if not isinstance(data, dict):
-        raise StudyError(f"{path}: expected a mapping of study keys")
+    except reading.BadFile as err:
+        raise StudyError(str(err)) from None
     try:
         return Study(**data)
     except ValidationError as err:

@@ -31,8 +31,9 @@ import numpy as np
 
 from udora.errors import UserError
 from udora.names import check_name, inside
+from udora.oracle import reading
 from udora.oracle.atomic import write_bytes, write_json
-from udora.oracle.files import ARRAYS
+from udora.oracle.files import ARRAYS, SHAPES
 
 FOLDER = "oracle"
 
@@ -88,8 +89,8 @@ def checksum(root: str | Path, task_hash: str) -> str | None:
     """The SHA-256 of the stored arrays of ``task_hash`` under ``root`` (from its record),
     or None when they are not stored: what a run records it was scored against."""
     try:
-        return str(json.loads(paths(root, task_hash)[1].read_text(encoding="utf-8"))["sha256"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return str(reading.json_object(paths(root, task_hash)[1])["sha256"])
+    except (OSError, ValueError, KeyError):  # a BadFile is a ValueError
         return None
 
 
@@ -122,9 +123,11 @@ def _read(
     if not record.is_file():
         return None
     try:
-        entry = json.loads(record.read_text(encoding="utf-8"))
+        entry = reading.json_object(record)
         expected = entry["sha256"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except reading.BadFile as err:
+        raise UserError(f"{err}; delete it and {npz.name} to {again}") from None
+    except (OSError, KeyError) as err:
         raise UserError(
             f"{record}: not a record of stored arrays ({type(err).__name__}: "
             f"{err}); delete it and {npz.name} to {again}"
@@ -138,12 +141,7 @@ def _read(
             f"{npz}: does not match the checksum in {record} (truncated or "
             f"changed?); delete both to {again}"
         )
-    with np.load(io.BytesIO(blob), allow_pickle=False) as data:
-        fields = tuple(data.files) if fields is None else fields
-        missing = [f for f in fields if f not in data.files]
-        if missing:
-            raise UserError(f"{npz}: has no {', '.join(missing)}")
-        return entry, {f: data[f] for f in fields}
+    return entry, reading.arrays(npz, fields, blob)
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
@@ -180,9 +178,15 @@ def load(root: str | Path, task_hash: str) -> StoredTask | None:
     if found is None:
         return None
     entry, arrays = found
-    return StoredTask(
-        entry["preset_config"], int(entry["seed"]), meta=entry.get("meta", {}), **arrays
-    )
+    npz, record = paths(root, task_hash)
+    reading.shaped(npz, arrays, SHAPES)
+    seed, config, meta = entry.get("seed"), entry.get("preset_config"), entry.get("meta", {})
+    if not (isinstance(seed, int) and isinstance(config, dict) and isinstance(meta, dict)):
+        raise UserError(
+            f"{record}: expected an integer 'seed' and mappings 'preset_config' and 'meta'; "
+            f"delete it and {npz.name} to rebuild the task"
+        )
+    return StoredTask(config, seed, meta=meta, **arrays)
 
 
 def load_arrays(

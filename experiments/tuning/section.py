@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 from scipy import stats
 
 from udora.experiments.results.sections import ReportSection
+from udora.oracle import reading
 
 
 def _tuned_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -41,8 +41,8 @@ def _tuned_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 def _read_yaml(path: Path) -> dict[str, Any] | None:
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+        data = reading.yaml_value(path)
+    except (OSError, ValueError):  # a BadFile is a ValueError
         return None
     return data if isinstance(data, dict) else None
 
@@ -65,8 +65,8 @@ def _trials(folder: Path | None) -> list[dict[str, Any]]:
     out = []
     for path in sorted(folder.glob("trial-*/trial.json")):
         try:
-            out.append(json.loads(path.read_text()))
-        except (OSError, ValueError):  # not JSON, or not UTF-8
+            out.append(reading.json_object(path))
+        except (OSError, ValueError):  # not a JSON object (a BadFile is a ValueError)
             continue
     return out
 

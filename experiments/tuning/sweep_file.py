@@ -23,6 +23,7 @@ from udora.experiments.tuning.protocol import (
     check_val_fraction,
 )
 from udora.methods.base import ConfigError, make_config
+from udora.oracle import reading
 from udora.oracle.atomic import write_text
 
 if TYPE_CHECKING:
@@ -178,11 +179,11 @@ def load_sweep_config(path: str | Path) -> dict[str, Any]:
 
     path = Path(path)
     try:
-        config = yaml.safe_load(path.read_text())
+        config = reading.yaml_value(path)
     except OSError as err:
         raise SweepConfigError(f"{path}: cannot read the sweep file: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise SweepConfigError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
+    except reading.BadFile as err:
+        raise SweepConfigError(str(err)) from None
     if not isinstance(config, dict) or not isinstance(config.get("parameters"), dict):
         raise SweepConfigError(f"{path}: expected a mapping with a 'parameters' mapping")
     _check_schema(path, config)

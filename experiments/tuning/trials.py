@@ -21,6 +21,7 @@ from typing import Any
 from udora.experiments.run import interrupts
 from udora.experiments.tuning.protocol import OBJECTIVES, VAL_FRACTION
 from udora.experiments.tuning.sweep_file import FIXED
+from udora.oracle import reading
 from udora.oracle.atomic import publish_folder, write_json, write_npz
 
 TRIAL_SCHEMA = 1
@@ -113,12 +114,16 @@ def _oracle_metrics(
 ) -> dict[str, Any] | None:
     """The trial's oracle metrics, after its objective is final, the fit part's posterior
     kept in the sweep ``folder``; an error here is noted in ``record["oracle_error"]`` and
-    never fails the trial (analysis only)."""
+    never fails the trial (analysis only). A fault of the machine (an OSError: a full
+    disk, an I/O error) is not the analysis's: it stops the command, naming the file, as
+    any write that fails does, instead of leaving every trial without its oracle."""
     from udora.experiments.tuning import protocol as tuning
 
     t0 = time.perf_counter()
     try:
         return tuning.trial_oracle_metrics(result.task, result, store=folder)
+    except OSError:
+        raise
     except Exception as err:
         if interrupts.requested():
             raise KeyboardInterrupt from err
@@ -178,8 +183,8 @@ def _write_trial(final: Path, record: dict[str, Any], arrays: dict[str, Any] | N
 def load_trial(folder: str | Path, k: int) -> dict[str, Any] | None:
     """Trial ``k``'s record under ``folder``, or None when it is not (readably) written."""
     try:
-        return json.loads((Path(folder) / f"trial-{k}" / "trial.json").read_text())
-    except (OSError, ValueError):  # not JSON, or not UTF-8
+        return reading.json_object(Path(folder) / f"trial-{k}" / "trial.json")
+    except (OSError, ValueError):  # not a JSON object (a BadFile is a ValueError)
         return None
 
 
@@ -188,8 +193,8 @@ def load_trials(folder: str | Path) -> list[dict[str, Any]]:
     out = []
     for path in Path(folder).glob("trial-*/trial.json"):
         try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):  # not JSON, or not UTF-8
+            record = reading.json_value(path)
+        except (OSError, ValueError):  # not JSON (a BadFile is a ValueError)
             continue
         if isinstance(record, dict) and "k" in record and "params" in record:
             out.append(record)

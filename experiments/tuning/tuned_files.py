@@ -9,13 +9,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from udora.errors import UserError
 from udora.experiments.run.overrides import Overrides
 from udora.experiments.run.spec import tuned_source
 from udora.experiments.tuning import sweep_file as sc
 from udora.names import check_name, inside
+from udora.oracle import reading
 
 
 def tuned_path(out: str | Path, preset_name: str, method: str) -> Path:
@@ -38,18 +37,13 @@ def load_tuned(tuned_dir: str | Path, preset_name: str, method: str) -> dict[str
     path = tuned_path(tuned_dir, preset_name, method)
     if not path.is_file():
         return None
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"{path}: cannot be read as a tuned file ({err})") from None
+    text = reading.text(path)
     if not text.strip():
         raise UserError(f"{path}: is empty; rerun `udora tune` for it, or remove it")
     try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as err:
-        where = getattr(err, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where is not None else ""
-        raise UserError(f"{path}: not valid YAML{line}; rerun `udora tune` for it") from None
+        data = reading.yaml_value(path, text)
+    except reading.BadFile as err:
+        raise UserError(f"{err}; rerun `udora tune` for it") from None
     if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict):
         raise UserError(f"{path}: not a tuned-config file (expected a 'config' mapping)")
     for key, expected in (("method", method), ("preset", preset_name)):
@@ -118,15 +112,29 @@ def tuned_configs(tuned: str | Path, presets: list[str], methods: list[str]):
             if found is None:
                 missing.setdefault(method, []).append(name)
                 continue
-            configs[(preset, method)] = Overrides.from_flat(found.get("config"))
+            configs[(preset, method)] = _tuned_config(found, method)
             sweep_file = found.get("sweep_file")
             if found.get("protocol") is None and sweep_file and Path(sweep_file).is_file():
                 found = {
                     **found,
-                    "protocol": protocol_of(yaml.safe_load(Path(sweep_file).read_text()) or {}),
+                    "protocol": protocol_of(reading.yaml_value(sweep_file) or {}),
                 }
             sources[(preset, method)] = tuned_source(found)
     return configs, sources, missing
+
+
+def _tuned_config(found: dict[str, Any], method: str) -> Overrides:
+    """The overrides of a tuned file, checked against the method's config, so a value the
+    config refuses is an error naming the file, not only the field."""
+    from udora import methods
+    from udora.methods.base import ConfigError, make_config
+
+    config = Overrides.from_flat(found.get("config"))
+    try:
+        make_config(methods.get_method_class(method).Config, dict(config.method))
+    except ConfigError as err:
+        raise UserError(f"{found['path']}: config: {err}") from None
+    return config
 
 
 def check_tuned_preset_fields(

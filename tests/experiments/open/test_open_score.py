@@ -320,8 +320,14 @@ def test_a_task_whose_arrays_were_swapped_is_refused(world, tmp_path):
     with np.load(copy / "pool.npz") as pool:
         np.savez(copy / "pool.npz", X=pool["X"][:-1], row_id=pool["row_id"][:-1])
     n = read_task(root / "task").n_pool
+    with pytest.raises(UserError, match=r"pool\.npz: does not match the SHA-256 in task\.json"):
+        read_task(copy)
+    manifest = json.loads((copy / "task.json").read_text())  # an export that lists no checksums
+    (copy / "task.json").write_text(json.dumps({**manifest, "files": None}))
     with pytest.raises(
-        UserError, match=rf"records X_pool of shape \[{n}, 2\].*hold \[{n - 1}, 2\]"
+        UserError,
+        match=rf"pool\.npz: 'X' has shape \[{n - 1}, 2\], but task\.json records X_pool of "
+        rf"shape \[{n}, 2\]",
     ):
         read_task(copy)
 

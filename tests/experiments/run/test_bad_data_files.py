@@ -43,7 +43,7 @@ def _not_utf8() -> bytes:
 CASES = {
     "a string in a numeric column": (_with("b", 5, "abc"), ["column 'b'", "row 5", "'abc'"]),
     "bytes that are not UTF-8": (_not_utf8(), ["line 8", "column 'b'", "UTF-8"]),
-    "an empty file": (b"", ["empty (0 bytes)", "a, b, target"]),
+    "an empty file": (b"", ["empty (0 bytes)", "a CSV header line"]),
     "a header only": (gzip.compress(b"a,b,target\n"), ["no data rows"]),
     "a covariate that overflows": (_with("a", 3, 1e308), ["column 'a'", "row 3", "1e+308"]),
     "a target that overflows": (_with("target", 3, -1e308), ["column 'target'", "row 3"]),
@@ -104,7 +104,7 @@ def test_udora_run_names_a_column_missing_from_the_file(field, column, udora, da
     missing = "zz" if field == "features" else "price"
     assert err.splitlines() == [
         f"error: {data / 'good.csv.gz'}: columns [{missing!r}] of preset 'nocol' are not in "
-        "the table (it has: a, b, target)"
+        "the table (it has: 'a', 'b', 'target')"
     ]
 
 

@@ -74,7 +74,7 @@ def test_study_file_errors_name_the_file_and_key(tmp_path, fields, message):
 def test_study_file_unreadable_or_unknown(tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: [unclosed\n")
-    with pytest.raises(StudyError, match=r"broken.yaml: not valid YAML"):
+    with pytest.raises(StudyError, match=r"broken.yaml: is not valid YAML \(line 2\)"):
         load_study(broken)
     with pytest.raises(StudyError, match=r"nope: no such study file or shipped study; shipped: "):
         load_study("nope")
