@@ -13,6 +13,7 @@ import tempfile
 
 import jax
 import pytest
+from tiny_presets import one_tiny_preset
 
 from udora.experiments.run.jax_cache import configure_compilation_cache
 
@@ -52,3 +53,10 @@ def shared_data():
     if not (folder / "concrete.csv.gz").is_file():
         pytest.skip(f"real data not found at {folder}; set UDORA_DATA_DIR")
     return folder
+
+
+@pytest.fixture
+def tiny_preset(tmp_path):
+    """(path to a tiny preset YAML, its data folder): 120-point pool, 40 training points
+    (:func:`tiny_presets.one_tiny_preset`)."""
+    return one_tiny_preset(tmp_path)

@@ -132,34 +132,10 @@ def test_the_neural_example_at_beta_0_is_nn_ensemble(neural_module, task):
     assert not np.allclose(other.predict(task.X_near).mean, a.mean)  # beta matters
 
 
-def _tiny_preset(root: Path) -> tuple[Path, Path]:
-    """A preset on a 120-row table (target sin(a) + b) with 40 training points."""
-    import pandas as pd
-    import yaml
-
-    (data := root / "data").mkdir()
-    X = np.random.default_rng(0).normal(size=(120, 2))
-    table = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.sin(X[:, 0]) + X[:, 1])
-    table.to_csv(data / "tiny.csv.gz", index=False)
-    preset = {
-        "name": "tiny",
-        "suite": "test",
-        "source": {"file": "tiny.csv.gz"},
-        "features": ["a", "b"],
-        "pool_size": 120,
-        "n_train": 40,
-        "kernel": [{"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.5]}],
-        "noise": {"std_min": 0.1, "std_max": 0.3},
-        "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
-    }
-    (path := root / "tiny.yaml").write_text(yaml.safe_dump(preset))
-    return path, data
-
-
-def test_the_neural_example_runs_on_a_tiny_preset(neural_module, tmp_path):
+def test_the_neural_example_runs_on_a_tiny_preset(neural_module, tiny_preset, tmp_path):
     from udora.experiments.run.execute import run_one
 
-    path, data = _tiny_preset(tmp_path)
+    path, data = tiny_preset
     budget = {"n_epochs": 10, "n_members": 2, "beta": 0.5}
     result = run_one(path, NEURAL, 0, budget, tmp_path / "runs", data_dir=data)
     assert result.status == "ok", result.error
