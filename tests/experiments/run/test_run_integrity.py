@@ -142,7 +142,7 @@ DAMAGE = {
     "schema of the wrong type": ("result.json", _json_edit(schema="2"), "'schema' of the wrong"),
     "an unknown key": ("result.json", _json_edit(stauts="ok"), "has the unknown key 'stauts'"),
     "code incomplete": ("result.json", _json_edit(code={}), "lacks the key 'code.source_sha256'"),
-    "result.json not UTF-8": ("result.json", _not_utf8, "cannot be read (UnicodeDecodeError"),
+    "result.json not UTF-8": ("result.json", _not_utf8, "is not UTF-8 text"),
     "predictions truncated": ("predictions.npz", _truncate, "does not match its checksum"),
     "predictions empty": ("predictions.npz", _empty, "does not match its checksum"),
     "predictions missing": ("predictions.npz", _remove, "lists predictions.npz, which is missing"),
