@@ -56,17 +56,24 @@ def test_the_doc_has_its_python_blocks():
         assert needed in joined
 
 
-@pytest.fixture(scope="module")
-def doc_method():
-    source = dict(FILE_BLOCKS)["docs/examples/udora_knn/udora_knn.py"]
-    assert "@register" not in source  # a plugin is named by its entry point only
-    module = types.ModuleType("udora_doc_knn")
+def _doc_module(file: str, module_name: str, name: str, cls: str):
+    """The doc's block ``file`` executed as module ``module_name``, its class ``cls``
+    registered in code as ``name`` (a plugin is named by its entry point only, so the
+    block registers nothing); yields the module, then unregisters it."""
+    source = dict(FILE_BLOCKS)[file]
+    assert "@register" not in source
+    module = types.ModuleType(module_name)
     sys.modules[module.__name__] = module
     exec(compile(source, str(DOC), "exec"), module.__dict__)
-    register(NAME)(module.KNN)
+    register(name)(getattr(module, cls))
     yield module
-    unregister(NAME)
+    unregister(name)
     del sys.modules[module.__name__]
+
+
+@pytest.fixture(scope="module")
+def doc_method():
+    yield from _doc_module("docs/examples/udora_knn/udora_knn.py", "udora_doc_knn", NAME, "KNN")
 
 
 @pytest.mark.parametrize("check", contract.RULES, ids=contract.rule_name)
@@ -89,15 +96,9 @@ NEURAL = "beta_nll_doc_example"
 @pytest.fixture(scope="module")
 def neural_module():
     """The doc's neural example module, executed from its block and registered in code."""
-    source = dict(FILE_BLOCKS)["docs/examples/udora_betanll/udora_betanll.py"]
-    assert "@register" not in source and "train_members" not in source  # no loop of its own
-    module = types.ModuleType("udora_doc_betanll")
-    sys.modules[module.__name__] = module
-    exec(compile(source, str(DOC), "exec"), module.__dict__)
-    register(NEURAL)(module.BetaNLLEnsemble)
-    yield module
-    unregister(NEURAL)
-    del sys.modules[module.__name__]
+    file = "docs/examples/udora_betanll/udora_betanll.py"
+    assert "train_members" not in dict(FILE_BLOCKS)[file]  # no training loop of its own
+    yield from _doc_module(file, "udora_doc_betanll", NEURAL, "BetaNLLEnsemble")
 
 
 def test_the_neural_example_loss_is_the_beta_nll(neural_module):

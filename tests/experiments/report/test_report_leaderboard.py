@@ -33,9 +33,16 @@ def _table() -> pd.DataFrame:
             rows.append(_row("nn_ensemble", "nn_ensemble", preset, seed, 0.3))
             rows.append(_row("broken", "swag", preset, seed, np.nan, status="failed"))
             rows.append(
-                _row("mine (external)", "mine", preset, seed, np.nan, external=True,
-                     prediction_form="gaussian")
-            )  # fmt: skip
+                _row(
+                    "mine (external)",
+                    "mine",
+                    preset,
+                    seed,
+                    np.nan,
+                    external=True,
+                    prediction_form="gaussian",
+                )
+            )
             # finite on p1 only: a partial mean, not an empty cell
             au = 0.2 if preset == "p1" else np.nan
             rows.append(_row("nn_dropout", "nn_dropout", preset, seed, au))

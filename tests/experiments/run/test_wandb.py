@@ -103,9 +103,18 @@ def _udora(*args: str):
 def _bench(path, data, out, *extra: str) -> str:
     """``udora bench --wandb`` of blr on the tiny preset; its output."""
     return _udora(
-        "bench", "--presets", str(path), "--methods", "blr", "--data-dir", str(data),
-        "--out", str(out), "--wandb", *extra,
-    )  # fmt: skip
+        "bench",
+        "--presets",
+        str(path),
+        "--methods",
+        "blr",
+        "--data-dir",
+        str(data),
+        "--out",
+        str(out),
+        "--wandb",
+        *extra,
+    )
 
 
 def test_bench_and_sweep_run_name_the_offline_folder_and_the_sync_command(
@@ -133,9 +142,15 @@ def test_bench_and_sweep_run_name_the_offline_folder_and_the_sync_command(
     config = sweep_file.sweep_config(str(path), "blr", search="random", trials=3)
     file = sweep_file.write_sweep_config(config, tmp_path / "blr.yaml")
     sweep = _udora(
-        "sweep", "run", str(file), "--out", str(tmp_path / "sweeps"), "--wandb",
-        "--data-dir", str(data),
-    )  # fmt: skip
+        "sweep",
+        "run",
+        str(file),
+        "--out",
+        str(tmp_path / "sweeps"),
+        "--wandb",
+        "--data-dir",
+        str(data),
+    )
     assert "3 trials (3 ok" in sweep  # run here, as without --wandb
     expected = f"W&B offline: 3 runs logged to {folder}; upload them later with: {command}"
     assert _sync_line(sweep) == expected and sweep.rstrip().endswith(expected)
