@@ -182,17 +182,26 @@ class Preset(_Frozen):
                             else ls * float(value)
                         )
                 continue
-            parts = key.split(".")
-            node = data
-            for part in parts[:-1]:
-                if not isinstance(node, dict) or part not in node:
-                    raise PresetError(f"{origin}: unknown preset field {key!r}")
-                node = node[part]
-            if not isinstance(node, dict) or parts[-1] not in node:
-                valid = ", ".join(sorted(data)) + ", lengthscale_multiplier"
-                raise PresetError(f"{origin}: unknown preset field {key!r}; valid fields: {valid}")
-            node[parts[-1]] = value
+            set_field(data, key, value, origin, also=("lengthscale_multiplier",))
         return _validate(data, origin)
+
+
+def set_field(
+    data: dict[str, Any], key: str, value: Any, origin: str, also: tuple[str, ...] = ()
+) -> None:
+    """Set the dotted preset field ``key`` (``noise.std_min``) of the preset fields ``data``
+    to ``value``, in place; a field the preset does not have is a :class:`PresetError`
+    listing the valid ones (and ``also``, the selectors a kind takes besides)."""
+    parts = key.split(".")
+    node = data
+    for part in parts[:-1]:
+        if not isinstance(node, dict) or part not in node:
+            raise PresetError(f"{origin}: unknown preset field {key!r}")
+        node = node[part]
+    if not isinstance(node, dict) or parts[-1] not in node:
+        valid = ", ".join([*sorted(data), *also])
+        raise PresetError(f"{origin}: unknown preset field {key!r}; valid fields: {valid}")
+    node[parts[-1]] = value
 
 
 KERNEL_CHOICES = ("fitted", "paper")

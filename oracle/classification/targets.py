@@ -1,0 +1,95 @@
+"""Per-point classification targets of a method's class probabilities ``q``.
+
+With ``p_f(x)`` the class probabilities of the latent function and ``pbar = E_post p_f``
+(docs/design.md, "Classification: targets"), under the log loss
+
+    AU = E_post H(p_f),     EU(q) = E_post KL(p_f || q) = [H(pbar) - AU] + KL(pbar || q),
+
+and under the Brier score summed over the classes (twice scikit-learn's binary
+``brier_score_loss``)
+
+    AU = 1 - E_post ||p_f||^2,     EU(q) = E_post ||p_f - pbar||^2 + ||pbar - q||^2.
+
+``AU + EU(q)`` is the posterior risk of predicting ``q``. Both EUs are linear in the
+posterior expectations ``(pbar, E H(p_f), E ||p_f||^2)``:
+``EU_log(q) = -E H(p_f) - sum_c pbar_c log q_c`` and
+``EU_brier(q) = E ||p_f||^2 - 2 pbar . q + ||q||^2``, so the same expressions of each
+batch's means give their Monte Carlo standard errors (batch means; stored with the task).
+Numpy only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+EPS = 1e-12
+"""The floor on a method's probabilities inside a log loss (observed and target alike)."""
+
+
+def entropy(p: np.ndarray) -> np.ndarray:
+    """Entropy in nats of class probabilities ``p`` (..., C) -> (...); 0 log 0 = 0."""
+    p = np.asarray(p, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    return -terms.sum(axis=-1)
+
+
+@dataclass(frozen=True)
+class PosteriorMoments:
+    """The posterior expectations at N pool points and their batch means.
+
+    ``prob`` (N, C) = ``pbar``; ``entropy`` (N,) = ``E H(p_f)``; ``square`` (N,) =
+    ``E ||p_f||^2``; ``*_batches`` the same per batch, (B, N, C) and (B, N), B =
+    chains x batches per chain, each batch a run of consecutive draws of one chain.
+    """
+
+    prob: np.ndarray
+    entropy: np.ndarray
+    square: np.ndarray
+    prob_batches: np.ndarray
+    entropy_batches: np.ndarray
+    square_batches: np.ndarray
+
+    @property
+    def n_batches(self) -> int:
+        return int(self.entropy_batches.shape[0])
+
+    def standard_error(self, batch_values: np.ndarray) -> np.ndarray:
+        """The batch-means standard error of an estimate whose per-batch values are
+        ``batch_values`` (B, ...) -> (...)."""
+        return batch_values.std(axis=0, ddof=1) / np.sqrt(self.n_batches)
+
+    @property
+    def mutual_information(self) -> np.ndarray:
+        """``H(pbar) - E H(p_f)`` (N,): the posterior's epistemic part under log loss."""
+        return np.maximum(entropy(self.prob) - self.entropy, 0.0)
+
+    @property
+    def brier_spread(self) -> np.ndarray:
+        """``E ||p_f - pbar||^2 = E ||p_f||^2 - ||pbar||^2`` (N,)."""
+        return np.maximum(self.square - np.sum(self.prob**2, axis=-1), 0.0)
+
+    def risks(self, q: np.ndarray, eps: float = EPS) -> dict[str, np.ndarray]:
+        """AU and EU of predicting ``q`` (N, C) under both losses, with standard errors.
+
+        Returns (N,) arrays: ``au_log``, ``eu_log``, ``au_brier``, ``eu_brier`` and each
+        one's ``*_se``. ``q`` is floored at ``eps`` inside the log (a method's log loss
+        is floored alike).
+        """
+        q = np.asarray(q, dtype=np.float64)
+        log_q = np.log(np.maximum(q, eps))
+        q_sq = np.sum(q * q, axis=-1)
+        eu_log_b = -self.entropy_batches - np.sum(self.prob_batches * log_q, axis=-1)
+        eu_brier_b = self.square_batches - 2 * np.sum(self.prob_batches * q, axis=-1) + q_sq
+        return {
+            "au_log": self.entropy,
+            "au_log_se": self.standard_error(self.entropy_batches),
+            "eu_log": -self.entropy - np.sum(self.prob * log_q, axis=-1),
+            "eu_log_se": self.standard_error(eu_log_b),
+            "au_brier": 1.0 - self.square,
+            "au_brier_se": self.standard_error(self.square_batches),
+            "eu_brier": self.square - 2 * np.sum(self.prob * q, axis=-1) + q_sq,
+            "eu_brier_se": self.standard_error(eu_brier_b),
+        }
