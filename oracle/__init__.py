@@ -7,7 +7,7 @@ validating a preset must not (a bad argument on the command line answers at once
 from typing import Any
 
 from udora.oracle import regression  # noqa: F401  (registers the regression kind)
-from udora.oracle.classification import preset as _classification  # noqa: F401  (its kind)
+from udora.oracle.classification import kind as _classification  # noqa: F401  (its kind)
 from udora.oracle.preset import Preset, list_presets, load_preset
 from udora.oracle.prior import GPPrior, TaskKnowledge
 from udora.oracle.standardise import Standardiser

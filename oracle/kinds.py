@@ -43,6 +43,10 @@ class TaskKind:
             task then has ``to_arrays() -> {name: array}`` and ``load`` restores it.
         load: ``load(preset, seed, arrays, meta) -> task``, the task whose
             ``to_arrays()`` gave ``arrays`` (and whose JSON-able ``meta`` was kept).
+        shapes: the arrays an ``oracle build`` folder holds (the task's ``to_arrays()``),
+            ``{name: "N d"}`` as :func:`udora.oracle.reading.shaped` checks them.
+        summary: ``summary(arrays, info) -> {field: value}``, what ``oracle show`` prints
+            of such a folder (``info``: its ``oracle.json``).
     """
 
     name: str
@@ -52,6 +56,8 @@ class TaskKind:
     version: int = 1
     cache_on_disk: bool = False
     load: Callable[..., Any] | None = None
+    shapes: dict[str, str] | None = None
+    summary: Callable[[dict, dict], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.cache_on_disk and self.load is None:

@@ -270,18 +270,23 @@ def preset_dir() -> Path:
     return Path(str(importlib.resources.files("udora.presets")))
 
 
-def list_presets(suite: str | None = None) -> list[str]:
+def list_presets(suite: str | None = None, *, kind: str | None = None) -> list[str]:
     """Names of the shipped presets, optionally only those of ``suite`` (a suite of any
-    task kind, e.g. dev or heldout, or all)."""
+    task kind, e.g. dev, heldout or cls-dev, or all) and of task ``kind``."""
     from udora.oracle.kinds import kind_names
 
     suites = [s for k in kind_names() for s in get_kind(k).suites]
     if suite not in (None, "all", *suites):
         raise PresetError(f"unknown suite {suite!r}; valid suites: {', '.join(suites)}, all")
+    if kind is not None:
+        get_kind(kind)  # an unknown kind is an error listing the known
     names = sorted(p.stem for p in preset_dir().glob("*.yaml"))
-    if suite in (None, "all"):
+    if suite in (None, "all") and kind is None:
         return names
-    return [n for n in names if load_preset(n).suite == suite]
+    presets = {n: load_preset(n) for n in names}
+    return [
+        n for n, p in presets.items() if suite in (None, "all", p.suite) and kind in (None, p.kind)
+    ]
 
 
 def load_preset(name_or_path: str | Path) -> Any:

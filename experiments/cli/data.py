@@ -52,11 +52,18 @@ def presets_show(
 ) -> None:
     """Ours next to the paper: variances, lengthscale range, median sigma_eps and sigma_f."""
     from udora.experiments.preset_tools import compare as pr
+    from udora.oracle.kinds import REGRESSION
     from udora.oracle.preset import list_presets, load_preset
 
     if (name is None) == (not all_):
         raise UserError("presets show: give one preset NAME or --all")
-    names = list_presets() if all_ else [name]
+    names = list_presets(kind=REGRESSION) if all_ else [name]
+    if load_preset(names[0]).kind != REGRESSION:
+        raise UserError(
+            f"presets show: {names[0]!r} is a {load_preset(names[0]).kind} preset; this table "
+            "compares regression presets with the paper (see `udora presets` and "
+            "docs/classification_presets.md)"
+        )
     rows = [pr.preset_row(n, seed, data_dir) for n in names]
     paper = [
         pr.paper_variant_row(n, seed, data_dir)
@@ -134,9 +141,9 @@ def oracle_build(
     from dataclasses import replace
 
     from udora.experiments.run.overrides import Overrides
+    from udora.oracle.kinds import build
     from udora.oracle.preset import load_preset
     from udora.oracle.store import load_oracle, save_task, summary
-    from udora.oracle.task import build_task
 
     overrides = Overrides.parse(set_ or [])
     other = sorted(replace(overrides, task={}).flat())  # what is not a preset field
@@ -148,7 +155,7 @@ def oracle_build(
     chosen = load_preset(preset)
     if overrides.task:
         chosen = chosen.with_overrides(dict(overrides.task), origin="--set preset")
-    folder = save_task(build_task(chosen, seed, data_dir=data_dir), out)
+    folder = save_task(build(chosen, seed, data_dir=data_dir), out)
     _print_summary(summary(*load_oracle(folder)))
     console.print(f"wrote {folder / 'oracle.npz'} and {folder / 'oracle.json'}")
 

@@ -184,9 +184,10 @@ def paper_markdown_table(rows: list[dict]) -> str:
 
 def paper_variant_presets() -> list[str]:
     """Shipped presets that carry a ``kernel_paper`` block."""
+    from udora.oracle.kinds import REGRESSION
     from udora.oracle.preset import list_presets
 
-    return [n for n in list_presets() if load_preset(n).kernel_paper is not None]
+    return [n for n in list_presets(kind=REGRESSION) if load_preset(n).kernel_paper is not None]
 
 
 if __name__ == "__main__":  # python -m udora.experiments.preset_tools.compare [SEED]

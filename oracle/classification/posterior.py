@@ -17,7 +17,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from udora.oracle.classification.link import label_loglik, probit_moments, softmax_moments
+from udora.oracle.classification.link import (
+    WIDE_SD,
+    label_loglik,
+    probit_moments,
+    softmax_moments,
+)
 from udora.oracle.classification.preset import Sampler
 from udora.oracle.classification.sampler import (
     Chains,
@@ -85,27 +90,37 @@ def pool_draws(
     chains, draws = positions.shape[:2]
     flat = positions.reshape(chains * draws, *positions.shape[2:])
     N = geo.A.shape[1]
+    # binary: points whose latent sd is wide first, so each integral rule runs on its own
+    order = np.argsort(geo.s <= WIDE_SD, kind="stable")
+    n_wide = int(np.sum(geo.s > WIDE_SD))
     size = max(1, int(2**24 // (N * max(n_classes, 2) * max(softmax_draws, 1))))
     out_p = np.empty((flat.shape[0], N, n_classes))
     out_h = np.empty((flat.shape[0], N))
     out_q = np.empty((flat.shape[0], N))
     with jax.enable_x64(True):
-        A, s, mean = jnp.asarray(geo.A), jnp.asarray(geo.s), jnp.asarray(geo.mean)
-        step = _pool_step(n_classes == 2, softmax_draws)
+        A, s = jnp.asarray(geo.A[:, order]), jnp.asarray(geo.s[order])
+        mean = jnp.asarray(geo.mean)
+        step = _pool_step(n_classes == 2, softmax_draws, n_wide)
         for k, lo in enumerate(range(0, flat.shape[0], size)):
             v = jnp.asarray(flat[lo : lo + size])
             p, h, q = step(v, A, s, mean, jax.random.fold_in(key, k))
-            out_p[lo : lo + size], out_h[lo : lo + size], out_q[lo : lo + size] = p, h, q
+            rows = slice(lo, lo + size)
+            out_p[rows, order], out_h[rows, order], out_q[rows, order] = p, h, q
     shape = (chains, draws, N)
     return out_p.reshape(*shape, n_classes), out_h.reshape(shape), out_q.reshape(shape)
 
 
-def _pool_step(binary: bool, softmax_draws: int):
+def _pool_step(binary: bool, softmax_draws: int, n_wide: int):
     @jax.jit
     def step(v, A, s, mean, key):
         mu = mean[None, None, :] + jnp.einsum("un,kul->knl", A, v)  # (k, N, L)
         if binary:
-            return probit_moments(mu[..., 0], jnp.broadcast_to(s * s, mu.shape[:-1]))
+            s2 = jnp.broadcast_to(s * s, mu.shape[:-1])
+            parts = [
+                probit_moments(mu[:, :n_wide, 0], s2[:, :n_wide], wide=True),
+                probit_moments(mu[:, n_wide:, 0], s2[:, n_wide:], wide=False),
+            ]
+            return tuple(jnp.concatenate(a, axis=1) for a in zip(*parts, strict=True))
         eps = jax.random.normal(key, (*mu.shape[:-1], softmax_draws, mu.shape[-1]))
         return softmax_moments(mu, jnp.broadcast_to(s, mu.shape[:-1]), eps)
 

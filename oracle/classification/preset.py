@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from udora.names import NAME, RULE
 from udora.oracle.kernels import KernelSpecError, parse_kernel
-from udora.oracle.kinds import TaskKind, register_kind
 from udora.oracle.preset import Source, parse_preset, set_field
 
 CLASSIFICATION = "classification"
@@ -181,28 +180,3 @@ class ClassificationPreset(_Frozen):
         for key, value in overrides.items():
             set_field(data, key, value, origin)
         return parse_preset(data, origin)
-
-
-def _build(preset: ClassificationPreset, seed: int, *, data_dir: Any = None) -> Any:
-    from udora.oracle.classification.task import build_task  # JAX: when a task is built
-
-    return build_task(preset, seed, data_dir=data_dir)
-
-
-def _load(preset: ClassificationPreset, seed: int, arrays: dict, meta: dict) -> Any:
-    from udora.oracle.classification.task import ClassificationTask
-
-    return ClassificationTask.from_arrays(preset, seed, arrays, meta)
-
-
-KIND = register_kind(
-    TaskKind(
-        CLASSIFICATION,
-        ClassificationPreset,
-        _build,
-        suites=SUITES,
-        version=1,
-        cache_on_disk=True,
-        load=_load,
-    )
-)

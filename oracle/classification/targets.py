@@ -93,3 +93,65 @@ class PosteriorMoments:
             "eu_brier": self.square - 2 * np.sum(self.prob * q, axis=-1) + q_sq,
             "eu_brier_se": self.standard_error(eu_brier_b),
         }
+
+
+SHAPES = {
+    "X": "N d",
+    "train_idx": "n",
+    "y_train": "n",
+    "f": "N L",
+    "y": "N",
+    "prob": "N C",
+    "entropy": "N",
+    "square": "N",
+    "prob_se": "N C",
+    "entropy_se": "N",
+    "square_se": "N",
+    "prob_batches": "B N C",
+    "entropy_batches": "B N",
+    "square_batches": "B N",
+}
+"""The arrays a classification task keeps and their axes (L: latent functions, C:
+classes, B: batches)."""
+
+
+def summary(arrays: dict[str, np.ndarray], info: dict) -> dict:
+    """What ``udora oracle show`` prints of a classification task's folder: sizes, the
+    medians of the targets and of their relative Monte Carlo errors, and the diagnostics."""
+    moments = PosteriorMoments(
+        *(arrays[k] for k in ("prob", "entropy", "square")),
+        *(arrays[k] for k in ("prob_batches", "entropy_batches", "square_batches")),
+    )
+    mi = moments.mutual_information
+    diag = info.get("diagnostics", {})
+    point = diag.get("per_point", {})
+
+    def rel(value: np.ndarray, se: np.ndarray) -> float:
+        return float(np.median(se / np.maximum(np.abs(value), 1e-12)))
+
+    return {
+        "kind": "classification",
+        "preset": info["preset"],
+        "seed": info["seed"],
+        "N": int(arrays["X"].shape[0]),
+        "d": int(arrays["X"].shape[1]),
+        "n": int(arrays["train_idx"].shape[0]),
+        "n_unique_train": info["n_unique_train"],
+        "classes": int(arrays["prob"].shape[1]),
+        "bin_counts": info["bin_counts"],
+        "median_AU_entropy": float(np.median(moments.entropy)),
+        "median_mutual_information": float(np.median(mi)),
+        "median_relative_se_prob": rel(arrays["prob"], arrays["prob_se"]),
+        "median_relative_se_entropy": rel(arrays["entropy"], arrays["entropy_se"]),
+        "median_relative_se_square": rel(1.0 - arrays["square"], arrays["square_se"]),
+        "au_ceiling_spearman": info.get("au_ceiling_spearman"),
+        "bayes_log_loss": info.get("bayes_log_loss"),
+        "bayes_accuracy": info.get("bayes_accuracy"),
+        "draws_per_chain": diag.get("draws_per_chain"),
+        "divergences": diag.get("divergences"),
+        "min_ess_bulk": point.get("min_ess_bulk"),
+        "min_ess_tail": point.get("min_ess_tail"),
+        "max_rhat": point.get("max_rhat"),
+        "median_rhat": point.get("median_rhat"),
+        "seconds": info.get("seconds_total"),
+    }

@@ -32,7 +32,7 @@ import numpy as np
 from udora.errors import UserError
 from udora.oracle.classification.posterior import geometry, sample_posterior
 from udora.oracle.classification.preset import ClassificationPreset
-from udora.oracle.classification.targets import PosteriorMoments, entropy
+from udora.oracle.classification.targets import SHAPES, PosteriorMoments, entropy
 from udora.oracle.data import load_table_with_source
 from udora.oracle.gp import cholesky_with_jitter, gram
 from udora.oracle.kernels import build_kernel
@@ -44,12 +44,9 @@ from udora.oracle.streams import stream
 from udora.oracle.table import TableError
 from udora.oracle.task import select_pool
 
-ARRAYS = (
-    *("X", "train_idx", "y_train", "f", "y"),
-    *("prob", "entropy", "square", "prob_se", "entropy_se", "square_se"),
-    *("prob_batches", "entropy_batches", "square_batches"),
-)
-"""What a classification task keeps (``to_arrays``): the pool ``X`` (N, d),
+ARRAYS = tuple(SHAPES)
+"""What a classification task keeps (``to_arrays``), axes in
+:data:`~udora.oracle.classification.targets.SHAPES`: the pool ``X`` (N, d),
 ``train_idx`` (n,), ``y_train`` (n,) labels, the realised latent ``f`` (N, L) and pool
 labels ``y`` (N,); the posterior expectations ``prob`` (N, C), ``entropy``, ``square``
 (N,), their standard errors, and their batch means (B, N, C) and (B, N)."""
@@ -198,7 +195,7 @@ def load_labelled_table(
     bad = np.flatnonzero((codes != y) | (codes < 0) | (codes >= C))
     if bad.size:
         raise TableError(
-            f"{where}: column {preset.target!r} row {bad[0]} holds {y[bad[0]]!r}; preset "
+            f"{where}: column {preset.target!r} row {bad[0]} holds {y[bad[0]]:g}; preset "
             f"{preset.name!r} expects class codes 0..{C - 1} ({', '.join(preset.classes)})"
         )
     labels = codes.astype(np.int64)

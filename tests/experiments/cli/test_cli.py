@@ -21,9 +21,11 @@ def test_version_matches_distribution():
 
 
 def test_presets_lists_all_fourteen_and_filters_by_suite():
-    names = list_presets()
-    assert len(names) == 14
-    assert len(list_presets("dev")) == 7 and len(list_presets("heldout")) == 7
+    assert len(list_presets(kind="regression")) == 14
+    assert len(list_presets(kind="classification")) == 14
+    assert len(list_presets()) == 28
+    for suite in ("dev", "heldout", "cls-dev", "cls-heldout"):
+        assert len(list_presets(suite)) == 7, suite
     result = runner.invoke(app, ["presets", "--suite", "heldout"])
     assert result.exit_code == 0
     assert "white_wine" in result.stdout and "abalone" not in result.stdout

@@ -43,6 +43,9 @@ def test_probit_moments_match_quadrature(x64, mu, s2):
     np.testing.assert_allclose(square, sq, rtol=1e-9, atol=1e-12)
     # Gauss-Hermite (narrow) or Gauss-Legendre over the bump (wide): to 1e-6 of quadrature
     np.testing.assert_allclose(ent, _quad(lambda f: _entropy(Phi(f)), mu, s2), atol=1e-6)
+    wide = bool(np.sqrt(s2) > 1.5)  # the caller that sorted its points gets the same rule
+    _, alone, _ = probit_moments(jnp.asarray(mu), jnp.asarray(s2), wide=wide)
+    assert float(alone) == float(ent)
 
 
 def test_owens_t_form_matches_scipy_and_monte_carlo(x64):
