@@ -30,7 +30,7 @@ from udora.oracle.classification.sampler import (
     convergence,
     start_chains,
 )
-from udora.oracle.classification.targets import PosteriorMoments
+from udora.oracle.classification.targets import PosteriorMoments, entropy
 from udora.oracle.gp import cholesky_with_jitter, gram
 from udora.oracle.kernels import build_kernel
 from udora.oracle.streams import stream
@@ -41,6 +41,7 @@ SCALAR_ESS = 400  # bulk and tail ESS of every scalar summary
 POINT_ESS = 1000  # bulk and tail ESS of every per-point target
 POINT_RHAT = 1.02  # R-hat of every per-point target
 POINT_RHAT_MEDIAN = 1.005  # the median over the per-point targets
+SPLIT_HALF = 0.99  # Spearman of MI and AU across the pool, chains 1-2 against 3-4
 
 
 def _jax_key(seed: int, name: str) -> jax.Array:
@@ -135,6 +136,24 @@ def batch_means(x: np.ndarray, batches: int) -> np.ndarray:
     return x.mean(axis=2).reshape(chains * batches, *x.shape[3:])
 
 
+def split_half(prob: np.ndarray, ent: np.ndarray) -> dict[str, float]:
+    """Spearman correlations across the pool between the first and the second half of
+    the chains' estimates of the mutual information and of the AU ``E H(p_f)``; ``prob``
+    (chains, draws, N, C) and ``ent`` (chains, draws, N) per draw."""
+    from scipy.stats import spearmanr
+
+    half = prob.shape[0] // 2
+    mi, au = [], []
+    for part in (slice(0, half), slice(half, None)):
+        pbar, h = prob[part].mean(axis=(0, 1)), ent[part].mean(axis=(0, 1))
+        mi.append(entropy(pbar) - h)
+        au.append(h)
+    return {
+        "mutual_information": float(spearmanr(mi[0], mi[1]).statistic),
+        "au_entropy": float(spearmanr(au[0], au[1]).statistic),
+    }
+
+
 def diagnose(
     chains: Chains,
     prob: np.ndarray,
@@ -146,7 +165,8 @@ def diagnose(
 
     Scalar summaries (chains, draws): the training log-likelihood, ``||v||^2`` and the
     pool mean of each stored target; per-point targets: every class probability (the
-    positive class only, for binary), entropy and squared norm.
+    positive class only, for binary), entropy and squared norm; split-half stability
+    (:func:`split_half`).
     """
     C = prob.shape[-1]
     cols = prob[..., 1:] if C == 2 else prob
@@ -202,6 +222,13 @@ def diagnose(
         failures.append(
             f"per-point median R-hat is {pp['median_rhat']:.4f} (needs < {POINT_RHAT_MEDIAN})"
         )
+    halves = split_half(prob, ent)
+    record["split_half_spearman"] = halves
+    for name, rho in halves.items():
+        if not rho >= SPLIT_HALF:
+            failures.append(
+                f"split-half Spearman of the {name} is {rho:.4f} (needs >= {SPLIT_HALF})"
+            )
     record["failures"] = failures
     return record
 

@@ -144,6 +144,8 @@ def summary(arrays: dict[str, np.ndarray], info: dict) -> dict:
         "median_relative_se_prob": rel(arrays["prob"], arrays["prob_se"]),
         "median_relative_se_entropy": rel(arrays["entropy"], arrays["entropy_se"]),
         "median_relative_se_square": rel(1.0 - arrays["square"], arrays["square_se"]),
+        "split_half_spearman_mi": diag.get("split_half_spearman", {}).get("mutual_information"),
+        "split_half_spearman_au": diag.get("split_half_spearman", {}).get("au_entropy"),
         "au_ceiling_spearman": info.get("au_ceiling_spearman"),
         "bayes_log_loss": info.get("bayes_log_loss"),
         "bayes_accuracy": info.get("bayes_accuracy"),
