@@ -56,3 +56,35 @@ def one_tiny_preset(root, rows=120, n_train=40, seed=0):
     path = root / "tiny.yaml"
     path.write_text(yaml.safe_dump(preset))
     return path, data
+
+
+def tiny_classification_preset(root, classes=3, rows=90, **fields):
+    """Write ``root/data/cls.csv.gz`` (``rows`` rows, features a and b, labels cycling
+    through ``classes`` codes) and classification preset ``tinycls`` on all of it (30
+    training draws, a fast sampler); returns (the loaded preset, the data folder)."""
+    data = root / "data"
+    data.mkdir(exist_ok=True)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(rows, 2))
+    frame = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.arange(rows) % classes)
+    frame.to_csv(data / "cls.csv.gz", index=False)
+    preset = {
+        "kind": "classification",
+        "name": "tinycls",
+        "suite": "test",
+        "source": {"file": "cls.csv.gz"},
+        "features": ["a", "b"],
+        "classes": [f"c{k}" for k in range(classes)],
+        "pool_size": rows,
+        "n_train": 30,
+        "kernel": [{"type": "rbf", "variance": 1.5, "lengthscale": [1.0, 1.0]}],
+        "mean": [0.0] * (1 if classes == 2 else classes),
+        "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
+        "sampler": {"warmup": 200, "draws": 1000, "max_draws": 2000},
+        **fields,
+    }
+    path = root / "tinycls.yaml"
+    path.write_text(yaml.safe_dump(preset))
+    from udora.oracle.preset import load_preset
+
+    return load_preset(path), data

@@ -90,7 +90,10 @@ def presets_fit(
     name: Annotated[str, typer.Argument(help="Preset name or YAML path.")],
     subset: Annotated[
         int | None,
-        typer.Option(help="Rows of the real data used (seeded); 2000, or with --paper the fit's."),
+        typer.Option(
+            help="Rows of the real data used (seeded); 2000, or with --paper the fit's; "
+            "classification: 1000 for binary, max(400, 3000 // C) for C classes."
+        ),
     ] = None,
     seed: Annotated[
         int | None, typer.Option(help="Seed of the row subset; 0, or with --paper the fit's.")
@@ -106,9 +109,24 @@ def presets_fit(
     ] = False,
     data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
 ) -> None:
-    """Fit the preset's kernel family by marginal likelihood on its real data."""
+    """Fit the preset's kernel family by marginal likelihood on its real data (a
+    classification preset: the family by held-out log loss, EP or Laplace evidence)."""
     from udora.experiments.preset_tools.fit import fit_and_write, fit_paper_and_write
+    from udora.oracle.kinds import REGRESSION
+    from udora.oracle.preset import load_preset
 
+    kind = load_preset(name).kind
+    if kind != REGRESSION:
+        if paper:
+            raise UserError(f"presets fit --paper: {name!r} is a {kind} preset (regression only)")
+        from udora.experiments.preset_tools.fit_classification import (
+            fit_classification_and_write,
+        )
+
+        fit_classification_and_write(
+            name, rows=subset, seed=seed or 0, write=write, data_dir=data_dir, console=console
+        )
+        return
     if paper:
         fit_paper_and_write(
             name, subset=subset, seed=seed, write=write, data_dir=data_dir, console=console

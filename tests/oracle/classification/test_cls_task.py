@@ -6,7 +6,7 @@ import gzip
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
+from tiny_presets import tiny_classification_preset as tiny_cls
 
 from udora.errors import UserError
 from udora.oracle import reading
@@ -17,34 +17,6 @@ from udora.oracle.data import load_table_with_source
 from udora.oracle.files import file_checksum
 from udora.oracle.preset import PresetError, load_preset, parse_preset
 from udora.oracle.store import load_oracle, save_task, summary
-
-
-def tiny_cls(root, classes=3, rows=90, **fields):
-    """A 90-row table with 2 features and ``classes`` labels, and a preset on all of it."""
-    data = root / "data"
-    data.mkdir(exist_ok=True)
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(rows, 2))
-    frame = pd.DataFrame(X, columns=["a", "b"]).assign(target=np.arange(rows) % classes)
-    frame.to_csv(data / "cls.csv.gz", index=False)
-    preset = {
-        "kind": "classification",
-        "name": "tinycls",
-        "suite": "test",
-        "source": {"file": "cls.csv.gz"},
-        "features": ["a", "b"],
-        "classes": [f"c{k}" for k in range(classes)],
-        "pool_size": rows,
-        "n_train": 30,
-        "kernel": [{"type": "rbf", "variance": 1.5, "lengthscale": [1.0, 1.0]}],
-        "mean": [0.0] * (1 if classes == 2 else classes),
-        "shift": [0.4, 0.3, 0.2, 0.1, 0.0],
-        "sampler": {"warmup": 200, "draws": 1000, "max_draws": 2000},
-        **fields,
-    }
-    path = root / "tinycls.yaml"
-    path.write_text(yaml.safe_dump(preset))
-    return load_preset(path), data
 
 
 @pytest.fixture(scope="module")
