@@ -5,6 +5,7 @@
   against numerical integration of the exact posterior on a dense grid (trapezoid rule;
   no code of the oracle is used), within 4 of the oracle's own Monte Carlo standard
   errors plus 2e-4.
+- The cross-check sampler: elliptical slice sampling agrees with NUTS.
 - "Risk = AU + EU": labels simulated from posterior draws (the latent at each pool point
   drawn given each posterior draw, a label drawn from it), their average log loss and
   Brier score of a fixed ``q`` against ``AU + EU(q)`` from the stored moments.
@@ -138,3 +139,59 @@ def test_risk_is_au_plus_eu_by_simulating_labels(x64, n_classes):
         z = (sim - target) / np.hypot(sim_se, target_se)
         assert np.max(np.abs(z)) < 4.5, (au, z)
         assert abs(z.mean() * np.sqrt(z.size)) < 4.0, (au, z.mean())  # no shared bias
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_classes", [2, 3], ids=["binary", "three-class"])
+def test_nuts_agrees_with_elliptical_slice_sampling(x64, n_classes):
+    """The cross-check sampler: blackjax's elliptical slice sampler on the same whitened
+    posterior (prior N(0, I), the label likelihood), 4 chains of 20000 draws; its pool
+    moments (the same per-draw integrals, batch-means errors) against NUTS's."""
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    from udora.oracle.classification.link import label_loglik
+    from udora.oracle.classification.posterior import batch_means, pool_draws
+
+    rng = np.random.default_rng(7)
+    Z = rng.standard_normal((30, 2))
+    unique = np.arange(12)
+    Ld = 1 if n_classes == 2 else n_classes
+    counts = rng.integers(0, 5, size=(12, n_classes)).astype(float)
+    geo = geometry(KERNEL, (0.1,) * Ld, 1.0, Z, unique)
+    nuts = sample_posterior(geo, counts, FAST, seed=3).moments
+
+    L, mean, c = jnp.asarray(geo.L), jnp.asarray(geo.mean), jnp.asarray(counts)
+    D = 12 * Ld
+    ess = blackjax.elliptical_slice(
+        lambda x: label_loglik(mean[None, :] + L @ x.reshape(12, Ld), c),
+        mean=jnp.zeros(D),
+        cov=jnp.eye(D),
+    )
+
+    def chain(key):
+        k0, k1 = jax.random.split(key)
+        state = ess.init(jax.random.normal(k0, (D,)))
+
+        def one(s, k):
+            s, _ = ess.step(k, s)
+            return s, s.position
+
+        _, xs = jax.lax.scan(one, state, jax.random.split(k1, 20_000))
+        return xs[2_000::4].reshape(-1, 12, Ld)  # burn-in dropped, thinned: 4500 draws
+
+    draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.PRNGKey(11), 4)))
+    prob, ent, square = pool_draws(draws, geo, n_classes, jax.random.PRNGKey(12), 32)
+    for name, ours, theirs in (
+        ("prob", nuts.prob, prob),
+        ("entropy", nuts.entropy, ent),
+        ("square", nuts.square, square),
+    ):
+        their_b = batch_means(theirs, 10)
+        se = np.hypot(
+            nuts.standard_error(getattr(nuts, f"{name}_batches")),
+            their_b.std(axis=0, ddof=1) / np.sqrt(their_b.shape[0]),
+        )
+        z = (ours - theirs.mean(axis=(0, 1))) / np.maximum(se, 1e-12)
+        assert np.max(np.abs(z)) < 4.5, (name, z)
