@@ -239,6 +239,11 @@ def build_task(
             raise UserError(f"preset {preset.name!r} is a {preset.kind} preset")
     if not isinstance(seed, int | np.integer) or seed < 0:
         raise UserError(f"seed: expected a non-negative integer, got {seed!r}")
+    if preset.fit is None and preset.suite != "test":
+        raise UserError(
+            f"preset {preset.name!r} ({preset.suite}) has no fitted kernel yet (no fit "
+            f"block): fit it on its real labels with `udora presets fit {preset.name} --write`"
+        )
     seed = int(seed)
     C, Ld = preset.n_classes, preset.latent_dim
     where = f"preset {preset.name!r} seed {seed}"

@@ -117,3 +117,10 @@ def test_the_shipped_tables_are_the_data_folders_files(shared_data, monkeypatch)
         assert source.sha256 == file_checksum(original)
         with gzip.open(original) as handle:
             assert X.shape[0] == len(pd.read_csv(handle))
+
+
+def test_a_benchmark_preset_without_a_fitted_kernel_is_refused(tmp_path):
+    preset, data = tiny_cls(tmp_path)
+    unfitted = preset.with_overrides({"suite": "cls-dev"})
+    with pytest.raises(UserError, match=r"no fitted kernel yet.*udora presets fit tinycls"):
+        build_task(unfitted, 0, data_dir=data)
