@@ -151,8 +151,9 @@ def ep_objective(K: jax.Array, labels: jax.Array, mean: jax.Array, state: EPStat
     returned is ``state.log_z``; ``state`` must be the converged EP of ``(K, m)``.
 
     Args:
-        K: (n, n) prior covariance; labels: (n,) in {0, 1} (unused but for shape checks);
-        mean: () m; state: :func:`ep_binary` of the same ``K``, ``labels``, ``mean``.
+        K: (n, n) prior covariance; labels: (n,) in {0, 1} (unused: the converged sites
+        carry them; kept for the signature Laplace shares); mean: () m; state:
+        :func:`ep_binary` of the same ``K``, ``labels``, ``mean``.
 
     Returns:
         () log Z_EP.

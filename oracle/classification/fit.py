@@ -151,7 +151,8 @@ def fit_kernel(
         amplitude_bounds: box of the stationary variance a.
         linear_bounds: box of the linear variance v; default ``(1e-6, a_max / d)``.
         lengthscale_bounds: box of every lengthscale.
-        rows: fit on at most this many rows drawn with ``seed`` (all rows if None).
+        rows: fit on at most this many rows drawn with ``seed`` (all rows if None; the
+            seed is otherwise only recorded: the fit itself is deterministic).
         max_iters, gtol, ftol: L-BFGS-B's iteration cap, projected-gradient tolerance and
             relative-decrease tolerance on the per-point objective.
 

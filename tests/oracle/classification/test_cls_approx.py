@@ -2,9 +2,10 @@
 
 Exact references: the one-point probit posterior by quadrature, the probit evidence of 2-3
 points as a Gaussian orthant probability (``Z = P(y_i (f_i + e_i) > 0 for all i)``, e_i
-standard normal, computed by scipy's multivariate normal CDF), the Laplace mode by scipy's
-BFGS, its determinant, evidence and predictive by dense numpy algebra, an independent dense
-Newton iteration for two classes, and gradients by central finite differences.
+standard normal, computed by scipy's multivariate normal CDF). Independent approximations:
+GPML's sequential EP and eq. 3.65 as printed (numpy, ``cls_textbook.py``), the Laplace mode
+by scipy's BFGS, its determinant, evidence and predictive by dense numpy algebra, a dense
+Newton iteration for two classes. Gradients against central finite differences.
 """
 
 import jax
