@@ -15,9 +15,14 @@ tree (``HistGradientBoostingClassifier``, defaults) for comparison.
 
 from __future__ import annotations
 
+import os
+
+# One XLA thread per process, as udora's workers run (experiments/grid/workers.py); on a
+# busy 2-core machine XLA's Eigen pool otherwise slows the fit several times over.
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 

@@ -151,8 +151,9 @@ def ep_objective(K: jax.Array, labels: jax.Array, mean: jax.Array, state: EPStat
     returned is ``state.log_z``; ``state`` must be the converged EP of ``(K, m)``.
 
     Args:
-        K: (n, n) prior covariance; labels: (n,) in {0, 1} (unused but for shape checks);
-        mean: () m; state: :func:`ep_binary` of the same ``K``, ``labels``, ``mean``.
+        K: (n, n) prior covariance; labels: (n,) in {0, 1} (unused: the converged sites
+        carry them; kept for the signature Laplace shares); mean: () m; state:
+        :func:`ep_binary` of the same ``K``, ``labels``, ``mean``.
 
     Returns:
         () log Z_EP.
@@ -237,7 +238,9 @@ def _blocks(K, pi):
         L = jnp.linalg.cholesky(jnp.eye(K.shape[0]) + s[:, None] * K * s[None, :])
         return L, s[:, None] * jsl.cho_solve((L, True), jnp.diag(s))
 
-    L, E = jax.vmap(one)(pi)
+    # lax.map, not vmap: batched triangular solves of jaxlib 0.10's CPU backend can
+    # deadlock when two run at once on a small intra-op thread pool (seen on 2 cores)
+    L, E = jax.lax.map(one, pi)
     return L, E, jnp.linalg.cholesky(jnp.sum(E, axis=0))
 
 
@@ -366,7 +369,7 @@ def laplace_predict(
     mu = means[None, :] + K_cross @ (onehot - pi).T
     Ek = jnp.einsum("cij,mj->cim", E, K_cross)  # (C, n, m): E_c k*
     own = k_diag[None, :] - jnp.einsum("cim,mi->cm", Ek, K_cross)  # (C, m)
-    U = jax.vmap(lambda b: jsl.solve_triangular(M, b, lower=True))(Ek)  # (C, n, m)
+    U = jax.lax.map(lambda b: jsl.solve_triangular(M, b, lower=True), Ek)  # (C, n, m)
     cov = jnp.einsum("cim,dim->mcd", U, U) + jax.vmap(jnp.diag)(own.T)
     return mu, cov
 
@@ -387,8 +390,9 @@ def softmax_mc_log_proba(
         (m, C) log class probabilities.
     """
     n_classes = mean.shape[-1]
-    scale = jnp.mean(jnp.diagonal(cov, axis1=1, axis2=2), axis=1)[:, None, None]
-    chol = jnp.linalg.cholesky(cov + 1e-10 * scale * jnp.eye(n_classes, dtype=cov.dtype))
+    scale = jnp.mean(jnp.diagonal(cov, axis1=1, axis2=2), axis=1)
+    jitter = 1e-10 * scale[:, None, None] * jnp.eye(n_classes, dtype=cov.dtype)[None]
+    chol = jax.lax.map(jnp.linalg.cholesky, cov + jitter)  # unbatched: see _blocks
     eps = jax.random.normal(key, (n_draws, *mean.shape), dtype=mean.dtype)
     f = mean[None] + jnp.einsum("mcd,smd->smc", chol, eps)
     logp = jax.nn.log_softmax(f, axis=-1)
