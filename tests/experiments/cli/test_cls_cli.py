@@ -19,6 +19,7 @@ def test_presets_lists_the_classification_suites(udora):
     assert code == 2 and "'spambase' is a classification preset" in err
 
 
+@pytest.mark.slow  # ~10-25 s
 def test_oracle_build_and_show_a_classification_task(udora, tmp_path):
     _, data = tiny_classification_preset(tmp_path, classes=2)
     out = tmp_path / "oracle"

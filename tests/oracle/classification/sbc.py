@@ -73,6 +73,7 @@ def run(
     *,
     seed: int = 0,
     u: int = 20,
+    d: int = 2,
     labels_per_input: int = 2,
     draws: int = 99,
     thin: int = 4,
@@ -81,13 +82,14 @@ def run(
     sampler_scale: float = 1.0,
     laplace: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Ranks (n_rep,) of each statistic among ``draws`` thinned posterior draws.
+    """Ranks (n_rep,) of each statistic among ``draws`` thinned posterior draws, at ``u``
+    training inputs in ``d`` dimensions with ``labels_per_input`` labels each.
 
     ``sampler_scale`` multiplies the prior's amplitude inside the sampler only (2: the
     posterior with the amplitude doubled, a negative control); ``laplace`` replaces the
     sampler by draws from the Laplace approximation (the other negative control).
     """
-    K, L, A, s = problem(seed, u, variance=variance)
+    K, L, A, s = problem(seed, u, d=d, variance=variance)
     binary = n_classes == 2
     Ld = 1 if binary else n_classes
     Lj, Aj, sj = jnp.asarray(L), jnp.asarray(A), jnp.asarray(s)

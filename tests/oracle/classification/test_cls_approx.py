@@ -202,6 +202,7 @@ def test_laplace_two_classes_matches_dense_newton(x64):
     assert float(state.log_q) == pytest.approx(-f(g)[0] - 0.5 * logdet, rel=1e-10)
 
 
+@pytest.mark.slow  # ~10-25 s
 def test_laplace_gradient_matches_finite_differences(x64):
     """d log q / d(log amplitude, log lengthscale, means) by one differentiable Newton step
     from the mode equals central differences of log q re-converged at each point."""

@@ -95,6 +95,7 @@ def test_binary_predict_matches_textbook_ep():
     np.testing.assert_allclose(proba, np.stack([1 - p1, p1], 1), rtol=1e-7, atol=1e-10)
 
 
+@pytest.mark.slow  # ~10-25 s
 def test_multiclass_predict_is_a_distribution_fixed_by_its_seed():
     """(m, C) probabilities that sum to 1; the same seed gives the same numbers and another
     seed numbers within Monte Carlo error (2000 draws: 5 standard errors of 1/2 / sqrt(2000))."""
@@ -176,6 +177,7 @@ def test_linear_bound_holds_on_linearly_separable_labels():
     assert fitted.record["active"]["linear"] == "upper"
 
 
+@pytest.mark.slow  # ~10-25 s
 def test_select_family_chooses_the_lowest_held_out_log_loss():
     """Two families on 120 simulated rows: 96 fit, 24 held out (seeded draw); the choice is
     the family with the lower held-out log loss, and its kernel parses."""

@@ -93,8 +93,8 @@ def test_convergence_equals_blackjax(x64):
     """The numpy ranking path gives blackjax's rhat, ess_bulk and ess_tail, ties and a
     chain off target included."""
     rng = np.random.default_rng(0)
-    x = np.cumsum(rng.standard_normal((4, 400, 30)), axis=1) * 0.1
-    x += rng.standard_normal((4, 400, 30))
+    x = np.cumsum(rng.standard_normal((4, 300, 10)), axis=1) * 0.1
+    x += rng.standard_normal((4, 300, 10))
     x[..., :5] = np.round(x[..., :5])  # tied draws
     x[1, :, 7] += 0.5  # one chain shifted
     ours = convergence(x)

@@ -34,6 +34,7 @@ def _within(estimate, exact, se, what):
     assert np.all(err <= 4 * np.asarray(se) + 2e-4), (what, estimate, exact, se)
 
 
+@pytest.mark.slow  # ~10-25 s
 def test_binary_targets_match_the_exact_posterior(x64):
     Z = np.array([[-1.0], [1.0], [0.3]])
     unique = np.array([0, 1])

@@ -67,6 +67,7 @@ def test_labels_follow_the_realised_probabilities(built):
     assert -1 <= task.meta["au_ceiling_spearman"] <= 1
 
 
+@pytest.mark.slow  # ~10-25 s
 def test_a_sampler_that_cannot_converge_refuses_the_task(tmp_path):
     preset, data = tiny_cls(
         tmp_path,
