@@ -4,9 +4,9 @@ Run: ``python -m udora.experiments.preset_tools.classification_table ORACLES OUT
 where ``ORACLES`` holds ``udora oracle build`` folders ``<preset>/seed-<s>/``; the page
 has one row per shipped classification preset (its ``prepare`` step, fitted family and
 bound, and the realism check from its YAML) and, from every built seed, the synthetic
-task's Bayes log loss and accuracy (means over seeds), the AU ceiling, the median mutual
-information, draws per chain and the sampler's wall seconds. A preset with no built seed
-shows "not built".
+task's Bayes log loss and accuracy (means over seeds), the AU ceiling, the smallest
+per-point bulk ESS and split-half Spearman of the mutual information over seeds, draws per
+chain and the build's wall seconds. A preset with no built seed shows "not built".
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ def _built(folder: Path, name: str) -> list[dict[str, Any]]:
 def _mean(records: list[dict[str, Any]], key: str) -> str:
     values = [r[key] for r in records if isinstance(r.get(key), int | float)]
     return f"{np.mean(values):.3f}" if values else "not built"
+
+
+def _smallest(values) -> str:
+    values = [v for v in values if isinstance(v, int | float)]
+    return f"{min(values):.3g}" if values else "-"
 
 
 def rows(oracles: Path) -> list[dict[str, str]]:
@@ -70,6 +75,10 @@ def rows(oracles: Path) -> list[dict[str, str]]:
                 "Bayes ll / acc (synthetic)": f"{_mean(built, 'bayes_log_loss')} / "
                 f"{_mean(built, 'bayes_accuracy')}",
                 "AU ceiling": _mean(built, "au_ceiling_spearman"),
+                "min ESS": _smallest(d.get("per_point", {}).get("min_ess_bulk") for d in diag),
+                "split-half MI": _smallest(
+                    d.get("split_half_spearman", {}).get("mutual_information") for d in diag
+                ),
                 "seeds built": str(len(built)),
                 "draws / chain": ", ".join(str(d.get("draws_per_chain", "?")) for d in diag) or "-",
                 "seconds": ", ".join(f"{r.get('seconds_total', float('nan')):.0f}" for r in built)
