@@ -92,7 +92,7 @@ def presets_fit(
         int | None,
         typer.Option(
             help="Rows of the real data used (seeded); 2000, or with --paper the fit's; "
-            "classification: 1000 for binary, min(1000, max(300, 2000 // C)) for C classes."
+            "classification: set by the class count (docs/classification_presets.md, Kernel)."
         ),
     ] = None,
     seed: Annotated[

@@ -71,7 +71,7 @@ def default_rows(n_classes: int) -> int:
     classes (500 for C = 4, 300 from C = 7), since every Laplace evaluation factors and
     inverts C matrices of n x n (600 fit rows, C = 4: about 7 s per evaluation on one core).
     """
-    return 1000 if n_classes == 2 else int(min(1000, max(300, 2000 // n_classes)))
+    return 1000 if n_classes == 2 else max(300, 2000 // n_classes)
 
 
 def _components(family: str, d: int, theta: np.ndarray) -> list[dict[str, Any]]:
