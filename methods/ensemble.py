@@ -19,3 +19,4 @@ class NNEnsemble(NNMethod):
     """Deep ensemble of K=10 residual MLPs with Gaussian heads."""
 
     family = "NN"
+    kinds = ("regression", "classification")

@@ -78,7 +78,7 @@ def run_cmd(
     if status != "ok":
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1)
-    keys = names(role="console")
+    keys = names(run.preset.kind, role="console")
     line = "  ".join(f"{k}={metrics[k]:.3f}" for k in keys if metrics.get(k) is not None)
     console.print(line, **plain)
 

@@ -114,3 +114,7 @@ def _regression_arrays(task: Any) -> dict[str, np.ndarray]:
 
 
 register_run_kind(RunKind(REGRESSION, _regression_score, _regression_curves, _regression_arrays))
+
+# The built-in kinds' run parts register where they are defined (after the names above,
+# which they import).
+from udora.experiments.tasks import classification as _classification  # noqa: E402,F401
