@@ -23,7 +23,7 @@ from udora.oracle.reading import arrays as read_npz
 @pytest.fixture(scope="module")
 def cls_preset(tmp_path_factory):
     root = tmp_path_factory.mktemp("clsrun")
-    preset, data = tiny_classification_preset(root)
+    _, data = tiny_classification_preset(root)
     return root / "tinycls.yaml", data
 
 

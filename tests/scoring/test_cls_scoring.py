@@ -45,9 +45,16 @@ def test_oracle_metrics_match_targets_averaged_draw_by_draw():
     au_b = 1 - np.sum(members**2, -1).mean(0)
     eu_b = np.sum(members**2, -1).mean(0) - np.sum(q**2, -1)
     got = cls_scoring.score_arrays(
-        prob_bar=pb.mean(0), exp_entropy=hb.mean(0), exp_square=qb.mean(0), y=y, prob=q,
-        aleatoric=au, epistemic=eu, aleatoric_brier=au_b, epistemic_brier=eu_b,
-    )  # fmt: skip
+        prob_bar=pb.mean(0),
+        exp_entropy=hb.mean(0),
+        exp_square=qb.mean(0),
+        y=y,
+        prob=q,
+        aleatoric=au,
+        epistemic=eu,
+        aleatoric_brier=au_b,
+        epistemic_brier=eu_b,
+    )
     # the targets, each draw's own quantity averaged over the draws
     eu_log = rel_entr(draws, q[None]).sum(-1).mean(0)  # E KL(p_f || q)
     au_log = scipy_entropy(draws, axis=-1).mean(0)
@@ -89,9 +96,14 @@ def test_realised_label_scores_match_scikit_learn():
     q2 = np.stack([1 - p1, p1], axis=1)
     y2 = rng.integers(0, 2, size=300)
     got2 = cls_scoring.score_arrays(
-        prob_bar=q2, exp_entropy=np.ones(300), exp_square=np.ones(300), y=y2, prob=q2,
-        aleatoric=np.ones(300), epistemic=p1,
-    )  # fmt: skip
+        prob_bar=q2,
+        exp_entropy=np.ones(300),
+        exp_square=np.ones(300),
+        y=y2,
+        prob=q2,
+        aleatoric=np.ones(300),
+        epistemic=p1,
+    )
     assert got2["brier"] == pytest.approx(2 * brier_score_loss(y2, p1), rel=1e-12)
     assert got2["log_loss"] == pytest.approx(log_loss(y2, p1), rel=1e-12)
     # no Brier-scale estimates: the Brier-side agreement is empty, not invented
@@ -118,7 +130,7 @@ def test_jackknife_standard_errors_match_the_spread_over_independent_posteriors(
     N, C, B = 150, 3, 20
     centre = rng.dirichlet(np.ones(C), size=N)
     conc = np.exp(rng.uniform(0.5, 3.0, size=N))
-    members, q, au, eu = _prediction(rng, N=N, C=C)
+    _, q, au, eu = _prediction(rng, N=N, C=C)
     values, ses = [], []
     for _ in range(150):
         draws = [rng.dirichlet(conc[i] * centre[i] + 0.1, size=B * 5) for i in range(N)]
@@ -135,7 +147,7 @@ def test_jackknife_standard_errors_match_the_spread_over_independent_posteriors(
                 exp_square=qb.mean(0),
                 y=np.zeros(N, int),
                 **arrays,
-            )  # fmt: skip
+            )
         )
         ses.append(
             cls_scoring.standard_errors_arrays(
