@@ -50,6 +50,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "udora.methods"
 BUILTIN_METHODS: dict[str, str] = {
     "blr": "udora.methods.blr:BayesianLinearRegression",
+    "blr_logistic": "udora.methods.blr_logistic:BayesianLogisticRegression",
     "catboost_kgb": "udora.methods.catboost_kgb:CatBoostKGB",
     "catboost_ps": "udora.methods.catboost_ps:CatBoostPS",
     "deup": "udora.methods.deup:DEUP",

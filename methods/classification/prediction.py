@@ -149,9 +149,13 @@ class ClassificationPrediction:
         return {k: v for k in names if (v := getattr(self, k)) is not None}
 
     @classmethod
-    def from_members(cls, member_probs: np.ndarray) -> ClassificationPrediction:
+    def from_members(
+        cls, member_probs: np.ndarray, *, keep_members: bool = True
+    ) -> ClassificationPrediction:
         """The prediction of K members or samples ``(K, n, C)``: their mean, the expected
-        entropy as AU and the mutual information as EU (module docstring)."""
+        entropy as AU and the mutual information as EU, and the Brier-scale parts
+        (module docstring); ``keep_members=False`` leaves ``member_probs`` unset (many
+        posterior samples, too large to store with every run)."""
         mp = _check_probabilities(cls.__name__, "member_probs", member_probs)
         if mp.ndim != 3:
             raise PredictionError(
@@ -160,7 +164,12 @@ class ClassificationPrediction:
         prob = mp.mean(axis=0)
         au = entropy(mp).mean(axis=0)
         eu = np.maximum(entropy(prob) - au, 0.0)  # >= 0 by concavity; round-off only
-        return cls(prob=prob, aleatoric=au, epistemic=eu, member_probs=mp)
+        if keep_members:
+            return cls(prob=prob, aleatoric=au, epistemic=eu, member_probs=mp)
+        au_b, eu_b = brier_split(mp)
+        return cls(
+            prob=prob, aleatoric=au, epistemic=eu, aleatoric_brier=au_b, epistemic_brier=eu_b
+        )
 
 
 def softmax_probabilities(logits: Any) -> np.ndarray:
