@@ -324,7 +324,12 @@ def classification_subject(s: Subject, task: Any = None) -> Any:
         make_classification_task,
     )
 
-    return ClassificationSubject(s.cls, s.overrides, task or make_classification_task())
+    return ClassificationSubject(
+        s.cls,
+        s.overrides,
+        task or make_classification_task(),
+        constant_extrapolation=s.name in CONSTANT_EXTRAPOLATION,
+    )
 
 
 def report(method: str, echo: Callable[[str], Any] = print) -> int:

@@ -110,6 +110,7 @@ class ClassificationSubject:
     cls: type
     overrides: dict
     task: ClassificationTask
+    constant_extrapolation: bool = False  # a tree method: a constant beyond the data
     _fitted: object = dataclasses.field(default=None, repr=False)
 
     @property
@@ -172,10 +173,8 @@ def check_cls_missing_class(s: ClassificationSubject) -> None:
 
 
 def check_cls_epistemic_grows_far_from_data(s: ClassificationSubject) -> None:
-    from udora.methods.contract import CONSTANT_EXTRAPOLATION
-
     method = s.fitted
-    if s.name in CONSTANT_EXTRAPOLATION:
+    if s.constant_extrapolation:
         corner = method.predict(s.task.X.max(axis=0, keepdims=True))
         far = method.predict(s.task.X_far)
         np.testing.assert_allclose(

@@ -14,7 +14,8 @@ With the oracle's posterior expectations at each pool point, ``pbar = E p_f`` (N
 - the prediction's quality: ``mean KL(pbar || q)`` and the accuracy regret
   ``mean max_c pbar_c - mean pbar_{argmax q}`` (0 when ``q`` picks the Bayes class of
   ``pbar`` everywhere);
-- on the realised pool labels: log loss, Brier score (summed over the classes),
+- on the realised pool labels: the log loss (``nll``, the name the regression kind gives
+  its outcomes' negative log-likelihood), Brier score (summed over the classes),
   top-label expected calibration error (15 equal-width bins) and accuracy.
 
 Every oracle metric has a Monte Carlo standard error: the delete-one-batch jackknife over
@@ -76,14 +77,6 @@ def _declare() -> tuple[Metric, ...]:
             "1",
             "lower",
             frozenset({"oracle", "mean"}),
-        ),
-        m(
-            "log_loss",
-            "log loss",
-            "nats",
-            "lower",
-            _OUTCOMES,
-            roles={"leaderboard": 5, "headline": 4, "console": 4},
         ),
         m("brier", "Brier score (summed over classes)", "1", "lower", _OUTCOMES),
         m("ece", f"top-label ECE ({ECE_BINS} bins)", "1", "lower", _OUTCOMES),
@@ -192,7 +185,7 @@ def _observed(prob: np.ndarray, y: np.ndarray) -> dict[str, float]:
     p_y = prob[np.arange(n), y]
     onehot = np.eye(prob.shape[1])[y]
     return {
-        "log_loss": float(np.mean(-np.log(np.maximum(p_y, EPS)))),
+        "nll": float(np.mean(-np.log(np.maximum(p_y, EPS)))),
         "brier": float(np.mean(np.sum((prob - onehot) ** 2, axis=-1))),
         "ece": expected_calibration_error(prob, y),
         "accuracy": float(np.mean(np.argmax(prob, axis=-1) == y)),

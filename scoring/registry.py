@@ -32,7 +32,7 @@ _ORACLE: frozenset[Need] = frozenset({"oracle"})
 # (log-loss scale; docs/metrics.md, "Classification"): declared once, here, for both
 # kinds. The classification-only metrics are declared by udora.scoring.classification.
 _SHARED = frozenset(
-    {"spearman_au", "spearman_eu", "spearman_total", "nAURC_eu", "nAURC_total"}
+    {"spearman_au", "spearman_eu", "spearman_total", "nAURC_eu", "nAURC_total", "nll"}
     | {f"calib_{s}log_ratio_{k}" for s in ("", "abs_") for k in ("au", "eu", "total")}
 )
 
@@ -213,6 +213,7 @@ def _observable() -> Iterator[Metric]:
         "nats",
         "lower",
         _GAUSSIAN,
+        tasks=_tasks("nll"),
         roles={"ranked": 4, "leaderboard": 5, "observable": 0, "tuning": 4, "console": 4},
     )
     yield Metric(

@@ -43,7 +43,7 @@ def test_a_classification_run_is_scored_by_its_kind(cls_preset, tmp_path):
     assert stored["member_probs"].shape == (3, 90, 3)
     oracle = read_npz(next((tmp_path / "res" / "oracle").glob("*.npz")))
     q, y = stored["prob"], oracle["y"]
-    assert record["metrics"]["log_loss"] == pytest.approx(log_loss(y, q, labels=range(3)))
+    assert record["metrics"]["nll"] == pytest.approx(log_loss(y, q, labels=range(3)))
     # the EU target from the stored expectations, E KL(p_f || q), by its definition
     eu_target = -oracle["entropy"] - np.sum(oracle["prob"] * np.log(q), axis=1)
     from scipy.stats import spearmanr
@@ -51,7 +51,7 @@ def test_a_classification_run_is_scored_by_its_kind(cls_preset, tmp_path):
     rho = spearmanr(stored["epistemic"], eu_target).statistic
     assert record["metrics"]["spearman_eu"] == pytest.approx(rho, abs=1e-12)
     assert 0 < record["metrics_se"]["spearman_eu"] < 0.2
-    assert "log_loss" not in record["metrics_se"]  # realised labels: no Monte Carlo error
+    assert "nll" not in record["metrics_se"]  # realised labels: no Monte Carlo error
 
 
 def test_a_regression_method_is_refused_before_anything_runs(cls_preset, tmp_path):

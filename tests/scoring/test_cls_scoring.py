@@ -87,7 +87,7 @@ def test_realised_label_scores_match_scikit_learn():
     y = rng.integers(0, 4, size=500)
     flat = dict(prob_bar=q, exp_entropy=au, exp_square=np.ones(500), y=y)
     got = cls_scoring.score_arrays(**flat, prob=q, aleatoric=au, epistemic=eu)
-    assert got["log_loss"] == pytest.approx(log_loss(y, q, labels=range(4)), rel=1e-12)
+    assert got["nll"] == pytest.approx(log_loss(y, q, labels=range(4)), rel=1e-12)
     assert got["accuracy"] == pytest.approx(accuracy_score(y, q.argmax(1)))
     onehot = np.eye(4)[y]
     assert got["brier"] == pytest.approx(np.mean(np.sum((q - onehot) ** 2, axis=1)), rel=1e-12)
@@ -105,7 +105,7 @@ def test_realised_label_scores_match_scikit_learn():
         epistemic=p1,
     )
     assert got2["brier"] == pytest.approx(2 * brier_score_loss(y2, p1), rel=1e-12)
-    assert got2["log_loss"] == pytest.approx(log_loss(y2, p1), rel=1e-12)
+    assert got2["nll"] == pytest.approx(log_loss(y2, p1), rel=1e-12)
     # no Brier-scale estimates: the Brier-side agreement is empty, not invented
     assert np.isnan(got2["spearman_eu_brier"]) and np.isnan(got2["spearman_au_brier"])
 
@@ -162,6 +162,6 @@ def test_jackknife_standard_errors_match_the_spread_over_independent_posteriors(
 
 def test_the_classification_metrics_are_declared_for_the_kind():
     declared = set(names("classification"))
-    assert {"spearman_eu", "spearman_au", "spearman_total", "log_loss", "ece"} <= declared
-    assert "log_loss" not in names("regression") and "spearman_eu_var" not in declared
+    assert {"spearman_eu", "spearman_au", "spearman_total", "nll", "ece"} <= declared
+    assert "ece" not in names("regression") and "spearman_eu_var" not in declared
     assert names("classification", "ranked")[0] == "spearman_eu"
