@@ -68,7 +68,14 @@ def _declare() -> tuple[Metric, ...]:
             "nats",
             "lower",
             frozenset({"oracle", "mean"}),
-            roles={"leaderboard": 0, "headline": 0, "console": 0},
+            roles={
+                "ranked": 2,
+                "leaderboard": 0,
+                "headline": 0,
+                "console": 0,
+                "tuning": 3,
+                "ablation": 0,
+            },
             header="KL(pbar‖q)",
         ),
         m(
@@ -78,15 +85,15 @@ def _declare() -> tuple[Metric, ...]:
             "lower",
             frozenset({"oracle", "mean"}),
         ),
-        m("brier", "Brier score (summed over classes)", "1", "lower", _OUTCOMES),
-        m("ece", f"top-label ECE ({ECE_BINS} bins)", "1", "lower", _OUTCOMES),
+        m("brier", "Brier score (summed over classes)", "1", "lower", _OUTCOMES, {"observable": 1}),
+        m("ece", f"top-label ECE ({ECE_BINS} bins)", "1", "lower", _OUTCOMES, {"observable": 2}),
         m(
             "accuracy",
             "accuracy",
             "1",
             "higher",
             _OUTCOMES,
-            roles={"leaderboard": 6, "headline": 5},
+            roles={"leaderboard": 6, "headline": 4, "observable": 3},
         ),
     )
 
