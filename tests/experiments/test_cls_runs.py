@@ -106,3 +106,26 @@ def test_gp_oracle_reaches_the_split_half_ceiling(cls_preset, tmp_path):
     ceiling = task.meta["diagnostics"]["split_half_spearman"]["mutual_information"]
     assert result.metrics["spearman_eu"] >= ceiling - 0.01
     assert result.metrics["kl_mean"] < 0.01
+
+
+def test_the_report_has_a_classification_leaderboard_of_seed_means(cls_preset, tmp_path):
+    """Two configs at two seeds: the section's leaderboard holds each config's seed mean
+    (one preset), the figure is written, and no regression table shows these runs."""
+    from udora.experiments.report.write import write_report
+
+    preset, data = cls_preset
+    out = tmp_path / "res"
+    found = {}
+    for alpha in (0.5, 2.0):
+        for seed in (0, 1):
+            r = run_one(preset, "blr_logistic", seed, {"alpha": alpha}, out, data_dir=data)
+            assert r.status == "ok", r.error
+            found.setdefault(alpha, []).append(r.metrics["spearman_eu"])
+    report = write_report(out, tmp_path / "rep").read_text()
+    section = report.split("## Classification", 1)[1]
+    for alpha, values in found.items():
+        row = next(line for line in section.splitlines() if f"alpha={alpha}" in line)
+        cells = [c.strip() for c in row.split("|")]
+        assert f"{np.mean(values):.3f}" in cells, (row, values)
+    assert (tmp_path / "rep" / "classification_eu_calibration_risk_coverage.png").is_file()
+    assert "## Per method and config" not in report  # the regression core: no runs of its kind
