@@ -79,7 +79,7 @@ class CatBoostPSConfig(MethodConfig):
 
 @register("catboost_ps")
 class CatBoostPS(UQMethod):
-    """K CatBoost RMSEWithUncertainty models with posterior sampling, early-stopped."""
+    """K CatBoost models with posterior sampling (RMSEWithUncertainty; Logloss/MultiClass)."""
 
     family = "trees"
     kinds = ("regression", "classification")

@@ -98,6 +98,8 @@ def test_families_and_prior_use_read_without_import_are_the_classes_own(monkeypa
         assert infos[name].family == cls.family, name
         assert infos[name].uses_task_prior is cls.uses_task_prior, name
         assert infos[name].kinds == tuple(cls.kinds), name
+        assert infos[name].not_for == tuple(cls.not_for), name
+        assert not set(dict(cls.not_for)) & set(cls.kinds), name
         assert set(cls.kinds) <= {"regression", "classification"} and cls.kinds, name
         assert infos[name].aleatoric == cls.aleatoric, name
         assert cls.family in FAMILIES and cls.family != "other", name
