@@ -111,5 +111,5 @@ def classification_section(ctx: ReportContext) -> list[str]:
 
 
 SECTION = ReportSection(
-    "classification", "Classification", 15, classification_section, kind=CLASSIFICATION
+    "classification", "Classification", 50, classification_section, kind=CLASSIFICATION
 )

@@ -46,10 +46,9 @@ _SLOW_FITS = {
 
 
 def _task_subjects() -> list:
-    return [
-        pytest.param(n, marks=pytest.mark.slow) if n in _SLOW_FITS else n
-        for n in methods.list_methods()
-    ]
+    """The methods that declare regression (the task rules' kind)."""
+    names = [n for n in methods.list_methods() if "regression" in methods.get_method_class(n).kinds]
+    return [pytest.param(n, marks=pytest.mark.slow) if n in _SLOW_FITS else n for n in names]
 
 
 @pytest.mark.parametrize("check", contract.TASK_RULES, ids=contract.rule_name)
