@@ -44,8 +44,9 @@ def test_kl_to_the_uniform_dirichlet_is_the_mean_log_density_ratio():
         p = np.clip(p, 1e-300, None)
         p /= p.sum(axis=1, keepdims=True)
         ratio = dirichlet.logpdf(p.T, alpha) - dirichlet.logpdf(p.T, np.ones(3))
-        assert kl[i] == pytest.approx(ratio.mean(), abs=4 * ratio.std() / np.sqrt(ratio.size))
-    assert kl[0] == pytest.approx(0.0, abs=1e-6)
+        se = ratio.std() / np.sqrt(ratio.size)
+        assert kl[i] == pytest.approx(ratio.mean(), abs=4 * se + 1e-5)  # float32 round-off
+    assert kl[0] == pytest.approx(0.0, abs=1e-5)  # Dir(1) to itself, in float32
 
 
 def test_the_loss_is_the_expected_squared_error_plus_the_weighted_kl():
