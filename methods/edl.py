@@ -170,6 +170,7 @@ class EDL(NNMethod):
 
     family = "NN"
     kinds = ("regression", "classification")
+    libraries = ("flax", "optax", "scipy")
     Config = EDLConfig
     config: EDLConfig
     recipe = Recipe(loss=evidential_loss)
