@@ -45,6 +45,7 @@ class NNBagging(NNMethod):
     """Bagging: K=10 residual MLPs, each fitted to a resample of the training data."""
 
     family = "NN"
+    kinds = ("regression", "classification")
     Config = BaggingConfig
     config: BaggingConfig
     recipe = Recipe(rows=resampled_rows, resampled=True)

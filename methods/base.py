@@ -138,6 +138,10 @@ class UQMethod(abc.ABC):
     # The task kinds the method can be run on (udora.oracle.kinds); its ``predict``
     # returns each kind's prediction type (udora.methods.prediction).
     kinds: ClassVar[tuple[str, ...]] = (REGRESSION,)
+    # Kinds the method leaves out because they make no sense for it, each with the reason
+    # `udora methods` and a refused run show: ``(kind, why)`` pairs, a tuple literal in
+    # the class body.
+    not_for: ClassVar[tuple[tuple[str, str], ...]] = ()
     # The distributions (pip names) the method runs on besides udora and JAX: every
     # result.json records their versions (docs/design.md, "Methods"). Declare, don't guess.
     libraries: ClassVar[tuple[str, ...]] = ()

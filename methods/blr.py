@@ -46,6 +46,12 @@ class BayesianLinearRegression(UQMethod):
     """Conjugate Bayesian linear regression with fixed noise (closed form)."""
 
     family = "linear & kernel"
+    not_for = (
+        (
+            "classification",
+            "a conjugate Gaussian model; blr_logistic is its twin",
+        ),
+    )
     aleatoric = "constant"
     libraries = ("numpy",)
     Config = BLRConfig

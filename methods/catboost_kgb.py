@@ -75,6 +75,12 @@ class CatBoostKGB(UQMethod):
     """CatBoost KGB GP-posterior samples: EU = their variance; AU = 0 (no noise estimate)."""
 
     family = "trees"
+    not_for = (
+        (
+            "classification",
+            "CatBoost's KGB posterior samples are of an RMSE regression",
+        ),
+    )
     aleatoric = "constant"
     libraries = ("catboost",)
     Config = CatBoostKGBConfig

@@ -11,6 +11,14 @@ early on its validation NLL and keeps its best iteration; without it the varianc
 overfits. Members combine as mean = average member mean, aleatoric = average ``v_k``,
 epistemic = variance of the member means (ddof 0), in original units when the target is
 standardised.
+
+On a classification task (``knowledge.classes``) each member is a ``CatBoostClassifier``
+with ``Logloss`` (two classes) or ``MultiClass``, the same posterior sampling, rows and
+early stopping (on the validation log loss), and every class named (``class_names``), so a
+class missing from a member's rows keeps its column (probability 0 from CatBoost, floored
+at 1e-12 inside the log loss like every probability). The K members' probabilities give
+AU = their expected entropy and EU = their mutual information. This is an explicit seed
+ensemble, like the regression twin, not CatBoost's virtual ensembles of one model.
 """
 
 from __future__ import annotations
@@ -18,10 +26,11 @@ from __future__ import annotations
 from typing import Any, ClassVar, Self
 
 import numpy as np
-from catboost import CatBoostRegressor
+from catboost import CatBoostClassifier, CatBoostRegressor
 from pydantic import Field
 
 from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.classification.prediction import ClassificationPrediction, check_labels
 from udora.methods.combine import combine_standardised
 from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
@@ -70,17 +79,26 @@ class CatBoostPSConfig(MethodConfig):
 
 @register("catboost_ps")
 class CatBoostPS(UQMethod):
-    """K CatBoost RMSEWithUncertainty models with posterior sampling, early-stopped."""
+    """K CatBoost models with posterior sampling (RMSEWithUncertainty; Logloss/MultiClass)."""
 
     family = "trees"
+    kinds = ("regression", "classification")
     libraries = ("catboost",)
     Config = CatBoostPSConfig
     config: CatBoostPSConfig
 
-    def _member(self, random_seed: int) -> CatBoostRegressor:
+    def _member(self, random_seed: int) -> CatBoostRegressor | CatBoostClassifier:
         cfg = self.config
-        return CatBoostRegressor(
-            loss_function="RMSEWithUncertainty",
+        if self.n_classes_:
+            head = {
+                "loss_function": "Logloss" if self.n_classes_ == 2 else "MultiClass",
+                "class_names": list(range(self.n_classes_)),
+            }
+            model = CatBoostClassifier
+        else:
+            head, model = {"loss_function": "RMSEWithUncertainty"}, CatBoostRegressor
+        return model(
+            **head,
             posterior_sampling=True,
             iterations=cfg.n_estimators,
             learning_rate=cfg.learning_rate,
@@ -103,8 +121,9 @@ class CatBoostPS(UQMethod):
         """
         X, y = check_xy(X, y)
         cfg = self.config
-        self.scaler_ = target_scaler(X, y, cfg.standardize_y)
-        ys = self.scaler_.y(y)
+        self.n_classes_ = knowledge.n_classes if knowledge is not None else 0
+        self.scaler_ = target_scaler(X, y, cfg.standardize_y and not self.n_classes_)
+        ys = check_labels(y, self.n_classes_) if self.n_classes_ else self.scaler_.y(y)
         n, k = X.shape[0], cfg.n_members
         if cfg.val_fraction > 0:
             fit_rows, self.val_rows_ = validation_split(
@@ -135,11 +154,16 @@ class CatBoostPS(UQMethod):
         self.fitted_ = True
         return self
 
-    def predict(self, X: np.ndarray) -> Prediction:
-        """Combined predictive at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``."""
+    def predict(self, X: np.ndarray) -> Prediction | ClassificationPrediction:
+        """Combined predictive at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``
+        (classification: ``member_probs`` ``(K, m, C)``)."""
         self._check_fitted()
         X = check_x(X, self.d_)
-        # RMSEWithUncertainty predicts (m, 2) columns: mean and variance (CatBoost >= 0.24.2).
         threads = self.config.thread_count
+        if self.n_classes_:
+            probs = [member.predict_proba(X, thread_count=threads) for member in self.members_]
+            probs = np.stack(probs)
+            return ClassificationPrediction.from_members(probs / probs.sum(-1, keepdims=True))
+        # RMSEWithUncertainty predicts (m, 2) columns: mean and variance (CatBoost >= 0.24.2).
         out = np.stack([member.predict(X, thread_count=threads) for member in self.members_])
         return combine_standardised(out[:, :, 0], out[:, :, 1], self.scaler_)

@@ -16,7 +16,9 @@ values and variances ``>= 0``; the same seed gives the same prediction; the AU v
 the points unless the class declares ``aleatoric = "constant"`` (then it does not);
 R^2 > 0.5 against the noise-free function; median EU far from the data exceeds median EU
 near it (for tree methods, which predict a constant beyond the data, the far prediction is
-the corner's).
+the corner's). A method that declares the classification kind meets the classification
+rules too (:mod:`udora.methods.contract_classification`, a task with a class missing from
+the training sample); the regression task rules apply to methods that declare regression.
 """
 
 from __future__ import annotations
@@ -256,6 +258,21 @@ TASK_RULES: list[Rule] = [
 RULES = CONFIG_RULES + TASK_RULES
 
 
+from udora.methods.contract_classification import CLASSIFICATION_RULES  # noqa: E402
+
+
+def rule_count(method: str | type) -> int:
+    """How many rules :func:`check_method` applies to ``method``: the config rules, and
+    the task rules of each kind it declares."""
+    cls = get_method_class(method) if isinstance(method, str) else method
+    kinds = getattr(cls, "kinds", ("regression",))
+    return (
+        len(CONFIG_RULES)
+        + (len(TASK_RULES) if "regression" in kinds else 0)
+        + (len(CLASSIFICATION_RULES) if "classification" in kinds else 0)
+    )
+
+
 def rule_name(rule: Rule) -> str:
     """``shapes`` for ``check_shapes``."""
     return rule.__name__.removeprefix("check_")
@@ -286,12 +303,33 @@ def check_method(
     except KeyError as err:
         return [f"loads: {err.args[0] if err.args else err}"]
     failures = []
-    for rule in RULES:
+    kinds = getattr(s.cls, "kinds", ("regression",))
+    rules = CONFIG_RULES + (TASK_RULES if "regression" in kinds else [])
+    for rule in rules:
         if why := _why(rule, s):
             failures.append(f"{rule_name(rule)}: {why}")
             if rule is check_declarations:
-                break
+                return failures
+    if "classification" in kinds:
+        cs = classification_subject(s)
+        failures += [f"{rule_name(r)}: {why}" for r in CLASSIFICATION_RULES if (why := _why(r, cs))]
     return failures
+
+
+def classification_subject(s: Subject, task: Any = None) -> Any:
+    """The subject of the classification rules (:mod:`.contract_classification`): the same
+    class and overrides on the classification task (``task``, default its own)."""
+    from udora.methods.contract_classification import (
+        ClassificationSubject,
+        make_classification_task,
+    )
+
+    return ClassificationSubject(
+        s.cls,
+        s.overrides,
+        task or make_classification_task(),
+        constant_extrapolation=s.name in CONSTANT_EXTRAPOLATION,
+    )
 
 
 def report(method: str, echo: Callable[[str], Any] = print) -> int:
@@ -300,7 +338,7 @@ def report(method: str, echo: Callable[[str], Any] = print) -> int:
     for failure in failures:
         echo(f"{method}: {failure}")
     if not failures:
-        echo(f"{method}: meets the method contract ({len(RULES)} rules)")
+        echo(f"{method}: meets the method contract ({rule_count(method)} rules)")
     return 1 if failures else 0
 
 

@@ -113,6 +113,13 @@ class DKL(UQMethod):
     """
 
     family = "linear & kernel"
+    not_for = (
+        (
+            "classification",
+            "its exact GP on learned features needs a Gaussian likelihood; "
+            "labels would need an approximate inference of its own",
+        ),
+    )
     aleatoric = "constant"
     libraries = ("flax", "gpjax", "equinox", "optax")
     Config = DKLConfig

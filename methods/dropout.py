@@ -35,6 +35,7 @@ class NNDropout(NNMethod):
     """MC dropout: one residual MLP, 10 stochastic forward passes at prediction."""
 
     family = "NN"
+    kinds = ("regression", "classification")
     Config = DropoutConfig
     config: DropoutConfig
     recipe = Recipe(one_network=True, mc_dropout=True)

@@ -16,6 +16,7 @@ from udora.methods.registry import register
 
 @register("nn_ensemble")
 class NNEnsemble(NNMethod):
-    """Deep ensemble of K=10 residual MLPs with Gaussian heads."""
+    """Deep ensemble of K=10 residual MLPs (Gaussian heads; softmax on classification)."""
 
     family = "NN"
+    kinds = ("regression", "classification")

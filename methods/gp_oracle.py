@@ -13,11 +13,15 @@ training points. In standardised units, with ``A = K_SS + diag(sigma_eps(x_S)^2)
 reported as mean ``y_mu + y_sd m_S``, epistemic ``y_sd^2 s2_f`` and aleatoric
 ``sigma_eps(x)^2`` (original units). Computed in float64 (``jax.enable_x64``), in chunks
 of test points so memory stays bounded.
+
+On a classification task (``knowledge.classes``) the prior is the task's latent GP and
+the posterior is sampled with chains of the method's own
+(:mod:`udora.methods.classification.latent_posterior`).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import gpjax as gpx
 import jax
@@ -34,6 +38,9 @@ from udora.methods.base import (
     check_xy,
 )
 from udora.methods.registry import register
+
+if TYPE_CHECKING:
+    from udora.methods.classification.prediction import ClassificationPrediction
 
 
 class OracleGPConfig(MethodConfig):
@@ -54,10 +61,12 @@ class OracleGP(UQMethod):
     Config = OracleGPConfig
     config: OracleGPConfig
     uses_task_prior = True
+    kinds = ("regression", "classification")
 
     def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
-        """Condition ``knowledge.prior`` on ``X`` ``(n, d)``, ``y`` ``(n,)``; no randomness."""
-        del seed  # exact conditioning: nothing random
+        """Condition ``knowledge.prior`` on ``X`` ``(n, d)``, ``y`` ``(n,)``; no randomness
+        (on a classification task: sample the latent posterior with the run ``seed``,
+        :mod:`udora.methods.classification.latent_posterior`)."""
         if knowledge is None or knowledge.prior is None:
             raise ValueError(
                 "gp_oracle needs the task's GP prior: "
@@ -65,6 +74,13 @@ class OracleGP(UQMethod):
             )
         prior = knowledge.prior
         X, y = check_xy(X, y)
+        self.d_ = X.shape[1]
+        if knowledge.n_classes:
+            from udora.methods.classification.latent_posterior import fit_latent_posterior
+
+            self.latent_ = fit_latent_posterior(X, y, prior, seed)
+            self.fitted_ = True
+            return self
         from udora.oracle.kernels import build_kernel
 
         std = prior.standardiser
@@ -80,14 +96,19 @@ class OracleGP(UQMethod):
             model = gp_prior * gpx.likelihoods.Gaussian(obs_stddev=obs_std)
             self.posterior_ = model.condition(gpx.Dataset(X=Xs, y=ys))
         self.prior_ = prior
-        self.d_ = X.shape[1]
+        self.latent_ = None
         self.fitted_ = True
         return self
 
-    def predict(self, X: np.ndarray) -> Prediction:
-        """Posterior at ``X`` ``(m, d)``: mean ``m_S``, EU ``s2_f``, AU ``sigma_eps^2``."""
+    def predict(self, X: np.ndarray) -> Prediction | ClassificationPrediction:
+        """Posterior at ``X`` ``(m, d)``: mean ``m_S``, EU ``s2_f``, AU ``sigma_eps^2``
+        (classification: the posterior predictive, its expected entropy and MI)."""
         self._check_fitted()
         X = check_x(X, self.d_)
+        if self.latent_ is not None:
+            from udora.methods.classification.latent_posterior import predict_latent_posterior
+
+            return predict_latent_posterior(self.latent_, X)
         prior = self.prior_
         means, variances = [], []
         with jax.enable_x64(True):
@@ -102,3 +123,9 @@ class OracleGP(UQMethod):
             aleatoric=noise**2,
             epistemic=np.maximum(np.concatenate(variances), 0.0) * prior.standardiser.y_sd**2,
         )
+
+    def diagnostics(self) -> dict[str, float]:
+        """On a classification task, its own chains' R-hat and bulk ESS of ``||v||^2``,
+        divergences and draws."""
+        latent = getattr(self, "latent_", None)
+        return dict(latent.record) if latent is not None else {}

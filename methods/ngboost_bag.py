@@ -5,6 +5,16 @@ trees) to ``m = round(sample_fraction * n)`` rows drawn from the n training rows
 without replacement, giving ``N(mu_k(x), s_k(x)^2)``. Members combine as mean = average
 member mean, aleatoric = average member variance ``s_k^2``, epistemic = variance of the
 member means (ddof 0), in original units when the target is standardised.
+
+On a classification task (``knowledge.classes``) each member is NGBoost with a
+categorical output over the C classes (Bernoulli for two; ``ngboost.distns.k_categorical``
+with the log score) fitted to class codes; the members' probabilities give AU = their
+expected entropy and EU = their mutual information. NGBoost's own initial fit takes the
+log of each class's frequency and its classifier refuses a sample without every class, so
+a member whose resample lacks a class could not be fitted: here the initial frequencies
+get one pseudo-count per class (:func:`smoothed_categorical`) and the members are fitted
+through NGBoost's base class on the codes. A single NGBoost classifier has no EU of its
+own, so only the bagged form is offered.
 """
 
 from __future__ import annotations
@@ -12,12 +22,14 @@ from __future__ import annotations
 from typing import Any, ClassVar, Self
 
 import numpy as np
-from ngboost import NGBRegressor
+from ngboost import NGBoost, NGBRegressor
+from ngboost.distns import k_categorical
 from ngboost.distns.distn import RegressionDistn
 from ngboost.scores import LogScore
 from pydantic import Field, model_validator
 
 from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.classification.prediction import ClassificationPrediction, check_labels
 from udora.methods.combine import combine_standardised
 from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
@@ -76,6 +88,22 @@ class Normal(RegressionDistn):
         return {"loc": self.loc, "scale": self.scale}
 
 
+def smoothed_categorical(n_classes: int) -> type:
+    """NGBoost's categorical over ``n_classes`` whose initial fit counts one pseudo-label
+    per class, so a sample without some class still starts from finite logits."""
+    base = k_categorical(n_classes)
+
+    class SmoothedCategorical(base):
+        @staticmethod
+        def fit(Y: np.ndarray) -> np.ndarray:
+            counts = np.bincount(np.asarray(Y, dtype=np.int64), minlength=n_classes) + 1.0
+            p = counts / counts.sum()
+            return np.log(p[1:]) - np.log(p[0])
+
+    SmoothedCategorical.__name__ = f"SmoothedCategorical{n_classes}"
+    return SmoothedCategorical
+
+
 class NGBoostBagConfig(MethodConfig):
     """Members, per-member boosting settings, resampling and target scaling.
 
@@ -127,17 +155,19 @@ class NGBoostBagConfig(MethodConfig):
 
 @register("ngboost_bag")
 class NGBoostBag(UQMethod):
-    """Bagging of K Normal NGBoost regressors, each fitted to a resample of the data."""
+    """Bagging of K NGBoost models (Normal; categorical), each fitted to a resample."""
 
     family = "trees"
+    kinds = ("regression", "classification")
     libraries = ("ngboost", "scikit-learn")
     Config = NGBoostBagConfig
     config: NGBoostBagConfig
 
-    def _member(self, random_state: int) -> NGBRegressor:
+    def _member(self, random_state: int) -> NGBRegressor | NGBoost:
         cfg = self.config
-        return NGBRegressor(
-            Dist=Normal,
+        model = NGBoost if self.n_classes_ else NGBRegressor
+        return model(
+            Dist=smoothed_categorical(self.n_classes_) if self.n_classes_ else Normal,
             Score=LogScore,
             Base=LeanTree(max_depth=cfg.max_depth),
             natural_gradient=cfg.natural_gradient,
@@ -157,8 +187,9 @@ class NGBoostBag(UQMethod):
         """
         X, y = check_xy(X, y)
         cfg = self.config
-        self.scaler_ = target_scaler(X, y, cfg.standardize_y)
-        ys = self.scaler_.y(y)
+        self.n_classes_ = knowledge.n_classes if knowledge is not None else 0
+        self.scaler_ = target_scaler(X, y, cfg.standardize_y and not self.n_classes_)
+        ys = check_labels(y, self.n_classes_) if self.n_classes_ else self.scaler_.y(y)
         k = cfg.n_members
         self.member_rows_ = resample_rows(
             X.shape[0], cfg.sample_fraction, cfg.replace, k, numpy_rng(seed, "bagging")
@@ -172,11 +203,15 @@ class NGBoostBag(UQMethod):
         self.fitted_ = True
         return self
 
-    def predict(self, X: np.ndarray) -> Prediction:
-        """Combined predictive at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``."""
+    def predict(self, X: np.ndarray) -> Prediction | ClassificationPrediction:
+        """Combined predictive at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``
+        (classification: ``member_probs`` ``(K, m, C)``)."""
         self._check_fitted()
         X = check_x(X, self.d_)
         dists = [member.pred_dist(X) for member in self.members_]
+        if self.n_classes_:
+            probs = np.stack([dist.class_probs() for dist in dists])
+            return ClassificationPrediction.from_members(probs / probs.sum(-1, keepdims=True))
         means = np.stack([dist.loc for dist in dists])
         variances = np.stack([dist.scale**2 for dist in dists])
         return combine_standardised(means, variances, self.scaler_)

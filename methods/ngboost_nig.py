@@ -182,6 +182,12 @@ class NGBoostNIG(UQMethod):
     """NGBoost with a Normal-Inverse-Gamma output: AU = beta/(alpha-1), EU = AU/nu."""
 
     family = "trees"
+    not_for = (
+        (
+            "classification",
+            "a Normal-Inverse-Gamma output is a distribution of real targets",
+        ),
+    )
     libraries = ("ngboost", "scikit-learn", "scipy")
     Config = NGBoostNIGConfig
     config: NGBoostNIGConfig

@@ -154,7 +154,8 @@ def stored(returned: Any, kind: str, n: int) -> Any:
 
     The kind's fields are copied out of ``returned`` (any object that has them), then
     validated by the kind's prediction type, and every array must describe ``n`` points
-    (its last axis). What this returns is what is scored and written.
+    (its last axis, or the axis the type's ``POINT_AXES`` names for that field). What
+    this returns is what is scored and written.
 
     Raises:
         PredictionError: a missing field, a field that breaks the type's contract, or a
@@ -177,10 +178,12 @@ def stored(returned: Any, kind: str, n: int) -> Any:
         if value is not None:
             arrays[name] = _real_array(cls.__name__, name, value)
     out = cls(**arrays)
+    axes = getattr(cls, "POINT_AXES", {})  # the axis over the points, the last by default
     for name, arr in to_arrays(out).items():
-        if arr.ndim == 0 or arr.shape[-1] != n:
+        axis = axes.get(name, -1)
+        points = arr.shape[axis] if arr.ndim > max(axis, -axis - 1) else 0
+        if points != n:
             raise PredictionError(
-                f"{cls.__name__}.{name}: describes {arr.shape[-1] if arr.ndim else 0} "
-                f"points, the pool has {n}"
+                f"{cls.__name__}.{name}: describes {points} points, the pool has {n}"
             )
     return out

@@ -50,6 +50,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "udora.methods"
 BUILTIN_METHODS: dict[str, str] = {
     "blr": "udora.methods.blr:BayesianLinearRegression",
+    "blr_logistic": "udora.methods.blr_logistic:BayesianLogisticRegression",
     "catboost_kgb": "udora.methods.catboost_kgb:CatBoostKGB",
     "catboost_ps": "udora.methods.catboost_ps:CatBoostPS",
     "deup": "udora.methods.deup:DEUP",
@@ -85,6 +86,7 @@ class MethodInfo:
     uses_task_prior: bool = False
     kinds: tuple[str, ...] = (REGRESSION,)  # the task kinds it declares (UQMethod.kinds)
     aleatoric: str = "per point"  # UQMethod.aleatoric: "per point" or "constant"
+    not_for: tuple[tuple[str, str], ...] = ()  # UQMethod.not_for: (kind, why) pairs
 
 
 def _target(cls: type) -> str:
@@ -196,8 +198,11 @@ def get_method(name: str, **overrides: Any):
     return get_method_class(name)(**overrides)
 
 
-def _class_source(target: str) -> tuple[str, str, bool, tuple[str, ...], str]:
-    """(first docstring line, ``family``, ``uses_task_prior``, ``kinds``, ``aleatoric``) of
+def _class_source(
+    target: str,
+) -> tuple[str, str, bool, tuple[str, ...], str, tuple[tuple[str, str], ...]]:
+    """(first docstring line, ``family``, ``uses_task_prior``, ``kinds``, ``aleatoric``,
+    ``not_for``) of
     the class ``"module:Class"`` read with :mod:`ast`: ``family = "..."``,
     ``uses_task_prior = True``, ``kinds = ("...",)`` and ``aleatoric = "..."`` in the class
     body, else "other", False, regression and "per point" (a built-in sets them in its own
@@ -208,13 +213,14 @@ def _class_source(target: str) -> tuple[str, str, bool, tuple[str, ...], str]:
         "uses_task_prior": False,
         "kinds": (REGRESSION,),
         "aleatoric": "per point",
+        "not_for": (),
     }
     module, _, qualname = target.partition(":")
     try:
         spec = importlib.util.find_spec(module)
         tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
     except Exception:  # no source (compiled, missing): no summary
-        return "", "other", False, (REGRESSION,), "per point"
+        return "", "other", False, (REGRESSION,), "per point", ()
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == qualname:
             lines = (ast.get_docstring(node) or "").strip().splitlines()
@@ -236,8 +242,9 @@ def _class_source(target: str) -> tuple[str, str, bool, tuple[str, ...], str]:
                 found["uses_task_prior"] is True,
                 tuple(found["kinds"]),
                 str(found["aleatoric"]),
+                tuple(tuple(pair) for pair in found["not_for"]),
             )
-    return "", "other", False, (REGRESSION,), "per point"
+    return "", "other", False, (REGRESSION,), "per point", ()
 
 
 def _class_info(name: str, cls: type, origin: str) -> MethodInfo:
@@ -251,6 +258,7 @@ def _class_info(name: str, cls: type, origin: str) -> MethodInfo:
         bool(cls.uses_task_prior),
         tuple(getattr(cls, "kinds", (REGRESSION,))),
         str(getattr(cls, "aleatoric", "per point")),
+        tuple(tuple(pair) for pair in getattr(cls, "not_for", ())),
     )
 
 

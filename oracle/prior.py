@@ -46,9 +46,17 @@ class TaskKnowledge:
     size. ``prior`` (the generating GP prior, noise model and standardisation) is set only
     for reference methods that declare ``uses_task_prior`` (e.g. ``gp_oracle``); every
     other method gets None, so no method sees oracle quantities by accident.
+    ``classes`` (C,) names a classification task's classes, labels ``0..C-1`` (empty for
+    regression): a class may be missing from the training sample, so C comes from here.
     """
 
     feature_names: tuple[str, ...]
     d: int
     n: int
-    prior: GPPrior | None = None
+    prior: Any = None  # a GPPrior (regression) or the classification kind's prior
+    classes: tuple[str, ...] = ()
+
+    @property
+    def n_classes(self) -> int:
+        """C, the number of classes (0 for regression)."""
+        return len(self.classes)

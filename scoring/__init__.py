@@ -59,3 +59,7 @@ __all__ = [
     "top_decile_error_ratio",
     "topk_utility",
 ]
+
+# The classification kind's metrics are declared (registry.register_metric) when the
+# package is imported, so every reader of the registry knows them.
+from udora.scoring import classification as _classification  # noqa: F401

@@ -23,7 +23,8 @@ Better = Literal["higher", "lower", "closest"]
 # variance of a squared error); "gaussian" (the Gaussian predictive N(mu, v)); "split"
 # (the AU/EU split); "varying_au" (an AU estimate that is not the same at every point: a
 # correlation with it is undefined otherwise, as for a method that declares
-# ``aleatoric = "constant"``, docs/adding_a_method.md); "members" (the member means).
+# ``aleatoric = "constant"``, docs/adding_a_method.md); "members" (the member means);
+# "brier" (a classification method's Brier-scale AU/EU, from members or a closed form).
 Need = Literal[
     "oracle",
     "outcomes",
@@ -35,6 +36,7 @@ Need = Literal[
     "split",
     "varying_au",
     "members",
+    "brier",
 ]
 # "ranked": ranked with the rankings' statistics (docs/rankings.md); "leaderboard": a
 # default column of the HTML leaderboard; "headline": a column of report.md's headline

@@ -28,6 +28,19 @@ _KINDS: dict[str, tuple[str, frozenset[Need]]] = {
 _ORDER = frozenset({"mean", "total_order"})
 _LOSSES = {"crps": "CRPS", "nll": "NLL"}
 _ORACLE: frozenset[Need] = frozenset({"oracle"})
+# Metrics whose meaning is the same for a classification task, against its own targets
+# (log-loss scale; docs/metrics.md, "Classification"): declared once, here, for both
+# kinds. The classification-only metrics are declared by udora.scoring.classification.
+_SHARED = frozenset(
+    {"spearman_au", "spearman_eu", "spearman_total", "nAURC_eu", "nAURC_total", "nll"}
+    | {f"calib_{s}log_ratio_{k}" for s in ("", "abs_") for k in ("au", "eu", "total")}
+)
+
+
+def _tasks(name: str) -> frozenset[TaskKind]:
+    return frozenset({"regression", "classification"} if name in _SHARED else {"regression"})
+
+
 _GAUSSIAN: frozenset[Need] = frozenset({"outcomes", "mean", "gaussian"})
 _MEMBERS: frozenset[Need] = frozenset({"outcomes", "members"})
 # The roles of generated metrics, {name: {role: position}}; position 0 comes first.
@@ -91,6 +104,7 @@ def _rho(name: str, what: str) -> Metric:
         "1",
         "higher",
         _correlation_needs(kind, True),
+        tasks=_tasks(name),
         roles=_ROLES.get(name, {}),
         header=f"{what} ρ",
     )
@@ -151,23 +165,32 @@ def _calibration_and_risk_coverage() -> Iterator[Metric]:
     "Risk-coverage")."""
     for kind in ("au", "eu", "total"):
         what, needs = _KINDS[kind][0], _needs(kind, False)
+        name = f"calib_abs_log_ratio_{kind}"
         yield Metric(
-            f"calib_abs_log_ratio_{kind}", f"{what} calibration |log ratio|", "1", "lower", needs
+            name, f"{what} calibration |log ratio|", "1", "lower", needs, tasks=_tasks(name)
         )
+        name = f"calib_log_ratio_{kind}"
         yield Metric(
-            f"calib_log_ratio_{kind}",
+            name,
             f"{what} calibration log ratio",
             "1",
             "closest",
             needs,
             ideal=0.0,
+            tasks=_tasks(name),
         )
         # the AURC is rank-based too, but the total-only forms with only an order (the
         # quantiles) have never been given it: docs/evaluate_any_model.md
         yield Metric(f"aurc_{kind}", f"{what} AURC", "target^2", "lower", needs)
         name = f"nAURC_{kind}"
         yield Metric(
-            name, f"{what} nAURC", "1", "higher", _needs(kind, True), roles=_ROLES.get(name, {})
+            name,
+            f"{what} nAURC",
+            "1",
+            "higher",
+            _needs(kind, True),
+            tasks=_tasks(name),
+            roles=_ROLES.get(name, {}),
         )
     for loss, of in _LOSSES.items():
         for kind in ("eu", "total"):
@@ -190,6 +213,7 @@ def _observable() -> Iterator[Metric]:
         "nats",
         "lower",
         _GAUSSIAN,
+        tasks=_tasks("nll"),
         roles={"ranked": 4, "leaderboard": 5, "observable": 0, "tuning": 4, "console": 4},
     )
     yield Metric(

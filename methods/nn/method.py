@@ -2,7 +2,10 @@
 
 A method declares its parts in a :class:`Recipe` (its per-point loss, loss terms, how
 each member's training rows are drawn, one network or K) instead of overriding hooks.
-``fit`` standardises inputs and targets, holds out a validation split when the method
+On a classification task (``knowledge.classes``) the head is a softmax over the C classes
+trained by cross-entropy, and ``predict`` averages the members' class probabilities
+(:meth:`~udora.methods.classification.prediction.ClassificationPrediction.from_members`);
+otherwise ``fit`` standardises inputs and targets, holds out a validation split when the method
 uses one (:meth:`NNMethod.holds_out_validation`: early stopping, or the method's own
 post-hoc step), draws the members' rows, trains all members in one vmapped program
 (:mod:`methods.nn.trainer`) and keeps the stacked variables. ``predict`` runs every
@@ -23,11 +26,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from udora.methods.base import Knowledge, Prediction, UQMethod, check_x, check_xy
+from udora.methods.classification.prediction import (
+    ClassificationPrediction,
+    check_labels,
+    softmax_probabilities,
+)
 from udora.methods.combine import combine_standardised
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance_compiled
 from udora.methods.nn.network import predict_members
-from udora.methods.nn.step import GaussianNLL, LossTerm, PointLoss
+from udora.methods.nn.step import GaussianNLL, LossTerm, PointLoss, SoftmaxCrossEntropy
 from udora.methods.nn.trainer import TRAINER_VERSION, train_members
 from udora.methods.seeding import jax_keys, numpy_rng
 from udora.oracle.standardise import Standardiser
@@ -92,6 +100,7 @@ class NNMethod(UQMethod):
     config: NNConfig
     recipe: ClassVar[Recipe] = Recipe()
     trainer_version: ClassVar[int] = TRAINER_VERSION  # enters the run identity
+    n_classes_: int = 0  # C once fitted on a classification task; 0 for regression
 
     def holds_out_validation(self) -> bool:
         """Whether ``fit`` holds out the ``val_fraction`` split: only for early stopping here.
@@ -107,17 +116,26 @@ class NNMethod(UQMethod):
         return 1 if self.recipe.one_network else self.config.n_members
 
     def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
-        """Train on ``X`` ``(n, d)``, ``y`` ``(n,)`` (original units) with run seed ``seed``."""
-        self.train_networks(X, y, seed=seed)
+        """Train on ``X`` ``(n, d)``, ``y`` ``(n,)`` (original units, or class codes
+        0..C-1 when ``knowledge.classes`` names C classes) with run seed ``seed``."""
+        n_classes = knowledge.n_classes if knowledge is not None else 0
+        self.train_networks(X, y, seed=seed, n_classes=n_classes)
         self.fitted_ = True
         return self
 
+    def point_loss(self) -> PointLoss:
+        """The per-point loss trained on: the recipe's, or cross-entropy over C classes."""
+        if self.n_classes_:
+            return SoftmaxCrossEntropy(self.n_classes_)
+        return self.recipe.loss(self.config)
+
     def train_networks(
-        self, X: np.ndarray, y: np.ndarray, *, seed: int
+        self, X: np.ndarray, y: np.ndarray, *, seed: int, n_classes: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
         """Standardise, split, train the recipe's networks; the standardised data back.
 
-        Returns ``Xs`` ``(n, d)`` and ``ys`` ``(n,)`` (float32, standardised);
+        Returns ``Xs`` ``(n, d)`` and ``ys`` ``(n,)`` (float32, standardised; the class
+        codes themselves with ``n_classes``);
         ``self.fit_idx_`` and ``self.val_idx_`` index the fit and validation splits (the
         latter empty unless :meth:`holds_out_validation`); ``self.val_nll_`` is the
         validation loss of the kept variables (0 without early stopping).
@@ -130,9 +148,10 @@ class NNMethod(UQMethod):
         """
         X, y = check_xy(X, y)
         cfg, recipe = self.config, self.recipe
+        self.n_classes_ = n_classes
         scaler = Standardiser.fit(X, y)
         Xs = scaler.x(X).astype(np.float32)
-        ys = scaler.y(y).astype(np.float32)
+        ys = (check_labels(y, n_classes) if n_classes else scaler.y(y)).astype(np.float32)
         n = X.shape[0]
         fraction = cfg.val_fraction if self.holds_out_validation() else 0.0
         fit_idx, val_idx = validation_split(n, fraction, numpy_rng(seed, "validation"))
@@ -154,7 +173,7 @@ class NNMethod(UQMethod):
             jnp.asarray(ys[stop_on]),
             jnp.asarray(rows, dtype=jnp.int32),
             member_keys,
-            loss=recipe.loss(cfg),
+            loss=self.point_loss(),
             terms=tuple(term for term, _ in bound),
             term_args=tuple(args for _, args in bound),
             **counted,
@@ -170,7 +189,7 @@ class NNMethod(UQMethod):
 
     def raw_outputs(self, Xs: jax.Array) -> jax.Array:
         """Head outputs ``(K, m, n_out)`` of the members (or dropout passes) at ``Xs`` (m, d)."""
-        n_out = self.recipe.loss(self.config).n_out
+        n_out = self.point_loss().n_out
         if not self.recipe.mc_dropout:
             keys = jax.random.split(self.predict_key_, self.n_trained)
             return predict_members(self.config, self.variables_, keys, Xs, n_out=n_out)
@@ -181,10 +200,13 @@ class NNMethod(UQMethod):
         keys = jax.random.split(self.predict_key_, k)
         return predict_members(self.config, passes, keys, Xs, sample=True, n_out=n_out)
 
-    def predict(self, X: np.ndarray) -> Prediction:
-        """Combined predictive at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)``."""
+    def predict(self, X: np.ndarray) -> Prediction | ClassificationPrediction:
+        """Combined predictive at ``X`` ``(m, d)``; ``member_means`` is ``(K, m)`` (on a
+        classification task: class probabilities, ``member_probs`` ``(K, m, C)``)."""
         self._check_fitted()
         X = check_x(X, self.d_)
         raw = self.raw_outputs(jnp.asarray(self.scaler_.x(X), dtype=jnp.float32))
+        if self.n_classes_:
+            return ClassificationPrediction.from_members(softmax_probabilities(raw))
         mean, var = mean_variance_compiled(raw, self.config.head)
         return combine_standardised(np.asarray(mean), np.asarray(var), self.scaler_)

@@ -72,3 +72,16 @@ class SquaredError:
 
     def __call__(self, raw: jax.Array, y: jax.Array) -> jax.Array:
         return (y - raw[..., 0]) ** 2
+
+
+@dataclass(frozen=True)
+class SoftmaxCrossEntropy:
+    """Per-point ``-log softmax(raw)_y`` ``(B,)`` of raw outputs ``(B, C)`` at class codes
+    ``y`` ``(B,)`` (0..C-1, carried as floats like every target): the classification head
+    of the neural-network methods (docs/design.md, "Classification: methods")."""
+
+    n_out: int
+
+    def __call__(self, raw: jax.Array, y: jax.Array) -> jax.Array:
+        log_p = jax.nn.log_softmax(raw, axis=-1)
+        return -jnp.take_along_axis(log_p, y.astype(jnp.int32)[..., None], axis=-1)[..., 0]

@@ -16,7 +16,7 @@ uncertainty). Validating a preset needs no JAX.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -86,6 +86,25 @@ class Sampler(_Frozen):
 class ClassificationPreset(_Frozen):
     """One semi-synthetic classification dataset. Shapes: ``features`` d names,
     ``classes`` C names, ``mean`` 1 (binary) or C constants, ``shift`` 5 fractions."""
+
+    # The fields that build the task, hashed into its identity (the name, suite, fit
+    # record and realism scores are descriptions: refitting to the same values renames
+    # nothing; docs/design.md, "The life of a run").
+    TASK_FIELDS: ClassVar[tuple[str, ...]] = (
+        "source",
+        "features",
+        "target",
+        "classes",
+        "prepare",
+        "pool_size",
+        "pool_seed",
+        "n_train",
+        "kernel",
+        "mean",
+        "latent_scale",
+        "shift",
+        "sampler",
+    )
 
     kind: Literal["classification"] = CLASSIFICATION
     name: str

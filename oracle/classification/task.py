@@ -31,7 +31,7 @@ import numpy as np
 
 from udora.errors import UserError
 from udora.oracle.classification.posterior import geometry, sample_posterior
-from udora.oracle.classification.preset import ClassificationPreset
+from udora.oracle.classification.preset import ClassificationPreset, Sampler
 from udora.oracle.classification.targets import SHAPES, PosteriorMoments, entropy
 from udora.oracle.data import load_table_with_source
 from udora.oracle.gp import cholesky_with_jitter, gram
@@ -57,7 +57,9 @@ class ClassificationPrior:
     """The task's latent GP prior, for reference methods that declare ``uses_task_prior``.
 
     ``kernel`` (component dicts) and ``mean`` (L,) are in the units of ``standardiser``;
-    the prior covariance is ``latent_scale^2 k``; ``classes`` (C,) name the labels.
+    the prior covariance is ``latent_scale^2 k``; ``classes`` (C,) name the labels;
+    ``sampler`` is the preset's sampling budget (the reference ``gp_oracle`` samples its
+    own chains with it).
     """
 
     kernel: tuple[dict[str, Any], ...]
@@ -65,6 +67,7 @@ class ClassificationPrior:
     latent_scale: float
     standardiser: Standardiser
     classes: tuple[str, ...]
+    sampler: Sampler
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,8 @@ class ClassificationTask:
             feature_names=tuple(self.preset.features),
             d=self.X.shape[1],
             n=int(self.train_idx.shape[0]),
-            prior=self.prior if with_prior else None,  # type: ignore[arg-type]
+            prior=self.prior if with_prior else None,
+            classes=tuple(self.preset.classes),
         )
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -133,6 +137,15 @@ class ClassificationTask:
             array = np.ascontiguousarray(array)
             digest.update(f"{name}{array.dtype}{array.shape}".encode())
             digest.update(array.tobytes())
+        return digest.hexdigest()
+
+    def fingerprint(self) -> str:
+        """:meth:`arrays_sha256` and the prior's standardiser arrays: equal before and after
+        a run proves the run changed nothing a later run on this (cached) task reads."""
+        digest = hashlib.sha256(self.arrays_sha256().encode())
+        std = self.prior.standardiser
+        for array in (std.x_mean, std.x_sd):
+            digest.update(np.ascontiguousarray(array).tobytes())
         return digest.hexdigest()
 
     @classmethod
@@ -175,7 +188,9 @@ def class_probabilities(f: np.ndarray) -> np.ndarray:
 
 
 def _prior(preset: ClassificationPreset, std: Standardiser) -> ClassificationPrior:
-    return ClassificationPrior(preset.kernel, preset.mean, preset.latent_scale, std, preset.classes)
+    return ClassificationPrior(
+        preset.kernel, preset.mean, preset.latent_scale, std, preset.classes, preset.sampler
+    )
 
 
 def load_labelled_table(

@@ -16,6 +16,7 @@ from udora import methods
 from udora.methods import contract
 from udora.methods.base import MethodConfig, Prediction
 from udora.methods.blr import BayesianLinearRegression, BLRConfig
+from udora.methods.contract_classification import CLASSIFICATION_RULES
 
 _SUBJECTS: dict[str, contract.Subject] = {}
 
@@ -45,16 +46,36 @@ _SLOW_FITS = {
 
 
 def _task_subjects() -> list:
-    return [
-        pytest.param(n, marks=pytest.mark.slow) if n in _SLOW_FITS else n
-        for n in methods.list_methods()
-    ]
+    """The methods that declare regression (the task rules' kind)."""
+    names = [n for n in methods.list_methods() if "regression" in methods.get_method_class(n).kinds]
+    return [pytest.param(n, marks=pytest.mark.slow) if n in _SLOW_FITS else n for n in names]
 
 
 @pytest.mark.parametrize("check", contract.TASK_RULES, ids=contract.rule_name)
 @pytest.mark.parametrize("name", _task_subjects())
 def test_contract_on_task(name, check, task):
     check(_subject(name, task))
+
+
+_CLS_SUBJECTS: dict[str, object] = {}
+# The classification rules fit each method on its own task; in the default run only the
+# ensemble (the networks' classification head), the others in the slow set.
+_CLS_DEFAULT = {"nn_ensemble"}
+
+
+def _classification_subjects() -> list:
+    names = [
+        n for n in methods.list_methods() if "classification" in methods.get_method_class(n).kinds
+    ]
+    return [n if n in _CLS_DEFAULT else pytest.param(n, marks=pytest.mark.slow) for n in names]
+
+
+@pytest.mark.parametrize("check", CLASSIFICATION_RULES, ids=contract.rule_name)
+@pytest.mark.parametrize("name", _classification_subjects())
+def test_contract_on_classification_task(name, check, task):
+    if name not in _CLS_SUBJECTS:
+        _CLS_SUBJECTS[name] = contract.classification_subject(_subject(name, task))
+    check(_CLS_SUBJECTS[name])
 
 
 @pytest.mark.parametrize("check", contract.CONFIG_RULES, ids=contract.rule_name)

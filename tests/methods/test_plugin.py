@@ -97,7 +97,10 @@ def test_families_and_prior_use_read_without_import_are_the_classes_own(monkeypa
         cls = registry.get_method_class(name)
         assert infos[name].family == cls.family, name
         assert infos[name].uses_task_prior is cls.uses_task_prior, name
-        assert infos[name].kinds == tuple(cls.kinds) == ("regression",), name
+        assert infos[name].kinds == tuple(cls.kinds), name
+        assert infos[name].not_for == tuple(cls.not_for), name
+        assert not set(dict(cls.not_for)) & set(cls.kinds), name
+        assert set(cls.kinds) <= {"regression", "classification"} and cls.kinds, name
         assert infos[name].aleatoric == cls.aleatoric, name
         assert cls.family in FAMILIES and cls.family != "other", name
     assert infos["gp_oracle"].family == "GP reference"
@@ -116,10 +119,11 @@ def test_the_constant_aleatoric_declarations_are_the_shipped_releases_empty_au()
     ok = table[table["status"] == "ok"]
     empty = ok.groupby("method")["spearman_au"].apply(lambda s: s.isna().all())
     full = ok.groupby("method")["spearman_au"].apply(lambda s: s.notna().all())
-    assert (empty | full).all() and set(empty.index) == set(registry.BUILTIN_METHODS)
-    declared = {
-        n for n in registry.BUILTIN_METHODS if registry.get_method_class(n).aleatoric == "constant"
+    regression = {
+        n for n in registry.BUILTIN_METHODS if "regression" in registry.get_method_class(n).kinds
     }
+    assert (empty | full).all() and set(empty.index) == regression
+    declared = {n for n in regression if registry.get_method_class(n).aleatoric == "constant"}
     assert (
         declared
         == set(empty.index[empty])

@@ -112,11 +112,16 @@ def test_asking_for_a_broken_plugin_raises_why_without_a_warning(fake_plugins):
 
 def test_plain_bench_grid_runs_everything_but_a_plugin_without_defaults(fake_plugins):
     """``udora bench`` with no --methods builds every listed method's default config."""
-    from udora.experiments.grid.bench import make_grid
+    from udora.experiments.grid.bench import make_grid, methods_for
 
     with pytest.warns(RuntimeWarning) as caught:  # PluginWarning is a RuntimeWarning
         names = methods.list_methods()
     assert "fake_nodefault" not in names and "fake_mean" in names
     _one_warning_each([str(w.message) for w in caught])
-    runs = make_grid(["concrete"], names, [0])
-    assert {run.method for run in runs} == set(names) >= set(registry.BUILTIN_METHODS)
+    regression = methods_for(["concrete"], names)  # what bench runs without --methods
+    runs = make_grid(["concrete"], regression, [0])
+    builtin = {
+        n for n in registry.BUILTIN_METHODS if "regression" in methods.get_method_class(n).kinds
+    }
+    assert {run.method for run in runs} == set(regression) >= builtin
+    assert set(names) - set(regression) == {"blr_logistic"}  # the classification-only one
