@@ -118,6 +118,7 @@ def _fd(f, x, h=1e-5):
     return np.array([(f(x.at[i].add(h)) - f(x.at[i].add(-h))) / (2 * h) for i in range(x.size)])
 
 
+@pytest.mark.slow  # moved for the default set's 4-minute budget
 def test_ep_gradient_matches_finite_differences(x64):
     """d log Z_EP / d(log amplitude, log lengthscale, mean) with the sites held fixed (GPML
     sec. 5.5.2) equals central differences of log Z_EP re-converged at each point."""

@@ -70,6 +70,7 @@ def test_fit_gradient_matches_finite_differences(x64, n_classes):
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-8)
 
 
+@pytest.mark.slow  # moved for the default set's 4-minute budget
 def test_binary_predict_matches_textbook_ep():
     """``predict_proba`` for binary labels equals ``Phi(mu / sqrt(1 + s^2))`` with mu, s^2
     from GPML's sequential EP as printed and dense conditioning, on textbook kernels."""

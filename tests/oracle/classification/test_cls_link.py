@@ -89,6 +89,7 @@ def test_label_loglik_matches_a_direct_sum(x64):
     assert got == pytest.approx(direct3, rel=1e-12)
 
 
+@pytest.mark.slow  # moved for the default set's 4-minute budget
 def test_convergence_equals_blackjax(x64):
     """The numpy ranking path gives blackjax's rhat, ess_bulk and ess_tail, ties and a
     chain off target included."""

@@ -25,6 +25,7 @@ def built(tmp_path_factory):
     return preset, data, build_task(preset, 0, data_dir=data)
 
 
+@pytest.mark.slow  # moved for the default set's 4-minute budget
 def test_the_same_seed_gives_the_same_draws_and_another_seed_others(built):
     preset, data, task = built
     again = build_task(preset, 0, data_dir=data)
@@ -35,6 +36,7 @@ def test_the_same_seed_gives_the_same_draws_and_another_seed_others(built):
     assert not np.array_equal(other.moments.prob, task.moments.prob)
 
 
+@pytest.mark.slow  # moved for the default set's 4-minute budget
 def test_arrays_round_trip_through_the_oracle_folder(built, tmp_path):
     preset, _, task = built
     folder = save_task(task, tmp_path / "out")
@@ -54,6 +56,7 @@ def test_arrays_round_trip_through_the_oracle_folder(built, tmp_path):
     np.testing.assert_allclose(arrays["prob"].sum(axis=1), 1.0, rtol=1e-12)
 
 
+@pytest.mark.slow  # moved for the default set's 4-minute budget
 def test_labels_follow_the_realised_probabilities(built):
     """Pool labels are one draw per point from p_f*: each class's count is within 4
     standard deviations of its expected count."""
