@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from udora.oracle.classification.preset import CLASSIFICATION
-from udora.oracle.classification.targets import EPS, entropy
+from udora.oracle.classification.targets import EPS, target_arrays
 from udora.scoring.agreement import spearman
 from udora.scoring.calibration import calibration_curve, calibration_log_ratios
 from udora.scoring.declaration import Metric
@@ -124,11 +124,9 @@ def _oracle_metrics(
         ``{metric: (R,)}``.
     """
     R = pbar.shape[0]
-    log_q = np.log(np.maximum(prob, EPS))
-    eu_log = -exp_entropy - np.sum(pbar * log_q, axis=-1)
+    t = target_arrays(pbar, exp_entropy, exp_square, prob)
+    eu_log, mi, kl = t["eu_log"], t["mi"], t["kl"]
     total_log = exp_entropy + eu_log
-    mi = entropy(pbar) - exp_entropy
-    kl = -entropy(pbar) - np.sum(pbar * log_q, axis=-1)
 
     def rows(x: np.ndarray) -> np.ndarray:
         return np.broadcast_to(x, (R, x.shape[-1]))
@@ -151,9 +149,7 @@ def _oracle_metrics(
         ratios = np.array([calibration_log_ratios(est, t) for t in tgt]).reshape(R, 2)
         out[f"calib_abs_log_ratio_{name}"], out[f"calib_log_ratio_{name}"] = ratios.T
     if au_brier is not None and eu_brier is not None:
-        q_sq = np.sum(prob * prob, axis=-1)
-        au_b = 1.0 - exp_square
-        eu_b = exp_square - 2 * np.sum(pbar * prob, axis=-1) + q_sq
+        au_b, eu_b = t["au_brier"], t["eu_brier"]
         out["spearman_au_brier"] = spearman(rows(au_brier), au_b)
         out["spearman_eu_brier"] = spearman(rows(eu_brier), eu_b)
         out["spearman_total_brier"] = spearman(rows(au_brier + eu_brier), au_b + eu_b)
@@ -169,6 +165,17 @@ def _oracle_metrics(
 # ---------------------------------------------------------------- the realised labels
 
 
+def _confidence_bins(
+    prob: np.ndarray, y: np.ndarray, n_bins: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Top-label confidence (N,), correctness 0/1 (N,) and equal-width bin index (N,)
+    ``((b-1)/B, b/B]`` of ``prob`` (N, C) at labels ``y`` (N,)."""
+    conf = prob.max(axis=-1)
+    correct = (np.argmax(prob, axis=-1) == np.asarray(y)).astype(np.float64)
+    bins = np.clip(np.ceil(conf * n_bins).astype(np.int64) - 1, 0, n_bins - 1)
+    return conf, correct, bins
+
+
 def expected_calibration_error(prob: np.ndarray, y: np.ndarray, n_bins: int = ECE_BINS) -> float:
     """Top-label ECE: ``sum_b (n_b / N) |acc_b - conf_b|`` over equal-width bins
     ``((b-1)/B, b/B]`` of the confidence ``max_c q_c``.
@@ -179,9 +186,7 @@ def expected_calibration_error(prob: np.ndarray, y: np.ndarray, n_bins: int = EC
     Hand-written: scikit-learn's ``calibration_curve`` is binary only and drops empty
     bins without their weights; the formula is Guo et al. (2017), eq. 3.
     """
-    conf = prob.max(axis=-1)
-    correct = (np.argmax(prob, axis=-1) == y).astype(np.float64)
-    bins = np.clip(np.ceil(conf * n_bins).astype(np.int64) - 1, 0, n_bins - 1)
+    conf, correct, bins = _confidence_bins(prob, y, n_bins)
     gap = np.bincount(bins, weights=correct - conf, minlength=n_bins)
     return float(np.sum(np.abs(gap)) / prob.shape[0])
 
@@ -320,8 +325,7 @@ def curves_arrays(
     the reliability diagram ``reliability_confidence``/``reliability_accuracy`` (15,)
     (mean confidence and accuracy per equal-width bin; NaN for an empty bin)."""
     prob = np.asarray(prob, np.float64)
-    log_q = np.log(np.maximum(prob, EPS))
-    eu_log = -exp_entropy - np.sum(prob_bar * log_q, axis=-1)
+    eu_log = target_arrays(prob_bar, exp_entropy, np.zeros_like(exp_entropy), prob)["eu_log"]
     total = aleatoric + epistemic
     out: dict[str, np.ndarray] = {}
     for name, est, tgt in (
@@ -332,9 +336,7 @@ def curves_arrays(
         out[f"calib_{name}_estimate"], out[f"calib_{name}_target"] = calibration_curve(est, tgt)
     out["rc_coverage"], out["rc_eu"] = risk_coverage_curve(epistemic, eu_log)
     out["rc_eu_oracle"] = risk_coverage_curve(eu_log, eu_log)[1]
-    conf = prob.max(axis=-1)
-    correct = (np.argmax(prob, axis=-1) == np.asarray(y)).astype(np.float64)
-    bins = np.clip(np.ceil(conf * ECE_BINS).astype(np.int64) - 1, 0, ECE_BINS - 1)
+    conf, correct, bins = _confidence_bins(prob, y, ECE_BINS)
     counts = np.bincount(bins, minlength=ECE_BINS).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         out["reliability_confidence"] = np.bincount(bins, conf, ECE_BINS) / counts

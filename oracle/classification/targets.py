@@ -79,20 +79,42 @@ class PosteriorMoments:
         is floored alike).
         """
         q = np.asarray(q, dtype=np.float64)
-        log_q = np.log(np.maximum(q, eps))
-        q_sq = np.sum(q * q, axis=-1)
-        eu_log_b = -self.entropy_batches - np.sum(self.prob_batches * log_q, axis=-1)
-        eu_brier_b = self.square_batches - 2 * np.sum(self.prob_batches * q, axis=-1) + q_sq
+        t = target_arrays(self.prob, self.entropy, self.square, q, eps)
+        b = target_arrays(self.prob_batches, self.entropy_batches, self.square_batches, q, eps)
         return {
             "au_log": self.entropy,
             "au_log_se": self.standard_error(self.entropy_batches),
-            "eu_log": -self.entropy - np.sum(self.prob * log_q, axis=-1),
-            "eu_log_se": self.standard_error(eu_log_b),
-            "au_brier": 1.0 - self.square,
+            "eu_log": t["eu_log"],
+            "eu_log_se": self.standard_error(b["eu_log"]),
+            "au_brier": t["au_brier"],
             "au_brier_se": self.standard_error(self.square_batches),
-            "eu_brier": self.square - 2 * np.sum(self.prob * q, axis=-1) + q_sq,
-            "eu_brier_se": self.standard_error(eu_brier_b),
+            "eu_brier": t["eu_brier"],
+            "eu_brier_se": self.standard_error(b["eu_brier"]),
         }
+
+
+def target_arrays(
+    pbar: np.ndarray,
+    exp_entropy: np.ndarray,
+    exp_square: np.ndarray,
+    q: np.ndarray,
+    eps: float = EPS,
+) -> dict[str, np.ndarray]:
+    """The targets of predicting ``q`` (..., N, C) from the expectations ``pbar``
+    (..., N, C), ``E H(p_f)`` and ``E ||p_f||^2`` (..., N) (module docstring): ``eu_log``,
+    its parts ``mi`` and ``kl`` (``KL(pbar || q)``), ``au_brier`` and ``eu_brier``, each
+    (..., N); ``q`` floored at ``eps`` inside the log. The one statement of the formulas,
+    for :meth:`PosteriorMoments.risks` and the scorer."""
+    log_q = np.log(np.maximum(q, eps))
+    cross = -np.sum(pbar * log_q, axis=-1)
+    h_pbar = entropy(pbar)
+    return {
+        "eu_log": cross - exp_entropy,
+        "mi": h_pbar - exp_entropy,
+        "kl": cross - h_pbar,
+        "au_brier": 1.0 - exp_square,
+        "eu_brier": exp_square - 2 * np.sum(pbar * q, axis=-1) + np.sum(q * q, axis=-1),
+    }
 
 
 SHAPES = {
