@@ -6,8 +6,8 @@ The task: 200 training points in [-1, 1]^2 with labels of three classes drawn fr
 (its probability is below 1e-5 everywhere there) while the task has three classes, as
 letter's 26 classes at n = 750 leave some with a handful of labels or none; 300 near test
 points from the same distribution and 300 in [3, 5]^2, far from the data. A hand-made
-latent-GP prior stands in for the oracle's for the reference methods that declare
-``uses_task_prior``.
+latent-GP prior (of the oracle's own ``ClassificationPrior`` type) stands in for the
+oracle's for the reference methods that declare ``uses_task_prior``.
 
 The rules: predictions are :class:`ClassificationPrediction` of m points and all three
 classes (rows summing to 1, AU and EU >= 0, also for one point); the same seed gives the
@@ -27,6 +27,7 @@ import numpy as np
 
 from udora.methods.classification.prediction import SUM_TOLERANCE, ClassificationPrediction
 from udora.oracle.classification.preset import Sampler
+from udora.oracle.classification.task import ClassificationPrior
 from udora.oracle.prior import TaskKnowledge
 from udora.oracle.standardise import Standardiser
 
@@ -43,20 +44,6 @@ def true_probabilities(X: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class HandClassificationPrior:
-    """What the classification ``gp_oracle`` reads of the task's latent-GP prior, by hand:
-    kernel components and one constant mean per latent function in the units of
-    ``standardiser``, the latent scale and the class names (cf. ``ClassificationPrior``)."""
-
-    kernel: tuple[dict, ...]
-    mean: tuple[float, ...]
-    latent_scale: float
-    standardiser: Standardiser
-    classes: tuple[str, ...]
-    sampler: Sampler
-
-
-@dataclass(frozen=True)
 class ClassificationTask:
     """The contract's classification task (module docstring); labels ``y`` (n,) int64."""
 
@@ -65,7 +52,7 @@ class ClassificationTask:
     X_near: np.ndarray
     bayes_near: np.ndarray  # (m,) the most probable class at each near point
     X_far: np.ndarray
-    prior: HandClassificationPrior
+    prior: ClassificationPrior
 
     def knowledge(self, *, with_prior: bool) -> TaskKnowledge:
         return TaskKnowledge(
@@ -85,7 +72,7 @@ def make_classification_task(n: int = 200, seed: int = 0) -> ClassificationTask:
     y = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1).astype(np.int64)
     assert not np.any(y == MISSING), "the missing class was drawn; change the seed"
     X_near = rng.uniform(-1.0, 1.0, size=(300, 2))
-    prior = HandClassificationPrior(
+    prior = ClassificationPrior(
         kernel=({"type": "rbf", "variance": 1.0, "lengthscale": [1.0, 1.0]},),
         mean=(0.0, 0.0, 0.0),
         latent_scale=2.0,
