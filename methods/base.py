@@ -113,8 +113,18 @@ FAMILIES = ("NN", "Bayesian NN", "trees", "linear & kernel", "other", "GP refere
 # What a method's aleatoric variance is: one value per point, or one value for every point
 # (homoscedastic noise, or none at all). With "constant", the correlations with the AU
 # target are undefined (the metrics that need "varying_au", udora.scoring.registry) and
-# the report says so where they are empty; the contract checks the declaration.
+# the report says so where they are empty; the contract checks the declaration. A method
+# whose answer differs by task kind declares a dict literal, ``{kind: one of ALEATORIC}``
+# (a kind it leaves out is "per point"), read through :func:`aleatoric_on`.
 ALEATORIC = ("per point", "constant")
+
+
+def aleatoric_on(declared: str | dict[str, str], kind: str) -> str:
+    """What a method's ``aleatoric`` declaration says on task kind ``kind``: one of
+    :data:`ALEATORIC`."""
+    if isinstance(declared, dict):
+        return declared.get(kind, "per point")
+    return declared
 
 
 class UQMethod(abc.ABC):
@@ -132,8 +142,9 @@ class UQMethod(abc.ABC):
     # The group the report shows the method in (one of FAMILIES); set as a plain string
     # literal in the class body, where `udora methods` reads it without importing.
     family: ClassVar[str] = "other"
-    # One of ALEATORIC, a plain string literal in the class body like ``family``.
-    aleatoric: ClassVar[str] = "per point"
+    # One of ALEATORIC (or a dict of them by kind), a literal in the class body like
+    # ``family``.
+    aleatoric: ClassVar[str | dict[str, str]] = "per point"
     uses_task_prior: ClassVar[bool] = False
     # The task kinds the method can be run on (udora.oracle.kinds); its ``predict``
     # returns each kind's prediction type (udora.methods.prediction).

@@ -32,10 +32,17 @@ from typing import Any
 import numpy as np
 import yaml
 
-from udora.methods.base import ConfigError, NotFittedError, Prediction, UQMethod
+from udora.methods.base import (
+    ConfigError,
+    NotFittedError,
+    Prediction,
+    UQMethod,
+    aleatoric_on,
+)
 from udora.methods.contract_task import Task, make_task
 from udora.methods.plugins import declaration_problems
 from udora.methods.registry import get_method_class
+from udora.oracle.kinds import REGRESSION
 
 __all__ = ["CONFIG_RULES", "RULES", "TASK_RULES", "Subject", "check_method", "main", "subject"]
 
@@ -209,7 +216,7 @@ def check_aleatoric_as_declared(s: Subject) -> None:
     aleatoric = s.fitted.predict(s.task.X_near).aleatoric
     spread = float(np.max(aleatoric) - np.min(aleatoric))
     constant = spread <= 1e-12 * max(float(np.max(np.abs(aleatoric))), 1e-300)
-    declared = s.cls.aleatoric
+    declared = aleatoric_on(s.cls.aleatoric, REGRESSION)
     if declared == "constant":
         assert constant, f'declares aleatoric = "constant", but its AU ranges over {spread:.3g}'
     else:

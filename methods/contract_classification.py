@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from udora.methods.base import aleatoric_on
 from udora.methods.classification.prediction import SUM_TOLERANCE, ClassificationPrediction
-from udora.oracle.classification.preset import Sampler
+from udora.oracle.classification.preset import CLASSIFICATION, Sampler
 from udora.oracle.classification.task import ClassificationPrior
 from udora.oracle.prior import TaskKnowledge
 from udora.oracle.standardise import Standardiser
@@ -140,7 +141,7 @@ def check_cls_same_seed_same_prediction(s: ClassificationSubject) -> None:
 def check_cls_aleatoric_as_declared(s: ClassificationSubject) -> None:
     au = s.fitted.predict(s.task.X_near).aleatoric
     constant = float(np.ptp(au)) <= 1e-12 * max(float(np.max(au)), 1e-300)
-    if s.cls.aleatoric == "constant":
+    if aleatoric_on(s.cls.aleatoric, CLASSIFICATION) == "constant":
         assert constant, f'declares aleatoric = "constant", but its AU ranges over {np.ptp(au):.3g}'
     else:
         assert not constant, f"its AU is {au[0]:.4g} at every point; declare it constant"

@@ -25,6 +25,14 @@ kernel ``k(x, x') = s2 Matern32(|x - x'| / l) + c x^T x'`` and ``n`` fit points:
 Prediction: K = ``n_members`` heads ``w_MAP + S B z_k`` (``B B^T = (I + S^T G S / T)^-1``);
 mean = average sampled mean, aleatoric = MAP variance ``s^2(x)``, epistemic = variance of
 the sampled means (paper, Appendix D.4, "Function-space prior Laplace BNN").
+
+On a classification task every one of the C logits has the GP prior, independently: the
+training term is ``R = 1/(2n) sum_c f_c(C)^T (K_CC + j I)^-1 f_c(C)`` on the softmax head's
+logits, the pull-back moves each column of the head ``W`` ``(P, C)`` by ``S a_c``
+(``vec(W - W_MAP) = (S (x) I_C) vec(A)``, ``A`` ``(r, C)``, ``vec(A) ~ N(0, I)``), the
+likelihood's GGN is the cross-entropy one, and T minimises the validation log loss of the
+K-draw predictive (:mod:`methods.nn.softmax_head`); the K sampled heads' softmax
+probabilities are the members (AU their mean entropy, EU the mutual information).
 """
 
 from __future__ import annotations
@@ -43,13 +51,16 @@ from udora.methods.nn.heads import mean_variance
 from udora.methods.nn.last_layer import (
     SampledHeadsMethod,
     design,
+    design_logits,
     gaussian_nll,
     grid_argmin,
+    head_matrix,
     head_weights,
 )
 from udora.methods.nn.method import Recipe
+from udora.methods.nn.softmax_head import SoftmaxHeadPosterior
 from udora.methods.registry import register
-from udora.methods.seeding import jax_keys
+from udora.methods.seeding import jax_keys, numpy_rng
 
 
 def matern32_linear(
@@ -65,8 +76,9 @@ def matern32_linear(
 class FunctionSpacePrior:
     """``R(f, key, args) = w/2 mu(C)^T (K_CC + jitter I)^-1 mu(C)`` at fresh context points.
 
-    The kernel settings and ``head`` are static; ``args`` holds the data-dependent arrays:
-    the context box ``lo``, ``hi`` ``(d,)`` (standardised units) and the weight ``w = 1/n``.
+    The kernel settings and ``head`` are static (``head`` None: a softmax head, every
+    logit has the prior); ``args`` holds the data-dependent arrays: the context box
+    ``lo``, ``hi`` ``(d,)`` (standardised units) and the weight ``w = 1/n``.
     """
 
     n_context: int
@@ -74,7 +86,7 @@ class FunctionSpacePrior:
     lengthscale: float
     linear: float
     jitter: float
-    head: str
+    head: str | None
 
     def context(self, key: jax.Array, lo: jax.Array, hi: jax.Array) -> jax.Array:
         """``(M, d)`` context points uniform in the box ``[lo, hi]``."""
@@ -88,7 +100,8 @@ class FunctionSpacePrior:
 
     def __call__(self, f: Any, key: jax.Array, args: dict[str, jax.Array]) -> jax.Array:
         C = self.context(jax.random.fold_in(key, 1), args["lo"], args["hi"])
-        mean, _ = mean_variance(f(C), self.head)
+        out = f(C)
+        mean = out if self.head is None else mean_variance(out, self.head)[0][:, None]
         L = jnp.linalg.cholesky(self.gram(C))
         a = jax.scipy.linalg.solve_triangular(L, mean, lower=True)
         return 0.5 * args["weight"] * jnp.sum(a**2)
@@ -120,17 +133,18 @@ class FSPLaplaceConfig(NNConfig):
 
 
 def function_space_prior(
-    cfg: FSPLaplaceConfig, Xs_fit: np.ndarray
+    cfg: FSPLaplaceConfig, Xs_fit: np.ndarray, n_classes: int = 0
 ) -> tuple[FunctionSpacePrior, dict[str, jax.Array]]:
     """The prior term and its arrays: the context box (the fit inputs' range ``(d,)``
-    widened by ``context_margin``) and the weight ``1/n``, from ``Xs_fit`` ``(n, d)``."""
+    widened by ``context_margin``) and the weight ``1/n``, from ``Xs_fit`` ``(n, d)``;
+    with ``n_classes`` on the softmax head's logits."""
     prior = FunctionSpacePrior(
         n_context=cfg.n_context,
         variance=cfg.prior_variance,
         lengthscale=cfg.prior_lengthscale,
         linear=cfg.prior_linear,
         jitter=cfg.prior_jitter,
-        head=cfg.head,
+        head=None if n_classes else cfg.head,
     )
     args = {
         "lo": jnp.asarray(Xs_fit.min(axis=0) - cfg.context_margin, jnp.float32),
@@ -153,6 +167,7 @@ class FSPLaplace(SampledHeadsMethod):
     """Function-space-prior MAP network, low-rank last-layer posterior; K = 30 samples."""
 
     family = "Bayesian NN"
+    kinds = ("regression", "classification")
     Config = FSPLaplaceConfig
     config: FSPLaplaceConfig
     recipe = Recipe(one_network=True, terms=(function_space_prior,))
@@ -163,26 +178,35 @@ class FSPLaplace(SampledHeadsMethod):
 
     def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """MAP network with the prior term; low-rank factor ``S``, GGN, T on V; K heads."""
-        Xs, ys = self.train_networks(X, y, seed=seed)
+        n_classes = knowledge.n_classes if knowledge is not None else 0
+        Xs, ys = self.train_networks(X, y, seed=seed, n_classes=n_classes)
         cfg = self.config
         keys = jax_keys(seed, "fsp_context", "fsp_samples")
         variables = self.map_variables()
-        prior, box = function_space_prior(cfg, Xs[self.fit_idx_])
+        prior, box = function_space_prior(cfg, Xs[self.fit_idx_], n_classes)
         context = prior.context(keys["fsp_context"], box["lo"], box["hi"])
-        phi_c, _, _ = design(cfg, variables, context)
-        phi_s, _, var_s = design(cfg, variables, jnp.asarray(Xs[self.fit_idx_]))
-        phi_v, mean_v, var_v = design(cfg, variables, jnp.asarray(Xs[self.val_idx_]))
-        w_map = np.asarray(head_weights(cfg, variables), np.float64)
+        if n_classes:
+            phi_c, _ = design_logits(cfg, variables, context, n_classes)
+            fit = self._softmax_designs(Xs, variables)
+        else:
+            phi_c, _, _ = design(cfg, variables, context)
+            phi_s, _, var_s = design(cfg, variables, jnp.asarray(Xs[self.fit_idx_]))
+            phi_v, mean_v, var_v = design(cfg, variables, jnp.asarray(Xs[self.val_idx_]))
         with jax.enable_x64(True):
             context = jnp.asarray(np.asarray(context, np.float64))
-            phi_c, phi_s, var_s, phi_v, mean_v, var_v = (
-                jnp.asarray(np.asarray(a, np.float64))
-                for a in (phi_c, phi_s, var_s, phi_v, mean_v, var_v)
-            )
+            phi_c = jnp.asarray(np.asarray(phi_c, np.float64))
             kappa, Q = jnp.linalg.eigh(prior.gram(context))
             r = min(cfg.rank, kappa.shape[0])
             kappa, Q = kappa[-r:], Q[:, -r:]
             S = jnp.linalg.pinv(phi_c) @ (Q * jnp.sqrt(jnp.maximum(kappa, 0.0))[None, :])
+            self.prior_factor_ = np.asarray(S)
+            self.context_ = np.asarray(context)
+            if n_classes:
+                return self._fit_softmax_head(*fit, ys, seed)
+            w_map = np.asarray(head_weights(cfg, variables), np.float64)
+            phi_s, var_s, phi_v, mean_v, var_v = (
+                jnp.asarray(np.asarray(a, np.float64)) for a in (phi_s, var_s, phi_v, mean_v, var_v)
+            )
             SGS = (phi_s @ S).T @ ((phi_s @ S) / var_s[:, None])
             y_v = jnp.asarray(ys[self.val_idx_].astype(np.float64))
             eye = jnp.eye(r)
@@ -203,9 +227,39 @@ class FSPLaplace(SampledHeadsMethod):
             z = jax.random.normal(keys["fsp_samples"], (cfg.n_members, r), jnp.float64)
             draws = w_map[None, :] + np.asarray(z @ (S @ B).T)
             self.posterior_cov_ = np.asarray(S @ inner @ S.T)
-            self.prior_factor_ = np.asarray(S)
-            self.context_ = np.asarray(context)
         self.temperature_ = temperature
         self.head_samples_ = draws  # (K, P)
+        self.fitted_ = True
+        return self
+
+    def _softmax_designs(
+        self, Xs: np.ndarray, variables: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``Phi`` of the fit split ``(n, P)`` and of V ``(v, P)``, MAP head ``(P, C)``."""
+        cfg, C = self.config, self.n_classes_
+        phi_s, _ = design_logits(cfg, variables, jnp.asarray(Xs[self.fit_idx_]), C)
+        phi_v, _ = design_logits(cfg, variables, jnp.asarray(Xs[self.val_idx_]), C)
+        W_map = head_matrix(cfg, variables)
+        return tuple(np.asarray(a, np.float64) for a in (phi_s, phi_v, W_map))
+
+    def _fit_softmax_head(
+        self, phi_s: np.ndarray, phi_v: np.ndarray, W_map: np.ndarray, ys: np.ndarray, seed: int
+    ) -> Self:
+        """Classification: the softmax head's posterior in the prior's span (module
+        docstring) from :meth:`_softmax_designs`; runs inside the caller's
+        ``jax.enable_x64``."""
+        cfg, C = self.config, self.n_classes_
+        basis = np.kron(self.prior_factor_, np.eye(C))  # (PC, rC): vec(S A), row-major
+        z = numpy_rng(seed, "fsp_samples").standard_normal((cfg.n_members, basis.shape[1]))
+        post = SoftmaxHeadPosterior.build(phi_s, W_map, z, basis)
+        val_loss = post.val_log_loss(phi_v, ys[self.val_idx_].astype(np.int64))
+        temperature = grid_argmin(
+            lambda t: val_loss(1.0, t),
+            cfg.log_temperature_min,
+            cfg.log_temperature_max,
+            cfg.temperature_grid,
+        )
+        self.head_samples_ = post.draws(1.0, temperature)  # (K, P, C)
+        self.temperature_ = temperature
         self.fitted_ = True
         return self

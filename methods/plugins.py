@@ -56,9 +56,9 @@ def declaration_problems(cls: Any) -> list[str]:
     """What udora cannot use in the method class ``cls`` before any fit; [] when nothing.
 
     Checked: a ``UQMethod`` subclass whose ``Config`` is a ``MethodConfig``; ``family`` in
-    ``FAMILIES``; ``aleatoric`` in ``ALEATORIC``; ``libraries`` a tuple of names; every
-    config field has a default and the default config builds; then ``QUICK`` builds; every
-    ``SEARCH_SPACE`` key is a field.
+    ``FAMILIES``; ``aleatoric`` in ``ALEATORIC`` (or a dict of them by kind); ``libraries``
+    a tuple of names; every config field has a default and the default config builds;
+    then ``QUICK`` builds; every ``SEARCH_SPACE`` key is a field.
     """
     from udora.methods.base import ALEATORIC, FAMILIES, MethodConfig, UQMethod
 
@@ -70,9 +70,13 @@ def declaration_problems(cls: Any) -> list[str]:
     problems = []
     if cls.family not in FAMILIES:
         problems.append(f"family {cls.family!r} is not one of {', '.join(map(repr, FAMILIES))}")
-    if cls.aleatoric not in ALEATORIC:
+    declared = cls.aleatoric
+    values = declared.values() if isinstance(declared, dict) else [declared]
+    if not all(isinstance(v, str) and v in ALEATORIC for v in values):
         valid = ", ".join(map(repr, ALEATORIC))
-        problems.append(f"aleatoric {cls.aleatoric!r} is not one of {valid}")
+        problems.append(
+            f"aleatoric {declared!r} is not one of {valid} (or a dict of them by task kind)"
+        )
     libraries = cls.libraries
     if not (isinstance(libraries, tuple) and all(isinstance(x, str) for x in libraries)):
         problems.append(f"libraries {libraries!r} is not a tuple of distribution names")

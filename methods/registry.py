@@ -60,6 +60,7 @@ BUILTIN_METHODS: dict[str, str] = {
     "fsp_laplace": "udora.methods.fsp_laplace:FSPLaplace",
     "gp_linear": "udora.methods.gp_linear:LinearGP",
     "gp_oracle": "udora.methods.gp_oracle:OracleGP",
+    "gp_approx": "udora.methods.gp_approx:ApproxGP",
     "laplace": "udora.methods.laplace:LastLayerLaplace",
     "ngboost_bag": "udora.methods.ngboost_bag:NGBoostBag",
     "ngboost_nig": "udora.methods.ngboost_nig:NGBoostNIG",
@@ -85,7 +86,8 @@ class MethodInfo:
     family: str = "other"
     uses_task_prior: bool = False
     kinds: tuple[str, ...] = (REGRESSION,)  # the task kinds it declares (UQMethod.kinds)
-    aleatoric: str = "per point"  # UQMethod.aleatoric: "per point" or "constant"
+    # UQMethod.aleatoric: "per point", "constant" or a dict of them by kind (aleatoric_on)
+    aleatoric: str | dict[str, str] = "per point"
     not_for: tuple[tuple[str, str], ...] = ()  # UQMethod.not_for: (kind, why) pairs
 
 
@@ -200,7 +202,7 @@ def get_method(name: str, **overrides: Any):
 
 def _class_source(
     target: str,
-) -> tuple[str, str, bool, tuple[str, ...], str, tuple[tuple[str, str], ...]]:
+) -> tuple[str, str, bool, tuple[str, ...], str | dict[str, str], tuple[tuple[str, str], ...]]:
     """(first docstring line, ``family``, ``uses_task_prior``, ``kinds``, ``aleatoric``,
     ``not_for``) of
     the class ``"module:Class"`` read with :mod:`ast`: ``family = "..."``,
@@ -241,7 +243,7 @@ def _class_source(
                 found["family"],
                 found["uses_task_prior"] is True,
                 tuple(found["kinds"]),
-                str(found["aleatoric"]),
+                found["aleatoric"],
                 tuple(tuple(pair) for pair in found["not_for"]),
             )
     return "", "other", False, (REGRESSION,), "per point", ()
@@ -257,7 +259,7 @@ def _class_info(name: str, cls: type, origin: str) -> MethodInfo:
         cls.family,
         bool(cls.uses_task_prior),
         tuple(getattr(cls, "kinds", (REGRESSION,))),
-        str(getattr(cls, "aleatoric", "per point")),
+        getattr(cls, "aleatoric", "per point"),
         tuple(tuple(pair) for pair in getattr(cls, "not_for", ())),
     )
 

@@ -31,6 +31,12 @@ parameters,
     drift = sum_p (sum_c t_c theta_cp)^2 / sum_c t_c^2  /  sum_p sum_c (theta_cp - mu_p)^2,
 
 in [0, 1]: near 1 means the SWAG variance is mostly a straight-line walk of the iterate.
+
+On a classification task the network has a softmax head trained (and SWAG-collected) with
+cross-entropy; the K sampled networks' class probabilities are the members (AU their
+mean entropy, EU the mutual information). The global variance factor has no
+classification form (a factor on variances is a regression notion), so ``calibrate`` is
+ignored there and no validation split is held out for it; ``sample_scale`` is the knob.
 """
 
 from __future__ import annotations
@@ -43,12 +49,17 @@ import numpy as np
 from pydantic import Field
 
 from udora.methods.base import Knowledge, Prediction, check_x
+from udora.methods.classification.prediction import (
+    ClassificationPrediction,
+    softmax_probabilities,
+)
 from udora.methods.combine import combine_members, combine_standardised
 from udora.methods.nn.config import NNConfig
 from udora.methods.nn.heads import mean_variance_compiled
 from udora.methods.nn.method import NNMethod, Recipe
 from udora.methods.nn.network import Variables, predict_members
 from udora.methods.nn.padding import space_bound
+from udora.methods.nn.step import PointLoss
 from udora.methods.nn.trackers import checkpoints, schedule_args, swag_moments
 from udora.methods.nn.trainer import run_epochs
 from udora.methods.registry import register
@@ -116,6 +127,7 @@ def collect_moments(
     burn_in: int = 0,
     grad_clip: float | None = None,
     row_counts: jax.Array | None = None,
+    loss: PointLoss | None = None,
 ) -> tuple[Variables, Any, Any, Any]:
     """Continue from ``init`` for ``burn_in + every * n_checkpoints`` epochs in one run;
     after the ``burn_in`` epochs every ``every``-th iterate is a checkpoint
@@ -123,7 +135,8 @@ def collect_moments(
     burn-in to collection. The three numbers are program arguments and the checkpoint
     stack is as long as the largest ``n_checkpoints`` of ``cfg``'s search space, so a sweep
     over them compiles once. ``rows`` ``(K, m)`` index ``X``; with ``row_counts`` ``(K,)``
-    only the first ``row_counts[k]`` are real (:func:`~udora.methods.nn.trainer.run_epochs`).
+    only the first ``row_counts[k]`` are real (:func:`~udora.methods.nn.trainer.run_epochs`);
+    ``loss`` the per-point loss (default: the Gaussian head's NLL).
 
     Returns:
         variables: the last iterate (leading K axis).
@@ -147,6 +160,7 @@ def collect_moments(
         grad_clip=grad_clip,
         tracker_args=schedule,
         row_counts=row_counts,
+        loss=loss,
     )
     stack = jax.tree.map(lambda a: np.asarray(a)[:, :n_checkpoints], stack)
     return last, first, second, stack
@@ -157,6 +171,7 @@ class SWAG(NNMethod):
     """Diagonal SWAG over all parameters of one pretrained residual MLP; K = 30 samples."""
 
     family = "Bayesian NN"
+    kinds = ("regression", "classification")
     Config = SWAGConfig
     config: SWAGConfig
     recipe = Recipe(one_network=True)
@@ -174,12 +189,13 @@ class SWAG(NNMethod):
         )
 
     def holds_out_validation(self) -> bool:
-        """For the variance factor (``calibrate``) or early stopping."""
-        return self.config.calibrate or self.config.early_stopping
+        """For the variance factor (``calibrate``, regression only) or early stopping."""
+        return (self.config.calibrate and not self.n_classes_) or self.config.early_stopping
 
     def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """Pretrain; burn in, collect the moments, draw the K networks, fit the factor on V."""
-        Xs, ys = self.train_networks(X, y, seed=seed)
+        n_classes = knowledge.n_classes if knowledge is not None else 0
+        Xs, ys = self.train_networks(X, y, seed=seed, n_classes=n_classes)
         cfg = self.config
         keys = jax_keys(seed, "swag")
         m, n = self.fit_idx_.shape[0], Xs.shape[0]
@@ -196,6 +212,7 @@ class SWAG(NNMethod):
             burn_in=cfg.swag_burn_in,
             grad_clip=cfg.grad_clip_norm,
             row_counts=np.array([m], np.int32),
+            loss=self.point_loss(),
         )
         flat = [np.asarray(a[0]).reshape(cfg.n_checkpoints, -1) for a in jax.tree.leaves(stack)]
         self.drift_fraction_ = drift_fraction(np.concatenate(flat, axis=1))
@@ -219,7 +236,7 @@ class SWAG(NNMethod):
         state = jax.tree.map(lambda a: np.broadcast_to(np.asarray(a), (k, *a.shape[1:])), state)
         self.sample_variables_ = {"params": samples, **state}
         self.scale_ = 1.0
-        if cfg.calibrate and self.val_idx_.size > 0:
+        if cfg.calibrate and self.val_idx_.size > 0 and not n_classes:
             # at the whole sample, then V's columns: V's size varies with val_fraction
             mean, var = self._standardised(jnp.asarray(Xs))
             pred = combine_members(mean[:, self.val_idx_], var[:, self.val_idx_])
@@ -240,10 +257,18 @@ class SWAG(NNMethod):
         mean, var = mean_variance_compiled(raw, self.config.head)
         return np.asarray(mean, np.float64), np.asarray(var, np.float64)
 
-    def predict(self, X: np.ndarray) -> Prediction:
-        """K sampled networks combined, variances times the factor ``c``, at ``X`` ``(m, d)``."""
+    def predict(self, X: np.ndarray) -> Prediction | ClassificationPrediction:
+        """K sampled networks combined, variances times the factor ``c``, at ``X`` ``(m, d)``
+        (classification: the K networks' class probabilities as members)."""
         self._check_fitted()
         X = check_x(X, self.d_)
+        if self.n_classes_:
+            keys = jax.random.split(self.predict_key_, self.config.n_members)
+            Xs = jnp.asarray(self.scaler_.x(X), dtype=jnp.float32)
+            raw = predict_members(
+                self.config, self.sample_variables_, keys, Xs, n_out=self.n_classes_
+            )
+            return ClassificationPrediction.from_members(softmax_probabilities(raw))
         mean, var = self._standardised(jnp.asarray(self.scaler_.x(X), dtype=jnp.float32))
         pred = combine_standardised(mean, var, self.scaler_)
         return Prediction(

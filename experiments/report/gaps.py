@@ -14,6 +14,7 @@ import pandas as pd
 
 from udora.experiments.open.score import SUPPLIES
 from udora.experiments.results.summaries import per_dataset
+from udora.oracle.kinds import REGRESSION
 from udora.scoring.declaration import Need
 from udora.scoring.registry import metric
 
@@ -31,6 +32,7 @@ _LACKS: dict[Need, str] = {
 def _declared_gap(rows: pd.DataFrame, name: str) -> str | None:
     """Why the config of ``rows`` (its runs) cannot have ``name``, by the declarations;
     None when nothing declared stands in its way."""
+    from udora.methods.base import aleatoric_on
     from udora.methods.registry import method_infos
 
     first = rows.iloc[0]
@@ -47,7 +49,12 @@ def _declared_gap(rows: pd.DataFrame, name: str) -> str | None:
             )
         return None
     info = {i.name: i for i in method_infos()}.get(str(first["method"]))
-    if info is not None and info.aleatoric == "constant" and "varying_au" in needs:
+    kind = str(first.get("kind", REGRESSION))
+    if (
+        info is not None
+        and aleatoric_on(info.aleatoric, kind) == "constant"
+        and "varying_au" in needs
+    ):
         return (
             "the method declares one aleatoric variance for every point, "
             f'`aleatoric = "constant"`; {label} correlates the AU estimate with its target '

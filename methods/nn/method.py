@@ -72,8 +72,9 @@ class Recipe:
 
     Attributes:
         loss: ``cfg -> `` hashable per-point loss with ``n_out`` (:mod:`methods.nn.step`).
-        terms: functions ``(cfg, Xs_fit (n, d)) -> (term, args)``: a hashable loss term
-            ``R(f, key, args)`` added to each step's loss and its data-dependent arrays.
+        terms: functions ``(cfg, Xs_fit (n, d), n_classes) -> (term, args)``: a hashable
+            loss term ``R(f, key, args)`` added to each step's loss and its data-dependent
+            arrays (``n_classes`` 0 on a regression task).
         rows: ``(cfg, n_trained, n, rng) -> (n_trained, m)`` each network's rows of the
             fit split (:meth:`NNMethod.train_networks` maps them into the whole sample).
         one_network: train one network (MC dropout, last-layer posteriors, SWAG) rather
@@ -84,7 +85,7 @@ class Recipe:
     """
 
     loss: Callable[[NNConfig], PointLoss] = gaussian_nll
-    terms: tuple[Callable[[NNConfig, np.ndarray], tuple[LossTerm, Any]], ...] = ()
+    terms: tuple[Callable[[NNConfig, np.ndarray, int], tuple[LossTerm, Any]], ...] = ()
     rows: Callable[[NNConfig, int, int, np.random.Generator], np.ndarray] = all_rows
     one_network: bool = False
     mc_dropout: bool = False
@@ -159,7 +160,7 @@ class NNMethod(UQMethod):
         rows = fit_idx[rows]  # into the whole sample
         keys = jax_keys(seed, "members", "predict")
         member_keys = jax.random.split(keys["members"], rows.shape[0])
-        bound = [make(cfg, Xs[fit_idx]) for make in recipe.terms]
+        bound = [make(cfg, Xs[fit_idx], n_classes) for make in recipe.terms]
         counted = {}
         if recipe.resampled or val_idx.size:  # pad to n; the count says which rows are real
             counted["row_counts"] = np.full(rows.shape[0], rows.shape[1], np.int32)

@@ -1,0 +1,39 @@
+"""The post-hoc neural methods on a classification task: DEUP's excess targets against
+their definition (scipy's entropy on the classifier's own probabilities at V), and SWAG
+holding out no validation split there (its variance factor is regression only)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import entropy
+
+from udora import methods
+from udora.methods.contract_classification import make_classification_task
+from udora.methods.deup import EXCESS_EPS, LOG_EXCESS_RANGE
+
+pytestmark = pytest.mark.slow  # two network fits
+
+
+def test_deup_regresses_the_positive_excess_log_loss_over_the_predicted_entropy():
+    task = make_classification_task()
+    m = methods.get_method("deup", n_epochs=20, n_epochs_excess=20)
+    m.fit(task.X, task.y, seed=0, knowledge=task.knowledge(with_prior=False))
+    V = m.val_idx_
+    q = m.predict(task.X[V]).prob
+    log_loss = -np.log(q[np.arange(V.size), task.y[V]])
+    excess = np.maximum(log_loss - entropy(q, axis=1), 0.0)
+    expected = np.clip(np.log(excess + EXCESS_EPS), *LOG_EXCESS_RANGE)
+    np.testing.assert_allclose(m.excess_targets_, expected, rtol=1e-5, atol=1e-6)
+    pred = m.predict(task.X_near)
+    np.testing.assert_allclose(pred.aleatoric, entropy(pred.prob, axis=1), rtol=1e-10)
+
+
+def test_swag_holds_out_nothing_on_classification_and_its_members_are_the_prediction():
+    task = make_classification_task()
+    m = methods.get_method("swag", n_epochs=20, n_checkpoints=3, swag_burn_in=5)
+    m.fit(task.X, task.y, seed=0, knowledge=task.knowledge(with_prior=False))
+    assert m.config.calibrate and m.val_idx_.size == 0 and m.scale_ == 1.0
+    pred = m.predict(task.X_near)
+    assert pred.member_probs.shape == (m.config.n_members, task.X_near.shape[0], 3)
+    np.testing.assert_allclose(pred.prob, pred.member_probs.mean(axis=0), rtol=1e-12)
