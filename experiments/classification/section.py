@@ -4,7 +4,8 @@ classification tasks only, never mixed with regression ones.
 A leaderboard of the classification metrics with a leaderboard role
 (:mod:`udora.scoring.classification`), each config's mean over presets of its seed means
 (seeds are averaged first, within a preset; configs are never averaged together) with
-the number of presets; the primary metric per preset with its Monte Carlo standard error;
+the number of presets, the GP references (``gp_oracle``, ``gp_approx``) in a table of
+their own below it, never ranked; the primary metric per preset with its Monte Carlo standard error;
 and two figures per config, averaged over its runs: the calibration of the EU (binned
 estimate against binned target, nats) and the EU risk-coverage curve, dashed beside the
 curve of the oracle's order of the config's own EU target.
@@ -18,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.results.figures import config_styles, plt, save_figure
+from udora.experiments.results.figures_summary import REFERENCE, families
 from udora.experiments.results.sections import ReportContext, ReportSection
 from udora.oracle.classification.preset import CLASSIFICATION
 from udora.scoring.registry import metric, names
@@ -78,7 +80,10 @@ def classification_section(ctx: ReportContext) -> list[str]:
     ok = ctx.table[ctx.table["status"] == "ok"]
     if ok.empty:
         return []
-    board = leaderboard(ok)
+    family = families(ok)
+    is_reference = ok["config"].map(family).eq(REFERENCE)
+    board = leaderboard(ok[~is_reference]) if (~is_reference).any() else None
+    references = leaderboard(ok[is_reference]) if is_reference.any() else None
     primary = names(CLASSIFICATION, "ranked")[0]
     per_preset = ok.groupby(["config", "preset"])[primary].mean().unstack()
     se = f"se.{primary}"
@@ -89,8 +94,18 @@ def classification_section(ctx: ReportContext) -> list[str]:
         '"Classification"). Each config\'s mean over presets of its seed means; '
         '`presets` says over how many. Metrics: docs/metrics.md, "Classification".',
         "",
-        ctx.markdown(board),
-        "",
+    ]
+    if board is not None:
+        lines += [ctx.markdown(board), ""]
+    if references is not None:
+        lines += [
+            "GP references, not ranked (the task's own prior: `gp_oracle` samples its exact "
+            "posterior again, `gp_approx` approximates it by EP or Laplace):",
+            "",
+            ctx.markdown(references),
+            "",
+        ]
+    lines += [
         f"{metric(primary).label} per preset (seed means):",
         "",
         ctx.markdown(per_preset),

@@ -113,7 +113,8 @@ def test_gp_oracle_reaches_the_split_half_ceiling(cls_preset, tmp_path):
 @pytest.mark.slow  # builds the tiny task's sampled oracle (~15 s)
 def test_the_report_has_a_classification_leaderboard_of_seed_means(cls_preset, tmp_path):
     """Two configs at two seeds: the section's leaderboard holds each config's seed mean
-    (one preset), the figure is written, and no regression table shows these runs."""
+    (one preset), the figure is written, and no regression table shows these runs; a GP
+    reference's run is in the references' table, not in the leaderboard."""
     from udora.experiments.report.write import write_report
 
     preset, data = cls_preset
@@ -124,8 +125,13 @@ def test_the_report_has_a_classification_leaderboard_of_seed_means(cls_preset, t
             r = run_one(preset, "blr_logistic", seed, {"alpha": alpha}, out, data_dir=data)
             assert r.status == "ok", r.error
             found.setdefault(alpha, []).append(r.metrics["spearman_eu"])
+    reference = run_one(preset, "gp_approx", 0, {}, out, data_dir=data)
+    assert reference.status == "ok", reference.error
     report = write_report(out, tmp_path / "rep").read_text()
     section = report.split("## Classification", 1)[1]
+    ranked, references = section.split("GP references, not ranked", 1)
+    assert "gp_approx" not in ranked and "blr_logistic" in ranked
+    assert "gp_approx" in references.split("per preset (seed means)")[0]
     for alpha, values in found.items():
         row = next(line for line in section.splitlines() if f"alpha={alpha}" in line)
         cells = [c.strip() for c in row.split("|")]
