@@ -14,7 +14,8 @@ ch. 3 (:mod:`udora.oracle.classification.approx`):
   (:func:`~udora.oracle.classification.link.probit_moments`);
 - multiclass (softmax): the Laplace approximation, whose latent predictive is
   ``N(mu, Sigma)`` with ``Sigma`` ``(C, C)`` per point, integrated by ``mc_draws`` Monte Carlo
-  draws per point from the run seed's stream ``gp_approx softmax``.
+  draws per point from the run seed's stream ``gp_approx softmax`` (each point's own,
+  folded in by its row: a prediction does not depend on how the rows are chunked).
 
 AU is the expected entropy ``E H(p_f)``, EU ``H(pbar) - AU`` (the mutual information
 under the approximate posterior), and the Brier-scale parts ``1 - E ||p_f||^2`` and
@@ -44,7 +45,7 @@ class ApproxGPConfig(MethodConfig):
     """Numerical settings only; the model comes from the task's prior."""
 
     mc_draws: int = Field(default=1000, ge=10)
-    chunk_size: int = Field(default=256, ge=1)
+    chunk_size: int = Field(default=2048, ge=1)  # multiclass: fewer, <= 2^24 normals a chunk
 
     QUICK: ClassVar[dict[str, Any]] = {}
 
@@ -54,15 +55,15 @@ def _softmax_integrals(
     mu: jax.Array, cov: jax.Array, eps: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(E p_f (m, C), E H(p_f) (m,), E ||p_f||^2 (m,))`` for ``f ~ N(mu, cov)`` from
-    standard normals ``eps`` ``(R, m, C)``; a jitter of 1e-10 times the mean variance makes
+    standard normals ``eps`` ``(m, R, C)``; a jitter of 1e-10 times the mean variance makes
     each ``(C, C)`` factor exist (the covariance can be singular to rounding)."""
     C = mu.shape[-1]
     scale = jnp.mean(jnp.diagonal(cov, axis1=1, axis2=2), axis=1)
     chol = jnp.linalg.cholesky(cov + 1e-10 * scale[:, None, None] * jnp.eye(C)[None])
-    f = mu[None] + jnp.einsum("mcd,rmd->rmc", chol, eps)
+    f = mu[:, None, :] + jnp.einsum("mcd,mrd->mrc", chol, eps)
     logp = jax.nn.log_softmax(f, axis=-1)
     p = jnp.exp(logp)
-    return p.mean(axis=0), -jnp.sum(p * logp, axis=-1).mean(axis=0), jnp.sum(p * p, -1).mean(0)
+    return p.mean(axis=1), -jnp.sum(p * logp, axis=-1).mean(axis=1), jnp.sum(p * p, -1).mean(1)
 
 
 @register("gp_approx")
@@ -125,6 +126,8 @@ class ApproxGP(UQMethod):
         X = check_x(X, self.d_)
         Zx = self.prior_.standardiser.x(X)
         chunk = self.config.chunk_size
+        if self.n_classes_ > 2:
+            chunk = max(1, min(chunk, 2**24 // (self.config.mc_draws * self.n_classes_)))
         parts = []
         with jax.enable_x64(True):
             K = self._cross(self.Z_, self.Z_)
@@ -153,8 +156,12 @@ class ApproxGP(UQMethod):
         else:
             labels = jnp.asarray(self.labels_)
             mu, cov = approx.laplace_predict(K, K_cross, k_diag, labels, means, self.state_)
-            key = jax.random.fold_in(self.key_, start)
-            eps = jax.random.normal(key, (self.config.mc_draws, *mu.shape), jnp.float64)
+            # each point's normals from its own row index: the same whatever the chunking
+            shape = (self.config.mc_draws, mu.shape[1])
+            keys = jax.vmap(lambda i: jax.random.fold_in(self.key_, i))(
+                start + jnp.arange(mu.shape[0])
+            )
+            eps = jax.vmap(lambda k: jax.random.normal(k, shape, jnp.float64))(keys)
             prob, ent, square = _softmax_integrals(mu, cov, eps)
         return tuple(np.asarray(a, np.float64) for a in (prob, ent, square))
 

@@ -79,3 +79,20 @@ def test_gp_approx_matches_the_exact_predictive_of_a_tiny_task(n_classes):
     np.testing.assert_allclose(pred.prob, pbar, atol=tol)
     np.testing.assert_allclose(pred.aleatoric, au, atol=tol)
     np.testing.assert_allclose(pred.total, -np.sum(pbar * np.log(pbar), axis=1), atol=tol)
+
+
+def test_the_prediction_does_not_depend_on_the_chunking():
+    """Each point's Monte Carlo normals come from its own row: chunks of 7 rows and one
+    chunk of all 300 give the same probabilities and EU to round-off."""
+    from udora.methods.contract_classification import make_classification_task
+
+    task = make_classification_task()
+    knowledge = task.knowledge(with_prior=True)
+    whole, pieces = (
+        methods.get_method("gp_approx", chunk_size=size)
+        .fit(task.X, task.y, seed=0, knowledge=knowledge)
+        .predict(task.X_near)
+        for size in (2048, 7)
+    )
+    np.testing.assert_allclose(pieces.prob, whole.prob, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(pieces.epistemic, whole.epistemic, rtol=0, atol=1e-12)
