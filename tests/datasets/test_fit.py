@@ -81,6 +81,7 @@ def test_written_noise_below_the_floor_is_an_error(shared_data):
         mll_and_grad(below, shared_data)
 
 
+@pytest.mark.slow  # 3-14 s: the default set's budget
 def test_cli_fit_with_too_small_a_subset_is_one_clear_error(shared_data):
     exe = Path(sys.executable).with_name("udora")
     proc = subprocess.run(

@@ -16,7 +16,7 @@ from udora import methods
 from udora.methods.nn.config import _OPTIMIZER_SPACES, NNConfig
 
 DISTRIBUTIONS = {"log_uniform_values", "uniform", "int_uniform"}
-REFERENCE_METHODS = {"gp_oracle", "gp_linear"}  # no paper space (docs/tuning.md)
+REFERENCE_METHODS = {"gp_oracle", "gp_linear", "gp_approx"}  # no paper space (docs/tuning.md)
 
 
 def _spaces() -> list[tuple[str, str, dict[str, Any]]]:

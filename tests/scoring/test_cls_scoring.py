@@ -122,6 +122,7 @@ def test_expected_calibration_error_by_hand():
     assert cls_scoring.expected_calibration_error(prob, y) == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.slow  # 3-14 s: the default set's budget
 def test_jackknife_standard_errors_match_the_spread_over_independent_posteriors():
     """For one prediction, 150 independent sets of posterior draws: the standard
     deviation of each metric over the sets and the median jackknife standard error agree

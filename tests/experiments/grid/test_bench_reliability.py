@@ -382,6 +382,7 @@ def test_run_folders_respect_the_umask(tiny_preset, tmp_path, umask):
         assert (res.path / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
 
 
+@pytest.mark.slow  # 3-14 s: the default set's budget
 def test_set_scoped_to_one_method_of_a_grid(tiny_preset, tmp_path):
     path, data = tiny_preset
     common = ["bench", "--presets", str(path), "--data-dir", str(data), "--out", str(tmp_path)]

@@ -239,6 +239,7 @@ def test_report_md_gets_the_summary_and_the_page_gets_every_comparison():
     assert full.startswith("# Beside the baseline: every paired comparison")
 
 
+@pytest.mark.slow  # 3-14 s: the default set's budget
 def test_report_writes_the_baseline_page_and_links_it(tmp_path):
     """A real report: report.md and rankings.html carry the summary and the link, the page
     is written as Markdown and HTML under the Rankings tab, and a later report without a

@@ -4,6 +4,7 @@ then on real runs of two tiny presets."""
 
 import numpy as np
 import pandas as pd
+import pytest
 from tiny_presets import two_tiny_presets
 
 from udora.experiments.report.gaps import footnotes, why_empty
@@ -86,6 +87,7 @@ def test_the_footnotes_group_configs_by_reason_and_name_partial_means():
     assert summary["presets"].drop("mine (external)").to_dict() == presets
 
 
+@pytest.mark.slow  # 3-14 s: the default set's budget
 def test_report_md_counts_presets_per_row_and_says_why_au_is_empty(tmp_path):
     (a, b), data = two_tiny_presets(tmp_path)
     fast = {"n_members": 2, "n_estimators": 20}

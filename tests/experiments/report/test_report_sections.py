@@ -69,6 +69,7 @@ def test_a_section_module_without_a_section_is_named(tmp_path, monkeypatch):
         sections._capabilities.cache_clear()
 
 
+@pytest.mark.slow  # 3-14 s: the default set's budget
 def test_a_report_is_not_written_over_a_folder_of_other_files(tiny_preset, tmp_path):
     """`report --out` a folder holding files a report did not write is refused, touching
     nothing; a folder a report wrote (its marker, or an older report's report.md) and an

@@ -42,6 +42,7 @@ def test_a_bad_method_seed_is_one_error(tiny_preset, bad):
         resolve(RunSpec(str(tiny_preset[0]), "blr", 0, {"method_seed": bad}))
 
 
+@pytest.mark.slow  # 3-14 s: the default set's budget
 def test_the_same_fit_seed_is_the_same_run_and_another_moves_it(tiny_preset, tmp_path):
     path, data = tiny_preset
     out = tmp_path / "runs"

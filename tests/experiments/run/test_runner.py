@@ -97,6 +97,7 @@ def test_set_reaches_method_and_preset_fields(tiny_preset, tmp_path):
         run_one(path, "blr", 0, {"widht": 3}, tmp_path, data_dir=data)
 
 
+@pytest.mark.slow  # 3-14 s: the default set's budget
 def test_failures_are_recorded_and_the_grid_goes_on(tiny_preset, tmp_path, failing_methods):
     path, data = tiny_preset
     methods = ["test_raising", "blr", "test_nan", "gp_oracle"]

@@ -117,6 +117,7 @@ def _bench(path, data, out, *extra: str) -> str:
     )
 
 
+@pytest.mark.slow  # 3-14 s: the default set's budget
 def test_bench_and_sweep_run_name_the_offline_folder_and_the_sync_command(
     tiny_preset, tmp_path, monkeypatch, no_credentials
 ):

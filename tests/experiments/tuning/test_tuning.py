@@ -49,6 +49,7 @@ def _check_recomputed(result):
     )
 
 
+@pytest.mark.slow  # 3-14 s: the default set's budget
 def test_trial_on_tiny_preset_returns_arrays_that_recompute_the_objective(tiny_preset):
     path, data = tiny_preset
     result = tuning.trial(path, "gp_oracle", 0, {}, "nll", data_dir=data)
