@@ -72,7 +72,7 @@ def main() -> None:
             f"task in {time.perf_counter() - t0:.1f} s"
         )
         print(
-            f"{'method':<14}{'first fit s':>12}{'fit s':>8}{'predict s':>11}{'acc':>7}{'EU rho':>8}"
+            f"{'method':<14}{'first fit s':>12}{'fit s':>8}{'predict s':>11}{'acc':>7}{'MI rho':>8}"
         )
         for name in names:
             r = time_method(task, name, args.repeats)
