@@ -53,6 +53,7 @@ BUILTIN_METHODS: dict[str, str] = {
     "blr_logistic": "udora.methods.blr_logistic:BayesianLogisticRegression",
     "catboost_kgb": "udora.methods.catboost_kgb:CatBoostKGB",
     "catboost_ps": "udora.methods.catboost_ps:CatBoostPS",
+    "catboost_ve": "udora.methods.catboost_ve:CatBoostVE",
     "deup": "udora.methods.deup:DEUP",
     "deup_unbiased": "udora.methods.deup:DEUPUnbiased",
     "dkl": "udora.methods.dkl:DKL",

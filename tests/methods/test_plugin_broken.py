@@ -124,5 +124,5 @@ def test_plain_bench_grid_runs_everything_but_a_plugin_without_defaults(fake_plu
         n for n in registry.BUILTIN_METHODS if "regression" in methods.get_method_class(n).kinds
     }
     assert {run.method for run in runs} == set(regression) >= builtin
-    only_classification = {"blr_logistic", "gp_approx"}
+    only_classification = {"blr_logistic", "catboost_ve", "gp_approx"}
     assert set(names) - set(regression) == only_classification
