@@ -69,7 +69,7 @@ class CatBoostVE(CatBoostPS):
             "the paper's CatBoost for regression is catboost_ps's explicit seed ensemble",
         ),
     )
-    libraries = ("catboost",)
+    libraries = ("catboost", "scipy")
     Config = CatBoostVEConfig
     config: CatBoostVEConfig
 

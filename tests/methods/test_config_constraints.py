@@ -17,6 +17,7 @@ from udora.methods.registry import BUILTIN_METHODS
 MEMBER_METHODS = [
     "catboost_kgb",
     "catboost_ps",
+    "catboost_ve",
     "fsp_laplace",
     "laplace",
     "ngboost_bag",
