@@ -37,7 +37,6 @@ from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
 from udora.oracle.classification import approx
 from udora.oracle.classification.link import probit_moments
-from udora.oracle.classification.targets import entropy
 from udora.oracle.kernels import build_kernel
 
 
@@ -139,14 +138,7 @@ class ApproxGP(UQMethod):
                 k_diag = self.prior_.latent_scale**2 * jax.vmap(k)(Zc, Zc)
                 parts.append(self._integrals(K, K_cross, k_diag, means, start))
         prob, ent, square = (np.concatenate(a) for a in zip(*parts, strict=True))
-        prob /= prob.sum(axis=1, keepdims=True)  # round-off of the integrals
-        return ClassificationPrediction(
-            prob=prob,
-            aleatoric=ent,
-            epistemic=np.maximum(entropy(prob) - ent, 0.0),
-            aleatoric_brier=np.maximum(1.0 - square, 0.0),
-            epistemic_brier=np.maximum(square - np.sum(prob * prob, axis=1), 0.0),
-        )
+        return ClassificationPrediction.from_moments(prob, ent, square)
 
     def _integrals(self, K, K_cross, k_diag, means, start: int) -> tuple[np.ndarray, ...]:
         """``(pbar (c, C), E H (c,), E ||p||^2 (c,))`` of one chunk of ``c`` points."""

@@ -31,6 +31,7 @@ AU = their mean entropy, EU = the mutual information.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Self
 
 import jax
@@ -119,6 +120,30 @@ def _val_nll(ggn, phi_v, mean_v, var_v, y_v, prior_prec, temperature) -> jax.Arr
     return gaussian_nll(y_v, mean_v, var_v + eu)
 
 
+def calibrate(val_loss: Callable[[float, float], float], cfg: LaplaceConfig) -> tuple[float, float]:
+    """``(lambda, T)``: ``lambda`` by laplax ``optimize_prior_prec`` on ``val_loss(lambda, 1)``
+    over ``cfg``'s grid, then ``T`` minimising ``val_loss(lambda, T)`` on its log grid."""
+    logger.disable("laplax")  # one log line per grid point otherwise
+    try:
+        prior_prec = float(
+            optimize_prior_prec(
+                lambda args: val_loss(args["prior_prec"], 1.0),
+                log_prior_prec_min=cfg.log_prior_prec_min,
+                log_prior_prec_max=cfg.log_prior_prec_max,
+                grid_size=cfg.prior_prec_grid,
+            )
+        )
+    finally:
+        logger.enable("laplax")
+    temperature = grid_argmin(
+        lambda t: val_loss(prior_prec, t),
+        cfg.log_temperature_min,
+        cfg.log_temperature_max,
+        cfg.temperature_grid,
+    )
+    return prior_prec, temperature
+
+
 @register("laplace")
 class LastLayerLaplace(SampledHeadsMethod):
     """Last-layer Laplace over the mean head of one MAP residual MLP; K = 30 samples."""
@@ -156,24 +181,7 @@ class LastLayerLaplace(SampledHeadsMethod):
             def val_nll(prior_prec, temperature):
                 return _val_nll(ggn, phi_v, mean_v, var_v64, y_v, prior_prec, temperature)
 
-            logger.disable("laplax")  # one log line per grid point otherwise
-            try:
-                prior_prec = float(
-                    optimize_prior_prec(
-                        lambda args: val_nll(args["prior_prec"], 1.0),
-                        log_prior_prec_min=cfg.log_prior_prec_min,
-                        log_prior_prec_max=cfg.log_prior_prec_max,
-                        grid_size=cfg.prior_prec_grid,
-                    )
-                )
-            finally:
-                logger.enable("laplax")
-            temperature = grid_argmin(
-                lambda t: val_nll(prior_prec, t),
-                cfg.log_temperature_min,
-                cfg.log_temperature_max,
-                cfg.temperature_grid,
-            )
+            prior_prec, temperature = calibrate(val_nll, cfg)
             scale = posterior_scale(ggn, prior_prec, temperature)
             self.posterior_cov_ = np.asarray(scale @ scale.T)
             draws = (
@@ -199,24 +207,7 @@ class LastLayerLaplace(SampledHeadsMethod):
             val_loss = post.val_log_loss(
                 np.asarray(phi_v, np.float64), ys[self.val_idx_].astype(np.int64)
             )
-            logger.disable("laplax")
-            try:
-                prior_prec = float(
-                    optimize_prior_prec(
-                        lambda args: val_loss(args["prior_prec"], 1.0),
-                        log_prior_prec_min=cfg.log_prior_prec_min,
-                        log_prior_prec_max=cfg.log_prior_prec_max,
-                        grid_size=cfg.prior_prec_grid,
-                    )
-                )
-            finally:
-                logger.enable("laplax")
-            temperature = grid_argmin(
-                lambda t: val_loss(prior_prec, t),
-                cfg.log_temperature_min,
-                cfg.log_temperature_max,
-                cfg.temperature_grid,
-            )
+            prior_prec, temperature = calibrate(val_loss, cfg)
             self.head_samples_ = post.draws(prior_prec, temperature)  # (K, P, C)
         self.ggn_eigenvalues_ = post.g
         self.prior_prec_ = prior_prec

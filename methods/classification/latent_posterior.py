@@ -27,7 +27,6 @@ from udora.methods.classification.prediction import ClassificationPrediction, ch
 from udora.methods.seeding import numpy_rng
 from udora.oracle.classification.posterior import Geometry, geometry, pool_draws
 from udora.oracle.classification.sampler import convergence, start_chains
-from udora.oracle.classification.targets import entropy
 
 
 def _key(seed: int, name: str) -> jax.Array:
@@ -109,14 +108,6 @@ def predict_latent_posterior(post: LatentPosterior, X: np.ndarray) -> Classifica
         _key(post.seed, "gp_oracle softmax"),
         prior.sampler.softmax_draws,
     )
-    pbar = prob.mean(axis=(0, 1))
-    pbar /= pbar.sum(axis=1, keepdims=True)  # round-off of the conditional Monte Carlo
-    au = ent.mean(axis=(0, 1))
-    sq = square.mean(axis=(0, 1))
-    return ClassificationPrediction(
-        prob=pbar,
-        aleatoric=au,
-        epistemic=np.maximum(entropy(pbar) - au, 0.0),
-        aleatoric_brier=np.maximum(1.0 - sq, 0.0),
-        epistemic_brier=np.maximum(sq - np.sum(pbar * pbar, axis=1), 0.0),
+    return ClassificationPrediction.from_moments(
+        prob.mean(axis=(0, 1)), ent.mean(axis=(0, 1)), square.mean(axis=(0, 1))
     )

@@ -171,6 +171,25 @@ class ClassificationPrediction:
             prob=prob, aleatoric=au, epistemic=eu, aleatoric_brier=au_b, epistemic_brier=eu_b
         )
 
+    @classmethod
+    def from_moments(
+        cls, prob: np.ndarray, expected_entropy: np.ndarray, expected_square: np.ndarray
+    ) -> ClassificationPrediction:
+        """The prediction of a posterior known by its moments: ``pbar`` ``(n, C)``
+        (renormalised against round-off), ``E H(p_f)`` and ``E ||p_f||^2`` ``(n,)``; AU the
+        expected entropy, EU ``H(pbar) - AU``, Brier parts ``1 - E ||p_f||^2`` and
+        ``E ||p_f||^2 - ||pbar||^2`` (each clipped at 0 against round-off)."""
+        pbar = np.asarray(prob, np.float64)
+        pbar = pbar / pbar.sum(axis=1, keepdims=True)
+        au, sq = np.asarray(expected_entropy, np.float64), np.asarray(expected_square, np.float64)
+        return cls(
+            prob=pbar,
+            aleatoric=au,
+            epistemic=np.maximum(entropy(pbar) - au, 0.0),
+            aleatoric_brier=np.maximum(1.0 - sq, 0.0),
+            epistemic_brier=np.maximum(sq - np.sum(pbar * pbar, axis=1), 0.0),
+        )
+
 
 def softmax_probabilities(logits: Any) -> np.ndarray:
     """Class probabilities ``(..., C)`` float64 of logits ``(..., C)`` (any float dtype):
