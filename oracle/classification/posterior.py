@@ -236,8 +236,15 @@ def diagnose(
 def _logliks(positions: np.ndarray, geo: Geometry, counts: np.ndarray) -> np.ndarray:
     """The training log-likelihood of each draw, (chains, draws)."""
     L, mean, c = jnp.asarray(geo.L), jnp.asarray(geo.mean), jnp.asarray(counts)
-    one = jax.jit(jax.vmap(jax.vmap(lambda v: label_loglik(mean[None, :] + L @ v, c))))
-    return np.asarray(one(jnp.asarray(positions)))
+    return np.asarray(_logliks_compiled(jnp.asarray(positions), L, mean, c))
+
+
+@jax.jit
+def _logliks_compiled(positions, L, mean, counts):
+    def one(v):
+        return label_loglik(mean[None, :] + L @ v, counts)
+
+    return jax.vmap(jax.vmap(one))(positions)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ approximation at a large amplitude (prior variance 16), where the probit and sof
 posteriors are far from Gaussian.
 """
 
-import jax
 import pytest
 import sbc
+
+from udora.oracle.classification.sampler import unwritten
 
 ALPHA = 0.001
 pytestmark = pytest.mark.slow
@@ -18,17 +19,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(autouse=True)
 def _no_persistent_cache():
-    """The 1000-replication programs are compiled without the session's persistent cache:
-    writing one of them aborted the process once inside jaxlib 0.10.2's cache writer
-    (``put_executable_and_time``, a C++ abort, not an exception), and each is compiled
-    once per session anyway. No program compiles for 1e9 s, so none is written; the
-    threshold is restored afterwards (``jax_enable_compilation_cache`` is read once per
-    process, so switching it off here would not stop the writes)."""
-    name = "jax_persistent_cache_min_compile_time_secs"
-    before = getattr(jax.config, name)
-    jax.config.update(name, 1e9)
-    yield
-    jax.config.update(name, before)
+    """The 1000-replication programs are NUTS programs too: compiled without writing to
+    the session's persistent cache, as the sampler's own (``sampler.unwritten``)."""
+    with unwritten():
+        yield
 
 
 @pytest.mark.parametrize("n_classes", [2, 3], ids=["binary", "three-class"])
