@@ -12,13 +12,16 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from udora.experiments.run import interrupts
+
 
 @contextmanager
 def steps(console: Console, what: str, every: float = 3.0) -> Iterator[Callable[[str], None]]:
     """A ``progress(step)`` callback for the block: each call names the step now running."""
     if console.is_terminal:
         columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-        with Progress(*columns, console=console, transient=True) as bar:
+        shown = Progress(*columns, console=console, transient=True)
+        with interrupts.entered_without_signals(shown) as bar:
             task = bar.add_task(what, total=None)
             yield lambda step: bar.update(task, description=f"{what}: {step}")
         return

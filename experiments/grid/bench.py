@@ -83,18 +83,11 @@ def make_grid(
     method_names, seeds, presets = list(method_names), list(seeds), [str(p) for p in presets]
     given = Overrides.of(overrides)
     runs = []
-    # a method is paired with the presets of the kinds it declares; one that declares none
-    # of the grid's kinds is resolved anyway, so its refusal names it
-    kinds = _kinds_of(presets)
-    declared = {
-        m: getattr(methods.get_method_class(m), "kinds", ("regression",)) for m in method_names
-    }
-    fits_any = {m: any(kinds.get(p) in declared[m] for p in presets) for m in method_names}
+    pairs = set(pair_methods(presets, method_names))
     for preset in presets:  # the methods of one task next to each other: a worker builds it once
         for seed in seeds:
             for method in method_names:
-                kind = kinds.get(preset)
-                if kind is not None and kind not in declared[method] and fits_any[method]:
+                if (preset, method) not in pairs:
                     continue
                 base = quick_overrides(method) if quick else Overrides()
                 base = base.updated((tuned or {}).get((str(preset), method), Overrides()))
@@ -105,6 +98,24 @@ def make_grid(
                 except ConfigError as err:
                     raise ConfigError(f"{err}{scope_hint(method, mine, method_names)}") from None
     return runs
+
+
+def pair_methods(presets: Iterable[str], method_names: Iterable[str]) -> list[tuple[str, str]]:
+    """(preset, method) pairs, preset by preset: each method with the presets of the task
+    kinds it declares (``UQMethod.kinds``). A method that declares none of the presets'
+    kinds keeps all its pairs, so that resolving one raises its refusal, naming it."""
+    presets, method_names = [str(p) for p in presets], list(method_names)
+    kinds = _kinds_of(presets)
+    declared = {
+        m: getattr(methods.get_method_class(m), "kinds", ("regression",)) for m in method_names
+    }
+    fits_any = {m: any(kinds.get(p) in declared[m] for p in presets) for m in method_names}
+    return [
+        (p, m)
+        for p in presets
+        for m in method_names
+        if kinds.get(p) is None or kinds[p] in declared[m] or not fits_any[m]
+    ]
 
 
 def suite_presets(suite: str, *, quick: bool = False) -> list[str]:
@@ -276,7 +287,7 @@ def _run_locked(
         MofNCompleteColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console) as progress:
+    with interrupts.entered_without_signals(Progress(*columns, console=console)) as progress:
         head = f"{plural(len(todo), 'run')} ({summary.skipped} already done)"
         bar = progress.add_task(head, total=len(todo))
         reported: set[Path] = set()

@@ -22,7 +22,8 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from typing import Any
 
 _state = {
     "count": 0,
@@ -115,8 +116,9 @@ def spawning() -> Iterator[None]:
     interrupted died of EOFError. A process inherits an ignored signal, so SIGINT is
     ignored while the workers are forked; on Linux a signal blocked in the receiving
     thread stays pending even when ignored, so the main thread also blocks it and gets it
-    when the block ends (a Ctrl-C that another thread takes in those milliseconds is lost:
-    press it again).
+    when the block ends. Another thread that does not block it could take a Ctrl-C in
+    those milliseconds and lose it, so udora's progress displays start their threads with
+    it blocked (:func:`entered_without_signals`).
     """
     main = threading.current_thread() is threading.main_thread()
     if not main:
@@ -130,6 +132,27 @@ def spawning() -> Iterator[None]:
         finally:
             signal.signal(signal.SIGINT, handler)
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+@contextmanager
+def entered_without_signals(manager: Any) -> Iterator[Any]:
+    """Enter ``manager`` (a rich ``Progress``, which starts a refresh thread) with SIGINT
+    and SIGTERM blocked in this thread, so that every thread it starts inherits them
+    blocked: the kernel then gives a Ctrl-C to the main thread, which handles it, and
+    never to such a thread while :func:`spawning` has the disposition set to ignore (a
+    Ctrl-C taken by a thread then was lost, measured under load in the grid's start)."""
+    if threading.current_thread() is not threading.main_thread():
+        with manager as entered:
+            yield entered
+        return
+    stack = ExitStack()
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set(SIGNALS))
+    try:
+        entered = stack.enter_context(manager)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    with stack:
+        yield entered
 
 
 def _quiet_unraisable(previous):

@@ -2,8 +2,10 @@
 summary line, finished work kept, no in-flight folder, no worker left, no traceback, and
 exit 143 (docs/running.md, "A grid")."""
 
+import io
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from processes import ENV, EXE, alive, children, last_line, wait_for
@@ -150,3 +152,41 @@ def test_an_interrupt_inside_a_deferred_block_waits_for_its_end():
             steps.append("finished the block")  # not cut in the middle
         steps.append("after the block")  # never reached: the interrupt is raised at its end
     assert steps == ["finished the block"]
+
+
+def _blocked_signals(thread) -> int:
+    """The signal mask of ``thread`` (a bit per signal, bit ``s - 1`` for signal ``s``),
+    read from Linux's /proc."""
+    status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+    line = next(line for line in status.splitlines() if line.startswith("SigBlk:"))
+    return int(line.split()[1], 16)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads Linux's /proc")
+def test_a_progress_display_thread_never_takes_a_ctrl_c():
+    """The refresh thread of a progress entered by ``entered_without_signals`` blocks
+    SIGINT and SIGTERM (so the kernel gives them to the main thread), and the main
+    thread's own mask is as before; a plainly entered one's thread does not block them."""
+    import signal
+    import threading
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from udora.experiments.run.interrupts import entered_without_signals
+
+    def refresh_threads(before):
+        return [t for t in threading.enumerate() if t not in before]
+
+    console = Console(file=io.StringIO(), force_terminal=True)
+    main_before = _blocked_signals(threading.main_thread())
+    for wrapped in (True, False):
+        before = set(threading.enumerate())
+        shown = Progress(console=console, auto_refresh=True)
+        manager = entered_without_signals(shown) if wrapped else shown
+        with manager:
+            (thread,) = refresh_threads(before)
+            mask = _blocked_signals(thread)
+            assert _blocked_signals(threading.main_thread()) == main_before
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            assert bool(mask >> (signum - 1) & 1) == wrapped, (wrapped, signum)
