@@ -65,10 +65,22 @@ class MethodConfig(BaseModel):
 
     SEARCH_SPACE: ClassVar[dict[str, dict[str, Any]]] = {}
     QUICK: ClassVar[dict[str, Any]] = {}
+    # Fields that tasks of a kind never read ({"classification": ("standardize_y",)}):
+    # left out of that kind's search space, so that no trial budget goes to a no-op.
+    UNUSED_ON: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def search_space(self) -> dict[str, dict[str, Any]]:
         """The sweep parameters for this config (a fresh copy; subclasses may add to it)."""
         return copy.deepcopy(self.SEARCH_SPACE)
+
+    def unused_on(self, kind: str) -> tuple[str, ...]:
+        """The fields a task of ``kind`` never reads under this config (``UNUSED_ON``)."""
+        return self.UNUSED_ON.get(kind, ())
+
+    def search_space_on(self, kind: str) -> dict[str, dict[str, Any]]:
+        """:meth:`search_space` without the fields tasks of ``kind`` never read."""
+        unused = set(self.unused_on(kind))
+        return {k: v for k, v in self.search_space().items() if k not in unused}
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

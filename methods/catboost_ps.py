@@ -74,6 +74,7 @@ class CatBoostPSConfig(MethodConfig):
         "bagging_frac": {"distribution": "uniform", "min": 0.6, "max": 1.0},
         "standardize_y": {"values": [True, False]},
     }
+    UNUSED_ON: ClassVar[dict[str, tuple[str, ...]]] = {"classification": ("standardize_y",)}
     QUICK: ClassVar[dict[str, Any]] = {"n_estimators": 100, "n_members": 5}
 
 

@@ -138,6 +138,7 @@ class NGBoostBagConfig(MethodConfig):
         "replace": {"values": [True, False]},
         "standardize_y": {"values": [True, False]},
     }
+    UNUSED_ON: ClassVar[dict[str, tuple[str, ...]]] = {"classification": ("standardize_y",)}
     QUICK: ClassVar[dict[str, Any]] = {"n_estimators": 100, "n_members": 5}
 
     @model_validator(mode="after")

@@ -97,6 +97,13 @@ class SWAGConfig(NNConfig):
     }
     QUICK: ClassVar[dict[str, Any]] = {"n_epochs": 30, "n_checkpoints": 5, "swag_burn_in": 30}
 
+    def unused_on(self, kind: str) -> tuple[str, ...]:
+        """On classification no split is held out unless for early stopping
+        (:meth:`SWAG.holds_out_validation`), so ``val_fraction`` is read only then."""
+        if kind == "classification" and not self.early_stopping:
+            return ("val_fraction",)
+        return super().unused_on(kind)
+
 
 def drift_fraction(stack: np.ndarray) -> float:
     """Share of the checkpoints' variance a linear trend in the index explains (module doc).

@@ -47,6 +47,10 @@ class TaskKind:
             ``{name: "N d"}`` as :func:`udora.oracle.reading.shaped` checks them.
         summary: ``summary(arrays, info) -> {field: value}``, what ``oracle show`` prints
             of such a folder (``info``: its ``oracle.json``).
+        build_sample: ``build_sample(preset, seed, *, data_dir=None) -> sample``, the
+            task's pool ``X``, ``train_idx``, ``y_train`` and ``knowledge(...)`` without
+            its oracle (what tuning fits on), for a kind whose oracle is expensive; None:
+            tuning builds the whole task.
     """
 
     name: str
@@ -58,6 +62,7 @@ class TaskKind:
     load: Callable[..., Any] | None = None
     shapes: dict[str, str] | None = None
     summary: Callable[[dict, dict], dict[str, Any]] | None = None
+    build_sample: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         if self.cache_on_disk and self.load is None:

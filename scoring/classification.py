@@ -191,8 +191,10 @@ def expected_calibration_error(prob: np.ndarray, y: np.ndarray, n_bins: int = EC
     return float(np.sum(np.abs(gap)) / prob.shape[0])
 
 
-def _observed(prob: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """Proper scores and accuracy on realised labels ``y`` (N,) of ``prob`` (N, C)."""
+def observed_scores(prob: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """Proper scores and accuracy on realised labels ``y`` (N,) of ``prob`` (N, C):
+    ``nll`` (log loss, probabilities floored at ``EPS``), ``brier`` (summed over the
+    classes), ``ece`` (top-label, :data:`ECE_BINS` bins) and ``accuracy``."""
     n = prob.shape[0]
     p_y = prob[np.arange(n), y]
     onehot = np.eye(prob.shape[1])[y]
@@ -258,7 +260,7 @@ def score_arrays(
         aleatoric_brier,
         epistemic_brier,
     )
-    return {**{k: float(v[0]) for k, v in oracle.items()}, **_observed(prob, y)}
+    return {**{k: float(v[0]) for k, v in oracle.items()}, **observed_scores(prob, y)}
 
 
 def standard_errors_arrays(

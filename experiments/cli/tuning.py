@@ -32,7 +32,13 @@ def sweep_init(
     preset: Annotated[str, typer.Option(help="Preset name or YAML path.")],
     method: Annotated[str, typer.Option(help="Registered method name (see `udora methods`).")],
     out: Annotated[Path, opts.path_option("The sweep YAML to write.", what="a file path")],
-    objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
+    objective: Annotated[
+        str,
+        typer.Option(
+            help="nll (validation negative log-likelihood: Gaussian, or the log loss), "
+            "rmse (regression) or brier (classification)."
+        ),
+    ] = "nll",
     search: Annotated[str, typer.Option(help="bayes, random or grid.")] = "bayes",
     trials: Annotated[int, typer.Option(help="Trials in the sweep (run_cap).")] = 20,
     seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
@@ -88,7 +94,10 @@ def sweep_trial(
         import wandb
 
         with wandb.init(config=kwargs["config_overrides"]) as run:
-            run.log({k: summary[k] for k in ("val_nll", "val_rmse", "n_fit", "n_val")})
+            from udora.experiments.tuning.trials import validation_fields
+
+            fields = validation_fields(summary)
+            run.log({**fields, "n_fit": summary["n_fit"], "n_val": summary["n_val"]})
 
 
 @sweep_app.command("run")
@@ -215,14 +224,22 @@ def _write_tuned(tuned_out, config, summary, file, trials) -> None:
 
 
 def tune_cmd(
-    suite: Annotated[str, typer.Option(help="dev, heldout or all.")] = "dev",
+    suite: Annotated[
+        str, typer.Option(help="dev, heldout, cls-dev, cls-heldout, or all (both kinds).")
+    ] = "dev",
     presets: Annotated[str | None, typer.Option(help="Comma-separated presets.")] = None,
     methods_: Annotated[
         str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")
     ] = None,
     trials: Annotated[int, typer.Option(help="Trials per (preset, method) sweep.")] = 10,
     jobs: opts.Jobs = None,
-    objective: Annotated[str, typer.Option(help="nll (validation Gaussian NLL) or rmse.")] = "nll",
+    objective: Annotated[
+        str,
+        typer.Option(
+            help="nll (validation negative log-likelihood: Gaussian, or the log loss), "
+            "rmse (regression) or brier (classification)."
+        ),
+    ] = "nll",
     seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
     out: Annotated[Path, opts.path_option("Folder of tuned configs.")] = Path("tuned"),
     set_: Annotated[
@@ -271,7 +288,9 @@ def tune_cmd(
                 f"{data['preset']}/{data['method']}: {summary.line()}; wrote {path}", **plain
             )
 
-    pairs = [(preset, method) for preset in names for method in chosen]
+    from udora.experiments.grid.bench import pair_methods
+
+    pairs = pair_methods(names, chosen)  # each method on the presets of its task kinds
     try:
         from udora.experiments.run.overrides import Overrides
 

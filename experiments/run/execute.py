@@ -96,6 +96,23 @@ def cached_task(preset: Preset, seed: int, data_dir: str | Path | None = None) -
     return _cached_task(preset.model_dump_json(exclude={"paper"}), int(seed), dd)
 
 
+@functools.lru_cache(maxsize=16)
+def _cached_sample(preset_json: str, seed: int, data_dir: str | None) -> Any:
+    preset = parse_preset(json.loads(preset_json), "the run's preset")
+    return oracle_kinds.get_kind(preset.kind).build_sample(preset, seed, data_dir=data_dir)
+
+
+def training_sample(preset: Preset, seed: int, data_dir: str | Path | None = None) -> Any:
+    """What tuning fits on: the pool ``X``, ``train_idx``, ``y_train`` and
+    ``knowledge(...)`` of ``preset`` at ``seed``. A kind with a ``build_sample`` gives its
+    sample without the oracle (built once per process, the last 16 kept); any other gives
+    :func:`cached_task`."""
+    if oracle_kinds.get_kind(preset.kind).build_sample is None:
+        return cached_task(preset, seed, data_dir)
+    dd = str(data_dir) if data_dir is not None else os.environ.get("UDORA_DATA_DIR")
+    return _cached_sample(preset.model_dump_json(exclude={"paper"}), int(seed), dd)
+
+
 def _summarise(curve: dict[str, np.ndarray], points: int = 101) -> dict[str, list[float]]:
     """Curves for result.json: full-length (N,) risk-coverage curves subsampled to ``points``."""
     out = {}

@@ -257,6 +257,19 @@ def config_label(overrides: Overrides | Mapping[str, Any]) -> str:
     )
 
 
+def refuse_unsupported(method: str, cls: type, preset: Any) -> None:
+    """Raise UsageError naming the method, the preset's kind and the method's stated
+    reason when the method class ``cls`` does not declare the kind of ``preset``."""
+    supported = getattr(cls, "kinds", (REGRESSION,))
+    if preset.kind not in supported:
+        why = dict(getattr(cls, "not_for", ())).get(preset.kind)
+        raise UsageError(
+            f"method {method} does not support {preset.kind} tasks (preset "
+            f"{preset.name} is {preset.kind}); it supports: {', '.join(supported)}"
+            + (f" ({why})" if why else "")
+        )
+
+
 def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
     """Load and derive the preset, validate the method config, hash; raises on bad input.
 
@@ -267,14 +280,7 @@ def resolve(spec: RunSpec, data_dir: str | Path | None = None) -> ResolvedRun:
     if over.task:
         preset = preset.with_overrides(dict(over.task), origin="--set preset")
     model = methods.get_method(spec.method, **over.method)
-    supported = getattr(type(model), "kinds", (REGRESSION,))
-    if preset.kind not in supported:
-        why = dict(getattr(type(model), "not_for", ())).get(preset.kind)
-        raise UsageError(
-            f"method {spec.method} does not support {preset.kind} tasks (preset "
-            f"{preset.name} is {preset.kind}); it supports: {', '.join(supported)}"
-            + (f" ({why})" if why else "")
-        )
+    refuse_unsupported(spec.method, type(model), preset)
     source = data_source_record(preset, data_dir)
     identity = run_identity(preset, type(model), model.config, source)
     if over.method_seed is not None:  # only then: every run without it keeps its hash

@@ -14,19 +14,19 @@ from typing import Any
 
 from udora.experiments.run.wandb_log import log_values, wandb_api_key
 from udora.experiments.tuning.proposals import sweep_dir, trial_cap
-from udora.experiments.tuning.trials import load_trials, run_trial
+from udora.experiments.tuning.trials import load_trials, run_trial, validation_fields
 
 __all__ = ["log_trial", "run_on_wandb", "wandb_api_key"]
 
 
 def log_trial(record: dict[str, Any], config: dict[str, Any], out: str | Path) -> bool:
     """Log one finished trial of the sweep ``config`` as a W&B run: its parameters as the
-    config, ``val_nll`` and ``val_rmse`` (what an agent's run logs online), grouped by the
+    config, its validation scores (what an agent's run logs online), grouped by the
     sweep; W&B writes under ``WANDB_DIR``, else the sweep's folder under ``out``. Never
     raises: a problem is a warning and False."""
     folder = sweep_dir(config, out)
     try:
-        values = {k: record.get(k) for k in ("val_nll", "val_rmse") if record.get(k) is not None}
+        values = validation_fields(record)
         values["status_ok"] = float(record["status"] == "ok")
         params = record["params"]
         log_values(
@@ -73,13 +73,7 @@ def run_on_wandb(
             used = {t["k"] for t in load_trials(folder)}
             k = next(i for i in range(len(used) + 1) if i not in used)
             record = run_trial(folder, k, params, dd)
-            run.log(
-                {
-                    key: record.get(key)
-                    for key in ("val_nll", "val_rmse")
-                    if record.get(key) is not None
-                }
-            )
+            run.log(validation_fields(record))
             if on_trial is not None:
                 on_trial(record)
             if record["status"] != "ok":

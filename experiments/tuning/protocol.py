@@ -33,7 +33,11 @@ if TYPE_CHECKING:
 
 VAL_FRACTION = 0.2
 SPLIT_STREAM = "tuning_split"
-OBJECTIVES = {"nll": "val_nll", "rmse": "val_rmse"}  # objective -> metric name
+OBJECTIVES = {"nll": "val_nll", "rmse": "val_rmse", "brier": "val_brier"}  # -> metric name
+# The objectives of each task kind; ``nll`` is the negative log-likelihood of the held-out
+# training targets under the predictive (Gaussian for regression, the class
+# probabilities' log loss for classification).
+KIND_OBJECTIVES = {"regression": ("nll", "rmse"), "classification": ("nll", "brier")}
 
 
 class SweepConfigError(UserError):
@@ -68,15 +72,29 @@ def _same_shape(*arrays: np.ndarray) -> None:
         raise ValueError(f"expected equal shapes (v,), got {[a.shape for a in arrays]}")
 
 
-def objective_value(objective: str, mean: np.ndarray, total_var: np.ndarray, y: np.ndarray):
-    """The named objective (``nll`` or ``rmse``) on validation arrays."""
-    check_objective(objective)
-    return gaussian_nll(mean, total_var, y) if objective == "nll" else rmse(mean, y)
+def validation_scores(prediction: Any, y: np.ndarray) -> dict[str, float]:
+    """Every validation score of ``prediction`` on held-out training targets ``y`` (v,),
+    by metric name: ``val_nll`` and ``val_rmse`` of a regression predictive; ``val_nll``
+    (log loss), ``val_brier``, ``val_ece`` and ``val_accuracy`` of class probabilities
+    (:func:`udora.scoring.classification.observed_scores`)."""
+    prob = getattr(prediction, "prob", None)
+    if prob is None:
+        targets = np.asarray(y, dtype=np.float64)
+        return {
+            "val_nll": gaussian_nll(prediction.mean, prediction.total, targets),
+            "val_rmse": rmse(prediction.mean, targets),
+        }
+    from udora.scoring.classification import observed_scores
+
+    return {f"val_{k}": v for k, v in observed_scores(prob, np.asarray(y, np.int64)).items()}
 
 
-def check_objective(objective: str) -> str:
-    if objective not in OBJECTIVES:
-        raise SweepConfigError(f"unknown objective {objective!r}; valid: {', '.join(OBJECTIVES)}")
+def check_objective(objective: str, kind: str | None = None) -> str:
+    """``objective`` when it is one of :data:`OBJECTIVES` (of ``kind``'s, when given)."""
+    valid = OBJECTIVES if kind is None else KIND_OBJECTIVES.get(kind, ("nll",))
+    if objective not in valid:
+        what = "" if kind is None else f" for {kind} tasks"
+        raise SweepConfigError(f"unknown objective {objective!r}{what}; valid: {', '.join(valid)}")
     return objective
 
 
@@ -109,15 +127,16 @@ def split_training(n: int, seed: int, val_fraction: float = VAL_FRACTION):
 
 @dataclasses.dataclass
 class TrialResult:
-    """One trial: the objective and the validation arrays it was computed from, (v,) each."""
+    """One trial: the objective, every validation score, and the validation arrays they
+    were computed from (``targets`` (v,) and the prediction's arrays: ``mean``,
+    ``aleatoric``, ``epistemic`` (v,) for regression; ``prob`` (v, C), ``aleatoric``,
+    ``epistemic`` (v,) for classification)."""
 
     objective: str
-    metric: str  # "val_nll" or "val_rmse"
+    metric: str  # OBJECTIVES[objective]
     value: float
-    targets: np.ndarray  # observed training targets of the validation part
-    mean: np.ndarray
-    aleatoric: np.ndarray
-    epistemic: np.ndarray
+    scores: dict[str, float]  # :func:`validation_scores`
+    arrays: dict[str, np.ndarray]
     fit_idx: np.ndarray  # positions into the training sample
     val_idx: np.ndarray
     config: dict[str, Any]  # the method's full resolved config
@@ -126,12 +145,11 @@ class TrialResult:
     task_hash: str | None = None  # set by trial(): names the stored fit-part posterior
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready: metric, value, both objectives, sizes and config."""
+        """JSON-ready: metric, value, every validation score, sizes and config."""
         return {
             self.metric: self.value,
             "objective": self.objective,
-            "val_nll": gaussian_nll(self.mean, self.aleatoric + self.epistemic, self.targets),
-            "val_rmse": rmse(self.mean, self.targets),
+            **self.scores,
             "n_fit": int(self.fit_idx.size),
             "n_val": int(self.val_idx.size),
             "config": self.config,
@@ -148,34 +166,42 @@ def trial_on_task(
 ) -> TrialResult:
     """Fit ``method`` on the fit part of ``task``'s training sample, score the validation part.
 
-    Reads only ``task.X``, ``task.train_idx``, ``task.y_train`` and the task's knowledge
-    (the prior only for methods that declare ``uses_task_prior``, as in a run).
+    ``task`` is a task or a training sample (:func:`udora.experiments.run.execute.training_sample`):
+    only ``task.X``, ``task.train_idx``, ``task.y_train`` and the task's knowledge (the
+    prior only for methods that declare ``uses_task_prior``, as in a run) are read. The
+    prediction is checked as a run's is (:func:`udora.methods.prediction.stored`): a bad
+    one raises, naming its field.
     """
     from udora import methods
+    from udora.methods.prediction import stored, to_arrays
 
-    check_objective(objective)
+    kind = task.preset.kind
+    check_objective(objective, kind)
     model = methods.get_method(method, **dict(config_overrides or {}))
     X_train, y_train = task.X_train, np.asarray(task.y_train)
     fit_idx, val_idx = split_training(y_train.shape[0], seed, val_fraction)
     knowledge = task.knowledge(with_prior=type(model).uses_task_prior)
     knowledge = dataclasses.replace(knowledge, n=int(fit_idx.size))
     model.fit(X_train[fit_idx], y_train[fit_idx], seed=int(seed), knowledge=knowledge)
-    pred = model.predict(X_train[val_idx])
-    targets = y_train[val_idx].astype(np.float64)
-    value = objective_value(objective, pred.mean, pred.total, targets)
+    pred = stored(model.predict(X_train[val_idx]), kind, int(val_idx.size))
+    targets = y_train[val_idx]
+    scores = validation_scores(pred, targets)
+    kept = {k: v for k, v in to_arrays(pred).items() if k in _KEPT}
     return TrialResult(
         objective,
         OBJECTIVES[objective],
-        value,
-        targets,
-        pred.mean,
-        pred.aleatoric,
-        pred.epistemic,
+        scores[OBJECTIVES[objective]],
+        scores,
+        {"targets": targets, **kept},
         fit_idx,
         val_idx,
         model.config.to_dict(),
         model,
     )
+
+
+# What validation.npz keeps of a trial's prediction (members are left out: K times larger).
+_KEPT = ("mean", "prob", "aleatoric", "epistemic")
 
 
 # What a trial records of its oracle metrics (docs/design.md, "Tuning without the oracle").
@@ -184,7 +210,7 @@ ORACLE_METRICS = names(role="tuning")
 
 def trial_oracle_metrics(
     task: OracleTask, result: TrialResult, store: str | Path | None = None
-) -> dict[str, float | None]:
+) -> dict[str, float | None] | None:
     """How the trial's fitted method agrees with the oracle, for analysis only.
 
     The method was fitted on the fit part of the training sample, so its epistemic target
@@ -197,9 +223,18 @@ def trial_oracle_metrics(
     ``result.task_hash``, the fit part's posterior is read from there when an earlier
     trial stored it, and stored otherwise
     (:func:`udora.experiments.tasks.arrays.store_posterior`).
+
+    None for a kind whose oracle is sampled (classification, a kind with a
+    ``build_sample``): its trials are fitted on the training sample alone, and the
+    posterior given the fit part would be a second sampled oracle per preset and tuning
+    seed (minutes to half an hour each), so its trials record no oracle metrics.
     """
     from udora.experiments.tasks import arrays as oracle_arrays
+    from udora.oracle.kinds import get_kind
     from udora.scoring.score import score_arrays
+
+    if get_kind(task.preset.kind).build_sample is not None:
+        return None
 
     key = None
     if store is not None and result.task_hash is not None:
@@ -240,10 +275,11 @@ def trial(
     ``config_overrides`` are a sweep's flat keys: method fields and, with the ``preset.``
     prefix, preset fields, as for ``udora run --set``
     (:class:`~udora.experiments.run.overrides.Overrides`); bad input raises before
-    anything is fitted. The result keeps the task (``result.task``) for
-    :func:`trial_oracle_metrics`.
+    anything is fitted. The task is what :func:`~udora.experiments.run.execute.training_sample`
+    gives (a classification task's sample, without its oracle). The result keeps it
+    (``result.task``) for :func:`trial_oracle_metrics`.
     """
-    from udora.experiments.run.execute import cached_task
+    from udora.experiments.run.execute import training_sample
     from udora.experiments.run.overrides import Overrides
     from udora.experiments.run.spec import RunSpec, resolve
 
@@ -251,7 +287,8 @@ def trial(
     check_val_fraction(val_fraction)
     overrides = Overrides.of(config_overrides)
     run = resolve(RunSpec(str(preset), method, int(seed), overrides), data_dir)
-    task = cached_task(run.preset, run.seed, data_dir)  # the runs' key: one build per worker
+    check_objective(objective, run.preset.kind)
+    task = training_sample(run.preset, run.seed, data_dir)  # one build per worker
     result = trial_on_task(task, method, run.seed, run.overrides.method, objective, val_fraction)
     result.task, result.task_hash = task, run.task_hash
     return result

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from udora.errors import UserError
 from udora.experiments.tuning.protocol import (
     OBJECTIVES,
     VAL_FRACTION,
@@ -75,9 +76,15 @@ def sweep_config(
         raise SweepConfigError(f"--seed: expected a non-negative integer, got {seed!r}")
     check_val_fraction(val_fraction)
     from udora.experiments.run.overrides import PRESET_PREFIX, Overrides
+    from udora.experiments.run.spec import refuse_unsupported
 
     base_preset = load_preset(preset)  # an unknown preset raises, naming the valid ones
     cls = methods.get_method_class(method)
+    check_objective(objective, base_preset.kind)
+    try:
+        refuse_unsupported(method, cls, base_preset)
+    except UserError as err:
+        raise SweepConfigError(str(err)) from None
     given = Overrides.of(fixed)
     held, preset_held = dict(given.method), dict(given.task)
     _check_preset_fields(base_preset, preset_held, "--set preset")
@@ -85,7 +92,7 @@ def sweep_config(
         base = make_config(cls.Config, held)
     except ConfigError as err:
         raise SweepConfigError(f"--set: {err}") from None
-    space = {k: v for k, v in base.search_space().items() if k not in held}
+    space = {k: v for k, v in base.search_space_on(base_preset.kind).items() if k not in held}
     clash = sorted((set(space) | set(held)) & set(FIXED))
     if clash:
         raise SweepConfigError(f"{method}: search-space keys {clash} clash with sweep keys")
@@ -206,9 +213,10 @@ def load_sweep_config(path: str | Path) -> dict[str, Any]:
                 "(a preset field is held, never searched)"
             )
     held_preset = preset_fields(params)
+    kind = load_preset(fixed["preset"]).kind
     _check_preset_fields(load_preset(fixed["preset"]), held_preset, f"{path}: parameters.preset")
     for key, check in (
-        ("objective", check_objective),
+        ("objective", lambda value: check_objective(value, kind)),
         ("tuning_val_fraction", check_val_fraction),
     ):
         if key in params:

@@ -5,8 +5,12 @@ status ``ok`` or ``failed``, the error, timings (``trial``: wall seconds; ``comp
 seconds JAX spent tracing, lowering and compiling, cache reads included), and ``oracle``:
 the trial's agreement with the oracle
 (:func:`udora.experiments.tuning.protocol.trial_oracle_metrics`) for later analysis, which
-selection never reads. ``validation.npz`` (``targets``, ``mean``, ``aleatoric``,
-``epistemic``, (v,) each) holds the arrays the objective is computed from.
+selection never reads. ``validation.npz`` holds the arrays the objective is computed
+from (``targets`` (v,) and the prediction's: ``mean`` or ``prob`` (v, C),
+``aleatoric``, ``epistemic``). Every
+validation score is a field (``val_nll`` and ``val_rmse``; for classification
+``val_nll``, ``val_brier``, ``val_ece``, ``val_accuracy``). A classification trial's
+``oracle`` is null (:func:`udora.experiments.tuning.protocol.trial_oracle_metrics`).
 A folder appears whole or not at all (written beside it, then renamed).
 """
 
@@ -83,17 +87,11 @@ def run_trial(
         record.update(
             config=result.config,
             value=result.value,
-            val_nll=_finite(summary["val_nll"]),
-            val_rmse=_finite(summary["val_rmse"]),
+            **{k: _finite(v) for k, v in result.scores.items()},
             n_fit=summary["n_fit"],
             n_val=summary["n_val"],
         )
-        arrays = {
-            "targets": result.targets,
-            "mean": result.mean,
-            "aleatoric": result.aleatoric,
-            "epistemic": result.epistemic,
-        }
+        arrays = result.arrays
         if math.isfinite(result.value):
             record["status"] = "ok"
         else:
@@ -157,6 +155,16 @@ def compile_seconds() -> float:
         monitoring.register_event_duration_secs_listener(listen)
         _compile["listening"] = True
     return _compile["seconds"]
+
+
+def validation_fields(record: dict[str, Any]) -> dict[str, float]:
+    """The validation scores (``val_*`` fields that are set) of a trial record or a
+    :meth:`~udora.experiments.tuning.protocol.TrialResult.summary`: what is logged to W&B."""
+    return {
+        k: float(v)
+        for k, v in record.items()
+        if k.startswith("val_") and isinstance(v, int | float) and not isinstance(v, bool)
+    }
 
 
 def _finite(value: float) -> float | None:

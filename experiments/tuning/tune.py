@@ -54,12 +54,13 @@ def prepare(
     from udora import methods
     from udora.oracle.preset import load_preset
 
-    name = load_preset(preset).name
+    loaded = load_preset(preset)
+    name, kind = loaded.name, loaded.kind
     target = tuned_path(out, name, method)
     cls = methods.get_method_class(method)
     held = fixed or Overrides()
     method_held, preset_held = dict(held.method), dict(held.task)
-    if not {k: v for k, v in cls.Config().search_space().items() if k not in method_held}:
+    if not {k for k in cls.Config().search_space_on(kind) if k not in method_held}:
         from udora.methods.base import make_config
 
         default = make_config(cls.Config, method_held).to_dict()

@@ -1,6 +1,7 @@
 """The classification task kind, registered under ``classification``
 (:mod:`udora.oracle.kinds`): the :class:`~.preset.ClassificationPreset` schema, the
-builder :func:`~.task.build_task` (imported when a task is built: it needs JAX), tasks
+builder :func:`~.task.build_task` (imported when a task is built: it needs JAX) and
+:func:`~.task.build_sample` (the training sample alone, for tuning), tasks
 kept on disk by task hash (a sampled posterior takes minutes), the arrays an
 ``oracle build`` folder holds and what ``oracle show`` prints of it. The package
 ``udora.oracle`` imports this module, so the kind is known wherever a preset is read."""
@@ -17,6 +18,12 @@ def _build(preset: ClassificationPreset, seed: int, *, data_dir: Any = None) -> 
     from udora.oracle.classification.task import build_task  # JAX: when a task is built
 
     return build_task(preset, seed, data_dir=data_dir)
+
+
+def _build_sample(preset: ClassificationPreset, seed: int, *, data_dir: Any = None) -> Any:
+    from udora.oracle.classification.task import build_sample
+
+    return build_sample(preset, seed, data_dir=data_dir)
 
 
 def _load(preset: ClassificationPreset, seed: int, arrays: dict, meta: dict) -> Any:
@@ -48,5 +55,6 @@ KIND = register_kind(
         load=_load,
         shapes=_shapes(),
         summary=_summary,
+        build_sample=_build_sample,
     )
 )

@@ -71,22 +71,16 @@ class ClassificationPrior:
 
 
 @dataclass(frozen=True)
-class ClassificationTask:
-    """A classification task: pool, training sample, realised truth and sampled targets.
-
-    Shapes: ``X`` (N, d); ``train_idx`` (n,) pool rows (may repeat); ``y_train`` (n,)
-    labels 0..C-1; ``f`` (N, L) the realised latent (L = 1 binary, C multiclass); ``y``
-    (N,) fresh pool labels; ``moments`` the posterior expectations with batch means.
-    """
+class ClassificationSample:
+    """What a method may be fitted on, without the task's truth or oracle: the pool ``X``
+    (N, d), ``train_idx`` (n,) pool rows (may repeat), ``y_train`` (n,) labels 0..C-1
+    and the prior. Tuning reads this (:func:`build_sample`: no posterior is sampled)."""
 
     preset: ClassificationPreset
     seed: int
     X: np.ndarray
     train_idx: np.ndarray
     y_train: np.ndarray
-    f: np.ndarray
-    y: np.ndarray
-    moments: PosteriorMoments
     prior: ClassificationPrior
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -94,11 +88,6 @@ class ClassificationTask:
     def X_train(self) -> np.ndarray:
         """Training covariates, (n, d)."""
         return self.X[self.train_idx]
-
-    @property
-    def true_prob(self) -> np.ndarray:
-        """The realised class probabilities ``p_{f*}`` (N, C)."""
-        return class_probabilities(self.f)
 
     def knowledge(self, *, with_prior: bool = False) -> TaskKnowledge:
         """What a method may know; the prior only when ``with_prior``."""
@@ -109,6 +98,25 @@ class ClassificationTask:
             prior=self.prior if with_prior else None,
             classes=tuple(self.preset.classes),
         )
+
+
+@dataclass(frozen=True)
+class ClassificationTask(ClassificationSample):
+    """A classification task: the sample, realised truth and sampled targets.
+
+    Beside :class:`ClassificationSample`'s fields: ``f`` (N, L) the realised latent
+    (L = 1 binary, C multiclass); ``y`` (N,) fresh pool labels; ``moments`` the posterior
+    expectations with batch means (keyword-only).
+    """
+
+    f: np.ndarray = field(kw_only=True)
+    y: np.ndarray = field(kw_only=True)
+    moments: PosteriorMoments = field(kw_only=True)
+
+    @property
+    def true_prob(self) -> np.ndarray:
+        """The realised class probabilities ``p_{f*}`` (N, C)."""
+        return class_probabilities(self.f)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The task's arrays by name (:data:`ARRAYS`)."""
@@ -238,16 +246,21 @@ def _draw_labels(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.minimum((u[:, None] > cdf).sum(axis=1), p.shape[1] - 1).astype(np.int64)
 
 
-def build_task(
-    preset: ClassificationPreset | str, seed: int, *, data_dir: str | Path | None = None
-) -> ClassificationTask:
-    """Build the classification task of ``preset`` (a preset, a shipped name or a YAML
-    path) at ``seed``.
+@dataclass(frozen=True)
+class _Draw:
+    """Everything :func:`build_task` draws before the posterior (one function for both
+    builders, so a tuning sample is the scored task's sample, draw for draw)."""
 
-    Raises:
-        UserError: a bad seed; a table that cannot be used; chains that fail a diagnostic
-            after the preset's whole draw budget (one line: preset, seed, diagnostic).
-    """
+    sample: ClassificationSample
+    f: np.ndarray  # (N, L)
+    p_true: np.ndarray  # (N, C)
+    y_pool: np.ndarray  # (N,)
+    counts: np.ndarray  # (u, C) label counts at the unique training inputs
+    geo: Any  # posterior geometry at the unique training inputs
+    seconds: float
+
+
+def _check_build(preset: ClassificationPreset | str, seed: int) -> ClassificationPreset:
     if not isinstance(preset, ClassificationPreset):
         preset = load_preset(preset)
         if not isinstance(preset, ClassificationPreset):
@@ -259,10 +272,12 @@ def build_task(
             f"preset {preset.name!r} ({preset.suite}) has no fitted kernel yet (no fit "
             f"block): fit it on its real labels with `udora presets fit {preset.name} --write`"
         )
-    seed = int(seed)
-    C, Ld = preset.n_classes, preset.latent_dim
-    where = f"preset {preset.name!r} seed {seed}"
+    return preset
+
+
+def _draw(preset: ClassificationPreset, seed: int, data_dir: str | Path | None) -> _Draw:
     t0 = time.perf_counter()
+    C = preset.n_classes
     X_all, _labels_all, source = load_labelled_table(preset, data_dir)
     std = Standardiser.fit(X_all, np.zeros(X_all.shape[0]))
     pool = select_pool(preset, X_all.shape[0])
@@ -279,22 +294,15 @@ def build_task(
     with jax.enable_x64(True):
         kernel = build_kernel(preset.kernel, preset.d)
         L_pool, jitter = cholesky_with_jitter(preset.latent_scale**2 * gram(kernel, Z, Z))
-    f = np.asarray(preset.mean) + L_pool @ stream(seed, "function").standard_normal((N, Ld))
+    f = np.asarray(preset.mean) + L_pool @ stream(seed, "function").standard_normal(
+        (N, preset.latent_dim)
+    )
     p_true = class_probabilities(f)
     y_train = _draw_labels(p_true[idx], stream(seed, "labels_train"))
     y_pool = _draw_labels(p_true, stream(seed, "labels_pool"))
     counts = np.zeros((unique.size, C))
     np.add.at(counts, (inverse, y_train), 1.0)
     geo = geometry(preset.kernel, preset.mean, preset.latent_scale, Z, unique)
-    t1 = time.perf_counter()
-    try:
-        post = sample_posterior(geo, counts, preset.sampler, seed, refuse=where)
-    except ValueError as err:
-        raise UserError(str(err)) from None
-    moments = post.moments
-    from scipy.stats import spearmanr
-
-    true_entropy = entropy(p_true)
     meta = {
         **std.to_dict(),
         "data_source": source.to_dict(),
@@ -307,23 +315,71 @@ def build_task(
         "bins_filled_with_replacement": list(shift.filled_with_replacement),
         "jitter": jitter,
         "posterior_jitter": geo.jitter,
-        "sampler": preset.sampler.model_dump(),
-        "diagnostics": post.record,
-        "au_ceiling_spearman": float(spearmanr(moments.entropy, true_entropy).statistic),
-        "bayes_log_loss": float(true_entropy.mean()),
-        "bayes_accuracy": float(p_true.max(axis=1).mean()),
-        "seconds_setup": t1 - t0,
-        "seconds_total": time.perf_counter() - t0,
     }
-    return ClassificationTask(
+    sample = ClassificationSample(
         preset=preset,
         seed=seed,
         X=X,
         train_idx=idx,
         y_train=y_train,
-        f=f,
-        y=y_pool,
-        moments=moments,
         prior=_prior(preset, std),
+        meta=meta,
+    )
+    return _Draw(sample, f, p_true, y_pool, counts, geo, time.perf_counter() - t0)
+
+
+def build_sample(
+    preset: ClassificationPreset | str, seed: int, *, data_dir: str | Path | None = None
+) -> ClassificationSample:
+    """The pool, training sample and prior of :func:`build_task` at ``seed`` (the same
+    draws), without sampling the posterior: what tuning fits on (seconds, not minutes)."""
+    preset = _check_build(preset, seed)
+    return _draw(preset, int(seed), data_dir).sample
+
+
+def build_task(
+    preset: ClassificationPreset | str, seed: int, *, data_dir: str | Path | None = None
+) -> ClassificationTask:
+    """Build the classification task of ``preset`` (a preset, a shipped name or a YAML
+    path) at ``seed``.
+
+    Raises:
+        UserError: a bad seed; a table that cannot be used; chains that fail a diagnostic
+            after the preset's whole draw budget (one line: preset, seed, diagnostic).
+    """
+    preset = _check_build(preset, seed)
+    seed = int(seed)
+    where = f"preset {preset.name!r} seed {seed}"
+    t0 = time.perf_counter()
+    draw = _draw(preset, seed, data_dir)
+    try:
+        post = sample_posterior(draw.geo, draw.counts, preset.sampler, seed, refuse=where)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    moments = post.moments
+    from scipy.stats import spearmanr
+
+    true_entropy = entropy(draw.p_true)
+    meta = {
+        **draw.sample.meta,
+        "sampler": preset.sampler.model_dump(),
+        "diagnostics": post.record,
+        "au_ceiling_spearman": float(spearmanr(moments.entropy, true_entropy).statistic),
+        "bayes_log_loss": float(true_entropy.mean()),
+        "bayes_accuracy": float(draw.p_true.max(axis=1).mean()),
+        "seconds_setup": draw.seconds,
+        "seconds_total": time.perf_counter() - t0,
+    }
+    sample = draw.sample
+    return ClassificationTask(
+        preset=preset,
+        seed=seed,
+        X=sample.X,
+        train_idx=sample.train_idx,
+        y_train=sample.y_train,
+        f=draw.f,
+        y=draw.y_pool,
+        moments=moments,
+        prior=sample.prior,
         meta=meta,
     )

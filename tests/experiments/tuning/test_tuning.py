@@ -43,10 +43,14 @@ def test_split_is_seeded_disjoint_covering_with_the_fraction():
 
 
 def _check_recomputed(result):
-    total = result.aleatoric + result.epistemic
-    assert result.value == tuning.objective_value(
-        result.objective, result.mean, total, result.targets
+    a = result.arrays
+    total = a["aleatoric"] + a["epistemic"]
+    expected = (
+        tuning.gaussian_nll(a["mean"], total, a["targets"])
+        if result.objective == "nll"
+        else tuning.rmse(a["mean"], a["targets"])
     )
+    assert result.value == expected
 
 
 @pytest.mark.slow  # 3-14 s: the default set's budget
@@ -54,7 +58,7 @@ def test_trial_on_tiny_preset_returns_arrays_that_recompute_the_objective(tiny_p
     path, data = tiny_preset
     result = tuning.trial(path, "gp_oracle", 0, {}, "nll", data_dir=data)
     assert result.metric == "val_nll" and np.isfinite(result.value)
-    assert len(result.targets) == 8 and len(result.fit_idx) == 32  # 0.2 of 40
+    assert len(result.arrays["targets"]) == 8 and len(result.fit_idx) == 32  # 0.2 of 40
     _check_recomputed(result)
     rmse = tuning.trial(path, "blr", 0, {"alpha": 0.5}, "rmse", data_dir=data)
     assert rmse.metric == "val_rmse" and rmse.config["alpha"] == 0.5
@@ -76,7 +80,8 @@ def test_trial_objective_ignores_every_oracle_array(tiny_preset):
         a = tuning.trial_on_task(task, method, 0)
         b = tuning.trial_on_task(scrambled, method, 0)
         assert a.value == b.value, method
-        assert np.array_equal(a.mean, b.mean) and np.array_equal(a.epistemic, b.epistemic)
+        for name in ("mean", "epistemic"):
+            assert np.array_equal(a.arrays[name], b.arrays[name]), (method, name)
 
 
 def test_trial_oracle_metrics_match_a_dense_posterior_on_the_fit_part(tiny_preset):
@@ -200,8 +205,11 @@ def test_sweep_init_writes_a_config_the_sweeps_package_runs(tmp_path, search):
 
 @pytest.mark.parametrize("method", methods.list_methods())
 def test_every_method_gets_a_sweep_whose_proposal_reaches_its_config(tmp_path, method):
-    """No search-space key may shadow a sweep key (swag's own ``val_fraction`` once did)."""
-    config = sweep_config.sweep_config("concrete", method, search="random", trials=2)
+    """No search-space key may shadow a sweep key (swag's own ``val_fraction`` once did);
+    each method is tuned on a preset of a kind it declares."""
+    kinds = getattr(methods.get_method_class(method), "kinds", ("regression",))
+    preset = "concrete" if "regression" in kinds else "banknote"
+    config = sweep_config.sweep_config(preset, method, search="random", trials=2)
     path = sweep_config.write_sweep_config(config, tmp_path / "s.yaml")
     sweep_config.load_sweep_config(path)
     space = methods.get_method_class(method).Config().search_space()

@@ -12,7 +12,7 @@ from udora.errors import UserError
 from udora.oracle import reading
 from udora.oracle.classification.preset import ClassificationPreset
 from udora.oracle.classification.targets import SHAPES
-from udora.oracle.classification.task import ClassificationTask, build_task
+from udora.oracle.classification.task import ClassificationTask, build_sample, build_task
 from udora.oracle.data import load_table_with_source
 from udora.oracle.files import file_checksum
 from udora.oracle.preset import PresetError, load_preset, parse_preset
@@ -34,6 +34,27 @@ def test_the_same_seed_gives_the_same_draws_and_another_seed_others(built):
     assert task.arrays_sha256() == again.arrays_sha256()
     other = build_task(preset, 1, data_dir=data)
     assert not np.array_equal(other.moments.prob, task.moments.prob)
+
+
+@pytest.mark.slow  # the built task is the slow part
+def test_the_tuning_sample_is_the_tasks_sample_draw_for_draw(built):
+    """``build_sample`` (what tuning fits on) gives the built task's pool, training rows,
+    labels and prior without sampling a posterior."""
+    preset, data, task = built
+    sample = build_sample(preset, 0, data_dir=data)
+    for name in ("X", "train_idx", "y_train", "X_train"):
+        np.testing.assert_array_equal(getattr(sample, name), getattr(task, name), err_msg=name)
+    assert sample.knowledge() == task.knowledge()
+    mine, theirs = sample.prior, task.prior
+    assert (mine.kernel, mine.mean, mine.latent_scale) == (
+        theirs.kernel,
+        theirs.mean,
+        theirs.latent_scale,
+    )
+    np.testing.assert_array_equal(mine.standardiser.x_mean, theirs.standardiser.x_mean)
+    np.testing.assert_array_equal(mine.standardiser.x_sd, theirs.standardiser.x_sd)
+    assert not hasattr(sample, "moments") and not hasattr(sample, "f")
+    assert not np.array_equal(build_sample(preset, 1, data_dir=data).y_train, task.y_train)
 
 
 @pytest.mark.slow  # moved for the default set's 4-minute budget
