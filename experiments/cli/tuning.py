@@ -258,7 +258,7 @@ def tune_cmd(
     tuned: false), 2 on a user error, 130 on Ctrl-C.
     """
     from udora import methods as registry
-    from udora.experiments.grid.bench import suite_presets
+    from udora.experiments.grid.bench import methods_for, suite_presets
     from udora.experiments.run import interrupts
     from udora.experiments.run.checks import check_out_dir
     from udora.experiments.tuning.proposals import SweepSummary
@@ -271,7 +271,7 @@ def tune_cmd(
         chosen = opts.names(methods_, "--methods", console, "method names")
         check_out_dir(out)
     names = names or suite_presets(suite)
-    chosen = chosen or registry.list_methods()
+    chosen = chosen or methods_for(names, registry.list_methods())  # the presets' kinds'
 
     def show(record: dict) -> None:
         where = f"{record['params'].get('preset')}/{record['params'].get('method')}"
