@@ -20,7 +20,8 @@ Better = Literal["higher", "lower", "closest"]
 # "outcomes" (the realised y), "joint" (the covariates and a joint predictive over blocks
 # of nearby points, so not in result.json). The prediction, weakest first: "mean";
 # "total_order" (only the order of the total variance); "total" (its values, as the
-# variance of a squared error); "gaussian" (the Gaussian predictive N(mu, v)); "split"
+# variance of a squared error); "gaussian" (the whole predictive: the Gaussian N(mu, v) of
+# a regression, the class probabilities of a classification); "split"
 # (the AU/EU split); "varying_au" (an AU estimate that is not the same at every point: a
 # correlation with it is undefined otherwise, as for a method that declares
 # ``aleatoric = "constant"``, docs/adding_a_method.md); "members" (the member means);

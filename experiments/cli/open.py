@@ -56,7 +56,7 @@ def score_cmd(
     estimator: Annotated[
         str | None,
         typer.Option(
-            help="Instead of a file: module:Class of a scikit-learn-style regressor, "
+            help="Instead of a file: module:Class of a scikit-learn-style regressor or classifier, "
             "fitted on the task's training sample here."
         ),
     ] = None,

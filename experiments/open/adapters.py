@@ -1,4 +1,4 @@
-"""Prediction fields from scikit-learn-style regressors, ready for
+"""Prediction fields from scikit-learn-style regressors and classifiers, ready for
 :func:`udora.experiments.open.forms.parse` (docs/evaluate_any_model.md, "Adapters").
 
 :func:`sklearn_fields` reads one fitted model's own predictive distribution; it splits the
@@ -125,7 +125,9 @@ def sklearn_fields(estimator: Any, task: PublicTask) -> dict[str, Any]:
     - ``gaussian`` (loc, scale^2) for NGBoost's ``NGBRegressor`` with its Normal.
 
     Fits ``estimator`` in place. A model without a predictive std is a UserError that
-    points to :func:`bagged_fields`."""
+    points to :func:`bagged_fields`. On a classification task: :func:`classifier_fields`."""
+    if task.kind == "classification":
+        return classifier_fields(estimator, task)
     model = _final_step(estimator)
     name = type(model).__name__
     ngboost = hasattr(model, "pred_dist")
@@ -164,6 +166,37 @@ def sklearn_fields(estimator: Any, task: PublicTask) -> dict[str, Any]:
     return {"mean": mean, "aleatoric": noise, "epistemic": epistemic, "task_hash": task.task_hash}
 
 
+def _class_probabilities(fitted: Any, X: np.ndarray, task: PublicTask) -> np.ndarray:
+    """``fitted.predict_proba(X)`` as (N, C) over the task's classes: column ``c`` is label
+    ``c`` (its ``classes_`` say which column is which); a class the model never saw in
+    training gets probability 0."""
+    proba = np.asarray(fitted.predict_proba(X), dtype=np.float64)
+    seen = np.asarray(getattr(_final_step(fitted), "classes_", np.arange(proba.shape[1])))
+    C = len(task.classes)
+    if seen.dtype.kind not in "iuf" or np.any((seen < 0) | (seen >= C) | (seen != np.rint(seen))):
+        raise UserError(
+            f"{type(_final_step(fitted)).__name__}.classes_ is {seen.tolist()}; expected the "
+            f"task's labels 0..{C - 1} (fit it on y_train as given)"
+        )
+    out = np.zeros((proba.shape[0], C))
+    out[:, seen.astype(int)] = proba
+    return out
+
+
+def classifier_fields(estimator: Any, task: PublicTask) -> dict[str, Any]:
+    """Fit a classifier on ``task.X_train`` (n, d), ``task.y_train`` (n,) labels and
+    return the ``probs`` form: ``prob`` (N, C), its ``predict_proba`` on ``task.X_pool``
+    (total-only: one model has no AU/EU split; :func:`bagged_fields` gives members).
+    Fits ``estimator`` in place."""
+    if not hasattr(_final_step(estimator), "predict_proba"):
+        raise UserError(
+            f"{type(_final_step(estimator)).__name__} has no predict_proba: a classification "
+            "task needs class probabilities"
+        )
+    estimator.fit(task.X_train, task.y_train)
+    return {"prob": _class_probabilities(estimator, task.X_pool, task), "task_hash": task.task_hash}
+
+
 def _member_maker(make_estimator: Any) -> Callable[[], Any]:
     """A function returning a fresh unfitted member: ``make_estimator`` called (a class or
     factory), or an estimator instance cloned."""
@@ -190,7 +223,11 @@ def bagged_fields(
     its out-of-bag rows (the training rows its resample missed). That measures its error
     on unseen points, so it holds the member's own error besides the noise: an honest,
     high AU. EU is the spread of the member means (:func:`forms.parse`). Training rows
-    repeated in the task may sit on both sides of a bag."""
+    repeated in the task may sit on both sides of a bag.
+
+    On a classification task the members are classifiers and the form is ``members``
+    with ``member_probs`` (K, N, C), each member's ``predict_proba`` over the task's
+    classes (a class its resample missed gets probability 0)."""
     if n_members < 2:
         raise UserError(f"n_members: a bagged ensemble needs at least 2 members, got {n_members}")
     make = _member_maker(make_estimator)
@@ -203,6 +240,10 @@ def bagged_fields(
         member = make()
         if hasattr(member, "get_params") and "random_state" in member.get_params():
             member.set_params(random_state=int(rng.integers(2**31)))
+        if task.kind == "classification":
+            member.fit(X[rows], y[rows])
+            means.append(_class_probabilities(member, task.X_pool, task))
+            continue
         out_of_bag = np.setdiff1d(np.arange(n), rows)
         if out_of_bag.size == 0:
             raise UserError(
@@ -213,6 +254,8 @@ def bagged_fields(
         residual = y[out_of_bag] - np.asarray(member.predict(X[out_of_bag]), dtype=float)
         means.append(np.asarray(member.predict(task.X_pool), dtype=float))
         variances.append(np.full(task.n_pool, float(np.mean(residual**2))))
+    if task.kind == "classification":
+        return {"member_probs": np.stack(means), "task_hash": task.task_hash}
     return {
         "member_means": np.stack(means),
         "member_variances": np.stack(variances),

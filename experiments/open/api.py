@@ -15,11 +15,13 @@ import pandas as pd
 
 from udora.errors import UserError
 from udora.experiments.open.adapters import sklearn_fields
+from udora.experiments.open.classification import ClassPredictions
 from udora.experiments.open.forms import Predictions, parse
 from udora.experiments.open.score import score_file, score_predictions
 from udora.experiments.open.tasks import PublicTask, load_task, read_task
 
 __all__ = ["evaluate", "load_task"]
+PARSED = (Predictions, ClassPredictions)  # what parse() gives, by task kind
 ID_COLUMNS = ("preset", "seed", "method", "form", "task_hash")
 
 
@@ -41,12 +43,11 @@ def _as_task(task: PublicTask | str | Path | None, what: str) -> PublicTask:
 
 
 def _is_estimator(what: Any) -> bool:
-    return hasattr(what, "fit") and (hasattr(what, "predict") or hasattr(what, "pred_dist"))
+    predicts = ("predict", "pred_dist", "predict_proba")
+    return hasattr(what, "fit") and any(hasattr(what, name) for name in predicts)
 
 
-def _scored(
-    predictions: Predictions, task: PublicTask, method: str, data_dir: str | Path | None
-) -> dict:
+def _scored(predictions: Any, task: PublicTask, method: str, data_dir: str | Path | None) -> dict:
     metrics, _ = score_predictions(predictions, task, data_dir)
     return _row(task, method, predictions.form, metrics)
 
@@ -79,13 +80,13 @@ def evaluate(
         raise UserError(
             f"evaluate: got the class {what.__name__}; pass an instance, {what.__name__}()"
         )
-    if _is_estimator(what) and not isinstance(what, (Predictions, Mapping, str, Path)):
+    if _is_estimator(what) and not isinstance(what, (*PARSED, Mapping, str, Path)):
         return _evaluate_estimator(what, task, presets, seeds, data_dir, method)
     if presets is not None:
         raise UserError(
             "evaluate: presets= is for an estimator; predictions are scored on their one task="
         )
-    if isinstance(what, Predictions):
+    if isinstance(what, PARSED):
         return pd.DataFrame([_scored(what, _as_task(task, "Predictions"), method, data_dir)])
     if isinstance(what, Mapping):
         found = _as_task(task, "a dict of fields")

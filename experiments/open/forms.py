@@ -164,8 +164,14 @@ def _array(fields, name: str, task: PublicTask, where: str, order) -> np.ndarray
     return value if order is None else value[..., order]
 
 
-def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") -> Predictions:
-    """Check ``fields`` against ``task`` and put them in pool order (module doc)."""
+def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") -> Any:
+    """Check ``fields`` against ``task`` and put them in pool order (module doc): a
+    :class:`Predictions`; for a classification task a
+    :class:`~udora.experiments.open.classification.ClassPredictions`."""
+    if task.kind == "classification":
+        from udora.experiments.open import classification
+
+        return classification.parse(fields, task, where)
     form = _form(fields, where)
     order = _pool_order(fields, task, where)
     need = [*FORMS[form], *(["member_means"] if "member_means" in fields else [])]

@@ -58,9 +58,10 @@ TOTAL_METRICS = {form: _total_metrics(form) for form in SUPPLIES}
 def _oracle(task: PublicTask, data_dir: str | Path | None):
     """The oracle task behind ``task``, rebuilt; its data must be the exported data."""
     from udora.experiments.run.execute import cached_task
-    from udora.oracle.preset import Preset
+    from udora.oracle.preset import parse_preset
 
-    oracle = cached_task(Preset.model_validate(task.preset_config), task.seed, data_dir)
+    preset = parse_preset(task.preset_config, f"task {task.task_hash}: preset_config")
+    oracle = cached_task(preset, task.seed, data_dir)
     found = (oracle.meta.get("data_source") or {}).get("sha256")
     if task.data_sha256 is not None and found != task.data_sha256:
         raise UserError(
@@ -72,13 +73,40 @@ def _oracle(task: PublicTask, data_dir: str | Path | None):
 
 
 def score_predictions(
-    predictions: Predictions, task: PublicTask, data_dir: str | Path | None = None
+    predictions: Any, task: PublicTask, data_dir: str | Path | None = None
 ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """(metrics, curves) of ``predictions`` on ``task`` (module doc for the total-only
-    forms; their curves are empty)."""
+    forms; their curves are empty). Classification predictions are scored by
+    :func:`udora.experiments.open.classification.score` (Monte Carlo errors:
+    :func:`score_with_errors`)."""
+    metrics, _, curves = score_with_errors(predictions, task, data_dir)
+    return metrics, curves
+
+
+def score_with_errors(
+    predictions: Any, task: PublicTask, data_dir: str | Path | None = None
+) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
+    """(metrics, Monte Carlo standard errors, curves): the errors of a task whose targets
+    are estimates (classification), else empty."""
+    return _score_on(predictions, task, _oracle(task, data_dir))
+
+
+def _score_on(
+    predictions: Any, task: PublicTask, o: Any
+) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
+    if task.kind == "classification":
+        from udora.experiments.open import classification
+
+        return classification.score(predictions, o)
+    metrics, curves = _score_regression(predictions, o)
+    return metrics, {}, curves
+
+
+def _score_regression(
+    predictions: Predictions, o: Any
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     from udora.scoring import curves_arrays, score_arrays
 
-    o = _oracle(task, data_dir)
     p = predictions
     truth = {
         "f": o.f,
@@ -116,9 +144,9 @@ def external_identity(task: PublicTask, method: str, sha256: str) -> dict[str, A
     identity holds it (so both give one task hash), and the predictions file's checksum
     under the method's name."""
     from udora.experiments.run.spec import task_part
-    from udora.oracle.preset import Preset
+    from udora.oracle.preset import parse_preset
 
-    part = task_part(Preset.model_validate(task.preset_config), task.source())
+    part = task_part(parse_preset(task.preset_config, "the task's preset"), task.source())
     return {"task": part, "method": {"external": method, "predictions_sha256": sha256}}
 
 
@@ -155,7 +183,8 @@ def score_file(
     path = Path(path)
     check_name(method, "--method")
     predictions = parse(_fields(path, task), task, str(path))
-    metrics, curves = score_predictions(predictions, task, data_dir)
+    oracle = _oracle(task, data_dir)
+    metrics, errors, curves = _score_on(predictions, task, oracle)
     sha = file_sha256(path)
     identity = external_identity(task, method, sha)
     digest = identity_hash(identity)
@@ -177,7 +206,9 @@ def score_file(
         compute=provenance.compute(),
         status="ok",
         error=None,
-        metrics={k: (float(v) if np.isfinite(v) else None) for k, v in metrics.items()},
+        kind=task.kind,
+        metrics=_finite(metrics),
+        metrics_se=_finite(errors) if errors else None,
         curves=_summarise(curves),
         timings={},
         config_source="external",
@@ -190,25 +221,32 @@ def score_file(
     )
     if out is None:
         return _as_json(record)
-    arrays = {
-        k: v
-        for k in (
-            "mean",
-            "aleatoric",
-            "epistemic",
-            "member_means",
-            "samples",
-            "quantiles",
-            "levels",
-        )
-        if (v := getattr(predictions, k)) is not None
-    }
-    if not predictions.split:
-        arrays["total"] = predictions.total
+    arrays = _arrays(predictions)
     final = Path(out) / task.preset / method / digest / f"seed-{task.seed}"
     inside(out, final)  # a link planted in the results folder leads nowhere
-    written = write_run(final, record, arrays)
+    # as a built-in run: the task's arrays once per results folder, their checksum recorded
+    from udora.experiments.tasks import arrays as oracle_arrays
+    from udora.experiments.tasks.kinds import run_kind
+
+    oracle_arrays.store(out, task.task_hash, oracle, run_kind(task.kind).task_arrays(oracle))
+    stored = oracle_arrays.checksum(out, task.task_hash)
+    written = write_run(final, record.model_copy(update={"oracle_sha256": stored}), arrays)
     return {**_as_json(written), "path": str(final)}
+
+
+def _finite(values: dict[str, float]) -> dict[str, float | None]:
+    return {k: (float(v) if np.isfinite(v) else None) for k, v in values.items()}
+
+
+def _arrays(predictions: Any) -> dict[str, np.ndarray]:
+    """What the run folder's ``predictions.npz`` keeps of ``predictions``."""
+    if hasattr(predictions, "arrays"):  # classification: the prediction type's fields
+        return predictions.arrays()
+    names = ("mean", "aleatoric", "epistemic", "member_means", "samples", "quantiles", "levels")
+    arrays = {k: v for k in names if (v := getattr(predictions, k)) is not None}
+    if not predictions.split:
+        arrays["total"] = predictions.total
+    return arrays
 
 
 def _as_json(record: Any) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from udora.names import check_name
 from udora.oracle import reading
 from udora.oracle.atomic import write_npz, write_parquet, write_text
 from udora.oracle.files import file_checksum
-from udora.oracle.preset import Preset, load_preset
+from udora.oracle.preset import load_preset
 
 FORMAT = 1  # of task.json
 # The prediction forms a scorer accepts: required fields (npz keys; csv columns below).
@@ -37,6 +37,30 @@ FORMS: dict[str, dict[str, str]] = {
     "quantiles": {"quantiles": "(L, N)", "quantile_levels": "(L,) in (0, 1), increasing"},
 }
 TOTAL_ONLY = ("gaussian", "samples", "quantiles")  # no AU/EU split: fewer metrics
+# The forms of a classification task's predictions (C classes, in the preset's order).
+CLASSIFICATION_FORMS: dict[str, dict[str, str]] = {
+    "split": {
+        "prob": "(N, C) class probabilities",
+        "aleatoric": "(N,) nats",
+        "epistemic": "(N,) nats",
+    },
+    "members": {"member_probs": "(K, N, C) each member's class probabilities"},
+    "samples": {"prob_samples": "(S, N, C) posterior samples of the class probabilities"},
+    "probs": {"prob": "(N, C) class probabilities"},
+}
+CLASSIFICATION_TOTAL_ONLY = ("probs",)
+_RULES = {
+    "regression": "variances >= 0; finite values",
+    "classification": (
+        "probabilities in [0, 1], each point's summing to 1 within 1e-6; aleatoric and "
+        "epistemic in nats, >= 0; finite values"
+    ),
+}
+
+
+def forms_for(kind: str) -> dict[str, dict[str, str]]:
+    """The prediction forms of a task kind."""
+    return CLASSIFICATION_FORMS if kind == "classification" else FORMS
 
 
 @dataclass(frozen=True)
@@ -62,6 +86,16 @@ class PublicTask:
     def n_pool(self) -> int:
         return int(self.X_pool.shape[0])
 
+    @property
+    def kind(self) -> str:
+        """The task kind (``regression`` or ``classification``)."""
+        return str(self.preset_config.get("kind", "regression"))
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """A classification task's class names (label ``c`` is ``classes[c]``); ()."""
+        return tuple(self.preset_config.get("classes", ()))
+
     def source(self) -> dict[str, str] | None:
         """The data source's kind and checksum, as a run's identity holds them."""
         if self.data_sha256 is None:
@@ -83,26 +117,29 @@ class PublicTask:
                 "y_train": [len(self.y_train)],
                 "X_pool": list(self.X_pool.shape),
             },
-            "prediction_forms": FORMS,
+            "kind": self.kind,
+            **({"classes": list(self.classes)} if self.classes else {}),
+            "prediction_forms": forms_for(self.kind),
             "prediction_rules": (
                 "one row per pool row; say which pool: a 'row_id' field (0..N-1, any order) "
-                "or a 'task_hash' field equal to this one; variances >= 0; finite values"
+                f"or a 'task_hash' field equal to this one; {_RULES[self.kind]}"
             ),
             "preset_config": self.preset_config,
         }
 
 
-def load_task(
-    preset: str | Path | Preset, seed: int, data_dir: str | Path | None = None
-) -> PublicTask:
+def load_task(preset: Any, seed: int, data_dir: str | Path | None = None) -> PublicTask:
     """The public part of ``preset``'s task at ``seed`` (a shipped name, a YAML path or a
-    Preset); ``data_dir`` as for ``udora run``. Builds the oracle task to draw the
-    training sample and keeps only what a method may see."""
-    from udora.experiments.run.execute import cached_task
+    preset of any kind); ``data_dir`` as for ``udora run``. Draws the training sample as
+    the task's builder does (a regression task is built whole, and scoring it reuses it;
+    a classification task's sampled oracle is not needed to export it:
+    :func:`udora.experiments.run.execute.training_sample`) and keeps only what a method
+    may see."""
+    from udora.experiments.run.execute import training_sample
 
-    preset = preset if isinstance(preset, Preset) else load_preset(preset)
+    preset = load_preset(preset) if isinstance(preset, str | Path) else preset
     source = data_source_record(preset, data_dir, missing_ok=False)
-    task = cached_task(preset, int(seed), data_dir)  # scoring this task reuses it
+    task = training_sample(preset, int(seed), data_dir)
     return PublicTask(
         preset=preset.name,
         seed=int(seed),

@@ -70,7 +70,7 @@ class External(_Part):
     """A run scored from a predictions file made outside udora
     (docs/evaluate_any_model.md): its form, file name and checksum."""
 
-    form: Literal["split", "members", "draws", "gaussian", "samples", "quantiles"]
+    form: Literal["split", "members", "draws", "gaussian", "samples", "quantiles", "probs"]
     file: StrictStr
     sha256: StrictStr
     split: StrictBool

@@ -1,7 +1,7 @@
 """docs/evaluate_any_model.md runs: its ```python blocks (not the ```python no-run ones)
 and its ```bash blocks (`udora export`, `udora score`, with the installed `udora`), in
-the page's order, in one namespace and one temporary working folder; its forms table is
-FORMS."""
+the page's order, in one namespace and one temporary working folder; its forms tables are
+FORMS and CLASSIFICATION_FORMS."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from udora.experiments.open.tasks import FORMS
+from udora.experiments.open.tasks import CLASSIFICATION_FORMS, FORMS
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "evaluate_any_model.md"
@@ -43,9 +43,21 @@ def test_the_page_has_its_blocks():
     assert all(tag in ("", "no-run") for _, tag in kinds)
 
 
-def test_the_forms_table_is_FORMS():
-    rows = dict(re.findall(r"^\| `(\w+)` \| (.+?) \|$", DOC.read_text(), re.M))
-    for form, need in FORMS.items():
+def _section(title: str) -> str:
+    text = DOC.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end > 0 else None]
+
+
+@pytest.mark.parametrize(
+    ("section", "forms"),
+    [("Prediction forms", FORMS), ("Classification tasks", CLASSIFICATION_FORMS)],
+)
+def test_the_forms_tables_are_the_forms(section, forms):
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.+?) \|$", _section(section), re.M))
+    assert set(rows) == set(forms)
+    for form, need in forms.items():
         assert rows[form] == "; ".join(f"`{k}` {v}" for k, v in need.items()), form
 
 
