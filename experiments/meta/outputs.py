@@ -28,23 +28,25 @@ from udora.experiments.meta.cells import (
 )
 from udora.experiments.meta.iauc import iauc_frame
 from udora.experiments.meta.pool import CellPool
-from udora.experiments.meta.taus import OBSERVABLE, ORACLE, cell_taus, pooled_taus
+from udora.experiments.meta.taus import cell_taus, pooled_taus, sides
 from udora.experiments.results.figures import OKABE_ITO, save_figure
 from udora.oracle.atomic import write_text
 
 
-def tau_matrix(pooled: pd.DataFrame, column: str = "tau") -> pd.DataFrame:
-    """``column`` of the pooled rows as an observable x oracle frame, in the order of
-    :data:`OBSERVABLE` and :data:`ORACLE` (metrics without a value left out)."""
+def tau_matrix(pooled: pd.DataFrame, column: str = "tau", kind: str = "regression") -> pd.DataFrame:
+    """``column`` of the pooled rows as an observable x oracle frame, in the order of the
+    kind's two sides (:func:`udora.experiments.meta.taus.sides`; metrics without a value
+    left out)."""
+    observable, oracle = sides(kind)
     wide = pooled.pivot(index="observable", columns="oracle", values=column)
-    rows = [m for m in OBSERVABLE if m in wide.index]
-    cols = [m for m in ORACLE if m in wide.columns]
+    rows = [m for m in observable if m in wide.index]
+    cols = [m for m in oracle if m in wide.columns]
     return wide.loc[rows, cols]
 
 
-def markdown(pooled: pd.DataFrame) -> str:
+def markdown(pooled: pd.DataFrame, kind: str = "regression") -> str:
     """Pooled tau and its 95% interval per observable (rows) and oracle metric (columns)."""
-    tau, low, high = (tau_matrix(pooled, c) for c in ("tau", "low", "high"))
+    tau, low, high = (tau_matrix(pooled, c, kind) for c in ("tau", "low", "high"))
     lines = [
         "| observable | " + " | ".join(tau.columns) + " |",
         "|---|" + "---|" * len(tau.columns),
@@ -60,11 +62,11 @@ def markdown(pooled: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def heatmap(pooled: pd.DataFrame, stem: Path, title: str) -> list[Path]:
+def heatmap(pooled: pd.DataFrame, stem: Path, title: str, kind: str = "regression") -> list[Path]:
     """The pooled taus as an annotated heatmap (diverging, -1 to 1); PNG and PDF."""
     import matplotlib.pyplot as plt  # Agg: set by udora.experiments.results.figures
 
-    tau = tau_matrix(pooled)
+    tau = tau_matrix(pooled, kind=kind)
     fig, ax = plt.subplots(figsize=(1.2 + 0.95 * tau.shape[1], 1.4 + 0.42 * tau.shape[0]))
     image = ax.imshow(tau.to_numpy(dtype=float), cmap="RdBu", vmin=-1.0, vmax=1.0)
     ax.set_xticks(range(tau.shape[1]), tau.columns, rotation=40, ha="right", fontsize=8)
@@ -87,14 +89,16 @@ def heatmap(pooled: pd.DataFrame, stem: Path, title: str) -> list[Path]:
     return save_figure(fig, stem)
 
 
-def size_figure(by_size: pd.DataFrame, stem: Path, oracle: str) -> list[Path]:
+def size_figure(
+    by_size: pd.DataFrame, stem: Path, oracle: str, kind: str = "regression"
+) -> list[Path]:
     """Mean tau over cells against the number of evaluation points, one line per
     observable metric; PNG and PDF."""
     import matplotlib.pyplot as plt  # Agg: set by udora.experiments.results.figures
 
     mean = by_size.groupby(["observable", "size"])["tau"].mean().unstack("observable")
     fig, ax = plt.subplots(figsize=(7.6, 4.6))
-    for i, obs in enumerate(m for m in OBSERVABLE if m in mean.columns):
+    for i, obs in enumerate(m for m in sides(kind)[0] if m in mean.columns):
         # 8 colours, then a new line style and marker: each (colour, style) pair once
         style, marker = (("-", "o"), ("--", "s"), (":", "^"))[(i // 8) % 3]
         ax.plot(mean.index, mean[obs], ls=style, marker=marker, color=OKABE_ITO[i % 8], label=obs)
@@ -218,7 +222,17 @@ def write_meta(
         ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.
     """
     out = Path(out)
+    kinds = sorted(set(table["kind"])) if "kind" in table and len(table) else ["regression"]
+    if len(kinds) > 1:
+        raise UserError(
+            f"the results hold runs of {' and '.join(kinds)} tasks; their metrics differ: "
+            "give udora meta one kind's results folder"
+        )
     out.mkdir(parents=True, exist_ok=True)
+    if kinds[0] != "regression":
+        return _write_kind_meta(
+            table, out, kinds[0], min_methods, n_boot, sizes, repeats, rescore, keep_sizes, progress
+        )
     stale = (
         []
         if rescore
@@ -299,6 +313,77 @@ def write_meta(
             "written": written,
             "left_out": left_out,
         }
+
+
+def _write_kind_meta(
+    table: pd.DataFrame,
+    out: Path,
+    kind: str,
+    min_methods: int,
+    n_boot: int,
+    sizes: tuple[int, ...],
+    repeats: int,
+    rescore: bool,
+    keep_sizes: bool,
+    progress: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    """:func:`write_meta` for a kind other than regression (classification): the taus of
+    its observable and oracle sides (:func:`udora.experiments.meta.taus.sides`), pooled,
+    and with ``sizes`` the observables rescored on subsets
+    (:func:`udora.experiments.meta.kind_sizes.subsample_taus`); the regression kind's
+    block scores and interval AUC have no counterpart here."""
+    from udora.experiments.meta.kind_sizes import subsample_taus
+
+    stale = ["meta_iauc.csv", "meta_iauc.png", "meta_iauc.pdf", "meta_iauc_curves.png"]
+    stale += ["meta_iauc_curves.pdf"]
+    if not (sizes and rescore) and not keep_sizes:
+        stale += ["meta_by_size.csv", "meta_by_size.png", "meta_by_size.pdf"]
+    for name in stale:
+        (out / name).unlink(missing_ok=True)
+    step = progress or (lambda _: None)
+    table, left_out = practitioner_configs(table)
+    step("ranking the configs")
+    cells = cell_taus(table, min_methods=min_methods, kind=kind)
+    if cells.empty:
+        raise UserError(
+            f"no (preset, seed) has {min_methods} or more ok configs to rank; "
+            "the meta-evaluation needs several methods on the same preset and seed"
+        )
+    pooled = pooled_taus(cells, n_boot=n_boot)
+    written = [out / "meta_cells.csv", out / "meta_pooled.csv", out / "meta.md"]
+    write_text(written[0], cells.to_csv(index=False))
+    write_text(written[1], pooled.to_csv(index=False))
+    presets = cells["preset"].nunique()
+    n_cells = len(cells[["preset", "seed"]].drop_duplicates())
+    text = (
+        f"# Which observable metrics rank methods like the oracle ({kind})\n\n"
+        f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
+        f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
+        "over presets (docs/meta_evaluation.md). "
+        + left_out_line(left_out)
+        + "\n\n"
+        + markdown(pooled, kind)
+    )
+    write_text(written[2], text)
+    written += heatmap(
+        pooled, out / "meta_tau", f"Observable vs oracle rankings ({presets} presets)", kind
+    )
+    by_size = None
+    if sizes and rescore:
+        step(f"rescoring subsets of {', '.join(map(str, sizes))} points")
+        by_size = subsample_taus(table, kind, sizes, repeats, 0, "spearman_eu", min_methods)
+        write_text(out / "meta_by_size.csv", by_size.to_csv(index=False))
+        written.append(out / "meta_by_size.csv")
+        if not by_size.empty:
+            written += size_figure(by_size, out / "meta_by_size", "spearman_eu", kind)
+    return {
+        "cells": cells,
+        "pooled": pooled,
+        "by_size": by_size,
+        "iauc": None,
+        "written": written,
+        "left_out": left_out,
+    }
 
 
 def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:

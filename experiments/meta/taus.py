@@ -31,9 +31,10 @@ def _goodness(m: Metric) -> Callable[[pd.DataFrame], pd.Series]:
     return lambda table: m.goodness(table[m.name])
 
 
-def _side(role: Role) -> dict[str, Callable[[pd.DataFrame], pd.Series]]:
-    """{goodness name: goodness of a table's column} of the metrics with ``role``."""
-    return {m.goodness_name or m.name: _goodness(m) for m in registry.metrics(role=role)}
+def _side(role: Role, kind: str = "regression") -> dict[str, Callable[[pd.DataFrame], pd.Series]]:
+    """{goodness name: goodness of a table's column} of ``kind``'s metrics with ``role``."""
+    metrics = registry.metrics(task=kind, role=role)
+    return {m.goodness_name or m.name: _goodness(m) for m in metrics}
 
 
 # The two sides, each metric's goodness as :mod:`udora.scoring.registry` declares it. The
@@ -41,6 +42,14 @@ def _side(role: Role) -> dict[str, Callable[[pd.DataFrame], pd.Series]]:
 # :mod:`udora.experiments.meta.cells` computes them.
 OBSERVABLE = _side("observable")
 ORACLE = _side("oracle")
+
+
+def sides(kind: str = "regression") -> tuple[dict[str, Callable], dict[str, Callable]]:
+    """(observable side, oracle side) of a task kind's metrics: for classification the log
+    loss, Brier score, ECE and accuracy against the oracle's EU, AU and total rankings."""
+    if kind == "regression":
+        return OBSERVABLE, ORACLE
+    return _side("observable", kind), _side("oracle", kind)
 
 
 def goodness(table: pd.DataFrame, metrics: dict[str, Callable]) -> pd.DataFrame:
@@ -55,13 +64,14 @@ def goodness(table: pd.DataFrame, metrics: dict[str, Callable]) -> pd.DataFrame:
     return pd.DataFrame(out, index=table.index)
 
 
-def cell_taus(table: pd.DataFrame, min_methods: int = 4) -> pd.DataFrame:
+def cell_taus(table: pd.DataFrame, min_methods: int = 4, kind: str = "regression") -> pd.DataFrame:
     """Kendall's tau-b between every observable and every oracle ranking, per cell.
 
     Args:
         table: one row per run with ``preset``, ``seed``, ``config``, ``status`` and metric
             columns (:func:`udora.experiments.results.store.load_runs`).
         min_methods: the fewest configs with both metrics finite for a tau to be computed.
+        kind: the task kind of the runs, whose metrics make the two sides (:func:`sides`).
 
     Returns:
         One row per (preset, seed, observable, oracle) with ``tau`` and ``methods`` (the
@@ -72,7 +82,8 @@ def cell_taus(table: pd.DataFrame, min_methods: int = 4) -> pd.DataFrame:
     for (preset, seed), cell in ok.groupby(["preset", "seed"], sort=True):
         if cell["config"].duplicated().any():
             raise ValueError(f"{preset}, seed {seed}: a config appears twice; one run each")
-        seen, truth = goodness(cell, OBSERVABLE), goodness(cell, ORACLE)
+        observable, oracle = sides(kind)
+        seen, truth = goodness(cell, observable), goodness(cell, oracle)
         S, T = seen.to_numpy(np.float64), truth.to_numpy(np.float64)  # (configs, metrics)
         whole = np.all(np.isfinite(S), axis=0)
         # the observables finite for every config: each oracle's taus in one pass
