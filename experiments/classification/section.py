@@ -122,9 +122,24 @@ def classification_section(ctx: ReportContext) -> list[str]:
         ]
     for path in figures(ok, ctx.curves, ctx.out):
         lines += [f"![{path.stem}]({os.path.relpath(path, ctx.out)})", ""]
-    return lines
+    if ctx.baseline is None:
+        return lines
+    from udora.experiments.rankings import beside
+    from udora.experiments.results.sections import Page, SectionText
+
+    summary, page = beside.beside_baseline(
+        ctx.table, ctx.baseline, ctx.markdown, CLASSIFICATION, BESIDE_PAGE
+    )
+    title = f"{beside.TITLE} (classification)"
+    return SectionText(lines + summary, (Page(BESIDE_PAGE, title, tuple(page)),))
 
 
+BESIDE_PAGE = "baseline_classification"  # beside report.md, as the regression kind's page
 SECTION = ReportSection(
-    "classification", "Classification", 50, classification_section, kind=CLASSIFICATION
+    "classification",
+    "Classification",
+    50,
+    classification_section,
+    kind=CLASSIFICATION,
+    pages=(BESIDE_PAGE,),
 )

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from udora.errors import UserError
-from udora.experiments.rankings.blocks import LABELS, RANKED
+from udora.experiments.rankings.blocks import labels, ranked
 from udora.experiments.results.figures_summary import REFERENCE, families
 
 
@@ -74,12 +74,43 @@ def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
             f"{preset} seed {seed}: task {sorted(hashes)} is not the baseline's "
             f"{want['task_hash']}: {why}"
         )
+    keep -= _other_targets(mine_ok, theirs_ok, keep, refused)
     return Matched(
         mine_ok[mine_ok["task_hash"].isin(keep)],
         theirs_ok[theirs_ok["task_hash"].isin(keep)],
         refused,
         unmatched,
     )
+
+
+def _other_targets(mine: pd.DataFrame, theirs: pd.DataFrame, tasks: set, refused: list[str]) -> set:
+    """The tasks of ``tasks`` whose sampled oracle differs between the two sides: a task
+    kind with Monte Carlo targets (classification) samples its posterior again on another
+    machine, so one task hash can carry other target arrays. Both sides record the
+    checksum of the arrays each run was scored on; where they differ the task is refused
+    (one line each, appended to ``refused``), since the paired differences would mix two
+    sets of targets. Kinds with exact targets are not checked."""
+    from udora.experiments.tasks.kinds import run_kind
+
+    if "oracle_sha256" not in mine or "oracle_sha256" not in theirs:
+        return set()
+    out = set()
+    for task in sorted(tasks):
+        a = mine.loc[mine["task_hash"] == task].iloc[0]
+        kind = str(a.get("kind") or "regression")
+        if run_kind(kind).standard_errors is None:  # exact targets: rebuilt anywhere alike
+            continue
+        b = theirs.loc[theirs["task_hash"] == task, "oracle_sha256"].dropna()
+        ours, their = a.get("oracle_sha256"), (b.iloc[0] if len(b) else None)
+        if ours is not None and their is not None and ours != their:
+            out.add(task)
+            refused.append(
+                f"{a['preset']} seed {int(a['seed'])}: task {task} was scored against other "
+                f"oracle arrays (checksum {str(ours)[:12]} here, {str(their)[:12]} in the "
+                "baseline: its posterior sampled on another machine); paired "
+                "comparisons need runs scored on the same arrays"
+            )
+    return out
 
 
 def _paired(m: Matched, mine_cfg: str, their_cfg: str, metric: str) -> pd.DataFrame:
@@ -92,20 +123,21 @@ def _paired(m: Matched, mine_cfg: str, their_cfg: str, metric: str) -> pd.DataFr
     return means.set_axis(["mine", "theirs"], axis=1)
 
 
-def compare(m: Matched, alpha: float = 0.05) -> pd.DataFrame:
+def compare(m: Matched, alpha: float = 0.05, kind: str = "regression") -> pd.DataFrame:
     """One row per (your config, metric, baseline config): the presets paired, the median
     of your preset mean minus theirs, wins/ties/losses (by the metric's better side), the
     Wilcoxon p (two-sided; NaN below 2 presets or when every difference is 0), the Holm
     p over the baseline configs that are not GP references (those are shown, untested),
     and the verdict at ``alpha`` ("no paired presets" where no preset has the metric on
     both sides, e.g. the AU of a method whose AU is constant). ``median_gain`` is signed
-    so that > 0 favours yours."""
+    so that > 0 favours yours. The metrics are ``kind``'s ranked ones."""
     from scipy.stats import wilcoxon
     from statsmodels.stats.multitest import multipletests
 
     rows = []
     fam = families(m.theirs) if len(m.theirs) else {}
-    for metric, better in RANKED:
+    names = labels(kind)
+    for metric, better in ranked(kind):
         if metric not in m.mine or metric not in m.theirs:
             continue
         for mine_cfg in sorted(m.mine["config"].unique()):
@@ -119,7 +151,7 @@ def compare(m: Matched, alpha: float = 0.05) -> pd.DataFrame:
                 block.append(
                     {
                         "config": mine_cfg,
-                        "metric": LABELS[metric],
+                        "metric": names[metric],
                         "baseline": their_cfg,
                         "reference": fam.get(their_cfg) == REFERENCE,
                         "presets": len(d),

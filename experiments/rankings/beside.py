@@ -24,7 +24,7 @@ from udora.experiments.rankings.baseline import (
     match,
     would_rank,
 )
-from udora.experiments.rankings.blocks import LABELS, RANKED
+from udora.experiments.rankings.blocks import labels, ranked
 
 PAGE = "baseline"  # the page's name: baseline.md and baseline.html beside report.md
 TITLE = "Beside the baseline: every paired comparison"
@@ -35,14 +35,15 @@ SIGN = (
 )
 
 
-def summary(m: Matched, result: pd.DataFrame) -> pd.DataFrame:
+def summary(m: Matched, result: pd.DataFrame, kind: str = "regression") -> pd.DataFrame:
     """Per (metric, your config): the tested comparisons of ``result`` (``compare(m)``)
     summed up; ``would rank`` as ``"r of n"``. Rows in the ranked metrics' order."""
     tested = result[~result["reference"] & (result["presets"] > 0)]
     rows = []
-    for name, better in RANKED:
+    names = labels(kind)
+    for name, better in ranked(kind):
         ranks = would_rank(m, name, better)
-        part = tested[tested["metric"] == LABELS[name]]
+        part = tested[tested["metric"] == names[name]]
         for config, own in part.groupby("config", sort=True):
             rank = (
                 f"{ranks.at[config, 'would_rank']:.1f} of {int(ranks.at[config, 'of'])}"
@@ -51,7 +52,7 @@ def summary(m: Matched, result: pd.DataFrame) -> pd.DataFrame:
             )
             rows.append(
                 {
-                    "metric": LABELS[name],
+                    "metric": names[name],
                     "config": config,
                     "baseline configs": len(own),
                     "wins/ties/losses": "/".join(
@@ -66,14 +67,14 @@ def summary(m: Matched, result: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _matched_lines(m: Matched) -> list[str]:
+def _matched_lines(m: Matched, page: str = PAGE) -> list[str]:
     """What matched, what was refused and why (with a warning), what the baseline lacks."""
     lines = []
     if m.refused:
         lines += ["Refused (not the baseline's task):", "", *[f"- {r}" for r in m.refused], ""]
         warnings.warn(
             f"{len(m.refused)} of your tasks are not the baseline's and are left "
-            f"out of the comparison; the first: {m.refused[0]} ({PAGE}.md in the report "
+            f"out of the comparison; the first: {m.refused[0]} ({page}.md in the report "
             "folder lists them)",
             BaselineMismatchWarning,
             stacklevel=3,
@@ -93,10 +94,17 @@ def _matched_lines(m: Matched) -> list[str]:
 
 
 def beside_baseline(
-    mine: pd.DataFrame, theirs: pd.DataFrame, markdown
+    mine: pd.DataFrame,
+    theirs: pd.DataFrame,
+    markdown,
+    kind: str = "regression",
+    page_name: str = PAGE,
 ) -> tuple[list[str], list[str]]:
     """``(lines, page)``: the part of report.md (the summary, a link to the page) and the
-    page :data:`PAGE` (the tasks matched and refused, the ranks, the paired table)."""
+    page ``page_name`` (the tasks matched and refused, the ranks, the paired table), on
+    ``kind``'s ranked metrics; the baseline's rows of other kinds are left aside."""
+    if "kind" in theirs:
+        theirs = theirs[theirs["kind"].fillna("regression") == kind]
     m = match(mine, theirs)
     n_tasks = m.mine["task_hash"].nunique()
     method = (
@@ -105,10 +113,11 @@ def beside_baseline(
         "alpha = 0.05 (with N presets no p is below 2/2^N). The baseline's own ranks are "
         "not recomputed. See docs/rankings.md."
     )
-    link = f"[{PAGE}.md]({PAGE}.md) ([HTML]({PAGE}.html))"
-    matched = _matched_lines(m)
+    link = f"[{page_name}.md]({page_name}.md) ([HTML]({page_name}.html))"
+    matched = _matched_lines(m, page_name)
+    heading = "## Beside the baseline" + ("" if kind == "regression" else f" ({kind})")
     lines = [
-        "## Beside the baseline",
+        heading,
         "",
         f"{n_tasks} of your tasks (preset and seed) are in the baseline and match its task "
         f"hash; {len(m.refused)} refused, {len(m.unmatched)} not in it. {method}",
@@ -118,8 +127,8 @@ def beside_baseline(
     if m.mine.empty:
         none = "Nothing to compare: no task of yours is in the baseline."
         return [*lines, none, ""], [*page, none, ""]
-    result = compare(m)
-    table = summary(m, result)
+    result = compare(m, kind=kind)
+    table = summary(m, result, kind)
     lines += [
         "Against the baseline configs other than the GP references, on the presets both "
         "have: `wins/ties/losses` count presets (summed over those configs) where yours "
@@ -131,10 +140,11 @@ def beside_baseline(
         markdown(table, 3, index=False) if not table.empty else "(no tested comparison)",
         "",
     ]
-    for name, better in RANKED:
+    names = labels(kind)
+    for name, better in ranked(kind):
         ranks = would_rank(m, name, better)
         if not ranks.empty:
-            title = f"Rank your configs would take among the baseline's, by {LABELS[name]}"
+            title = f"Rank your configs would take among the baseline's, by {names[name]}"
             page += [f"{title} (mean over presets):", "", markdown(ranks, 2), ""]
     if not result.empty:
         shown = result.drop(columns="reference").set_index(["config", "metric", "baseline"])

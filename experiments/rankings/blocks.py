@@ -24,6 +24,20 @@ PRIMARY = RANKED[0][0]
 LABELS = {m.name: m.label for m in metrics(role="ranked")}
 
 
+def ranked(kind: str = "regression") -> tuple[tuple[str, str], ...]:
+    """(metric, which way is better) of a task kind's ranked metrics, the primary first."""
+    return (
+        RANKED
+        if kind == "regression"
+        else tuple((m.name, m.better) for m in metrics(task=kind, role="ranked"))
+    )
+
+
+def labels(kind: str = "regression") -> dict[str, str]:
+    """{metric: label} of a task kind's ranked metrics."""
+    return {m.name: m.label for m in metrics(task=kind, role="ranked")}
+
+
 @dataclass(frozen=True)
 class Blocks:
     """One metric's complete blocks.

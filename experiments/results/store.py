@@ -205,7 +205,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     The table has :data:`BASE_COLUMNS`, ``kind`` (the task kind; regression for records
     written before kinds), ``external``, ``prediction_form``, ``task_hash``
     (the task's identity: preset fields, data checksum, seed), ``data_sha256``,
-    ``data_kind`` (file, package or openml), ``udora_version``, ``source_sha256`` and
+    ``data_kind`` (file, package or openml), ``oracle_sha256`` (the stored oracle arrays
+    the run was scored on), ``udora_version``, ``source_sha256`` and
     ``commit`` and ``dirty`` (the code, :mod:`udora.experiments.run.provenance`; None in
     records written before udora recorded them), ``cpus`` (the cores the run's process could use),
     ``config_base`` (the label without a ``method_seed`` override,
@@ -257,6 +258,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "task_hash": rec.task_hash,
             "data_sha256": (rec.data_source or {}).get("sha256"),
             "data_kind": (rec.data_source or {}).get("kind"),
+            "oracle_sha256": rec.oracle_sha256,
             "udora_version": rec.versions.get("udora"),
             "source_sha256": rec.code.source_sha256 if rec.code else None,
             "commit": rec.code.commit if rec.code else None,

@@ -279,3 +279,41 @@ def test_the_baseline_page_shows_a_hostile_label_as_text():
     _, page = beside_baseline(frame(("catboost_ps",), (0.25,), seed=1), base, markdown_table)
     html = own_page_html(Page(PAGE, TITLE, tuple(page)), "rankings", [])
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_a_sampled_oracle_of_other_arrays_is_refused_and_an_exact_one_is_not():
+    """A classification task (Monte Carlo targets) scored on other oracle arrays than the
+    baseline's is refused, naming both checksums; a regression task's arrays are exact,
+    so its checksum is not compared."""
+    for kind, refused in (("classification", 1), ("regression", 0)):
+        base = BASE.assign(kind=kind, oracle_sha256="a" * 64)
+        mine = frame(("catboost_ps",), (0.25,), seed=1).assign(kind=kind, oracle_sha256="a" * 64)
+        mine.loc[(mine["preset"] == "p3") & (mine["seed"] == 1), "oracle_sha256"] = "b" * 64
+        m = match(mine, base)
+        assert len(m.refused) == refused, kind
+        if refused:
+            assert "p3 seed 1" in m.refused[0] and "bbbbbbbbbbbb here, aaaaaaaaaaaa" in m.refused[0]
+            assert "h3-1" not in set(m.mine["task_hash"]) | set(m.theirs["task_hash"])
+        assert len(m.mine) == 16 - refused
+
+
+def test_a_classification_comparison_uses_its_kinds_metrics_and_rows():
+    """Beside a baseline of both kinds, classification runs meet only its classification
+    rows and are compared on the kind's ranked metrics (the mean KL among them)."""
+    from udora.scoring.registry import metric
+
+    base = pd.concat(
+        [
+            BASE.assign(kind="classification", kl_mean=lambda t: 1 - t["spearman_eu"]),
+            BASE.assign(kind="regression", task_hash=lambda t: "r" + t["task_hash"]),
+        ]
+    )
+    mine = frame(("catboost_ve",), (0.45,), seed=1).assign(
+        kind="classification", kl_mean=lambda t: 1 - t["spearman_eu"]
+    )
+    lines, page = beside_baseline(mine, base, markdown_table, "classification", "b_cls")
+    assert page[0].startswith("# ")
+    assert lines[0] == "## Beside the baseline (classification)"
+    assert "16 of your tasks" in lines[2] and "[b_cls.md](b_cls.md)" in "\n".join(lines)
+    text = "\n".join(lines)
+    assert metric("kl_mean").label.split("(")[0].strip() in text
