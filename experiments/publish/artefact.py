@@ -36,6 +36,7 @@ from udora.oracle.atomic import write_bytes, write_parquet
 
 MANIFEST, TABLE, CURVES = "manifest.json", "results.parquet", "curves.json.gz"
 SHIPPED = "release"  # the name that means the release shipped in ``udora.release``
+CLASSIFICATION = "classification"  # a release's subfolder holding its classification release
 ROW = ("preset", "method", "config", "seed", "status")  # what names a row of a release
 NEEDED = (*ROW, "task_hash")  # of a baseline, matched by task hash
 
@@ -55,10 +56,11 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
     run has no task hash (written before task hashes were recorded), or a recorded commit
     is not ``commit``. Runs of a checkout with uncommitted changes are counted in the
     manifest's ``dirty_runs``, which the pages show."""
-    tables, curves = [], {}
+    tables, curves, oracles = [], {}, {}
     for folder in results:
         table, found = load_runs(folder)
         root = Path(folder).resolve()
+        oracles.update(_sampled_oracles(root, table))
         table["run"] = [str(Path(d).resolve().relative_to(root)) for d in table["run_dir"]]
         for r, key in zip(
             table["run"],
@@ -127,9 +129,47 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
         "configs": sorted(table["config"].unique().tolist()),
         "seeds": sorted(int(s) for s in table["seed"].unique()),
         "files": {TABLE: _sha256(out / TABLE), CURVES: _sha256(out / CURVES)},
+        **({"oracles": dict(sorted(oracles.items()))} if oracles else {}),
     }
     write_bytes(out / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
     return out / MANIFEST
+
+
+def _sampled_oracles(root: Path, table: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """{task hash: record} of the sampled oracles the ok runs of a kind with Monte Carlo
+    targets (classification) were scored on: preset, seed, the SHA-256 of the stored
+    arrays (a run on other arrays is refused beside the release:
+    :func:`udora.experiments.rankings.baseline.match`), and the oracle's own Monte Carlo
+    ceiling, the split-half Spearman of each target and the AU ceiling (docs/design.md,
+    "Classification: diagnostics")."""
+    from udora.experiments.tasks import arrays as oracle_arrays
+    from udora.experiments.tasks.kinds import run_kind
+
+    out: dict[str, dict[str, Any]] = {}
+    ok = table[table["status"] == "ok"]
+    if "kind" not in ok:
+        return out
+    for kind, part in ok.groupby("kind"):
+        if run_kind(str(kind)).standard_errors is None:  # exact targets
+            continue
+        for task_hash, rows in part.groupby("task_hash"):
+            record = oracle_arrays.paths(root, str(task_hash))[1]
+            try:
+                entry = reading.json_object(record)
+            except (OSError, ValueError):
+                raise UserError(
+                    f"{record}: the oracle arrays of {rows['preset'].iloc[0]} seed "
+                    f"{int(rows['seed'].iloc[0])} are not stored beside its runs"
+                ) from None
+            meta = entry.get("meta", {})
+            out[str(task_hash)] = {
+                "preset": str(rows["preset"].iloc[0]),
+                "seed": int(rows["seed"].iloc[0]),
+                "sha256": entry.get("sha256"),
+                "split_half_spearman": meta.get("diagnostics", {}).get("split_half_spearman"),
+                "au_ceiling_spearman": meta.get("au_ceiling_spearman"),
+            }
+    return out
 
 
 def code_line(manifest: dict[str, Any]) -> str:
@@ -213,13 +253,18 @@ def read_release(folder: str | Path) -> tuple[pd.DataFrame, dict, dict]:
 
 def load_baseline(source: str | Path) -> pd.DataFrame:
     """The baseline table: ``"release"`` (the shipped one) or a release folder (read only
-    when its checksums match, :func:`udora.experiments.publish.artefact.read_release`), a
+    when its checksums match, :func:`udora.experiments.publish.artefact.read_release`;
+    with the classification release of its ``classification/`` subfolder, when it has
+    one, so that runs of both kinds find their rows), a
     results folder (its runs, read as ``udora report`` reads them), or a ``.parquet``/
     ``.csv`` results table. Raises FileNotFoundError naming what is missing, ValueError
     naming a missing column or a file that does not match its release manifest."""
     path = Path(source)
     folder = release_folder(source)
     if folder is not None:
+        own = folder / CLASSIFICATION  # the classification release shipped beside it
+        if (own / MANIFEST).is_file():
+            return pd.concat([read_release(folder)[0], read_release(own)[0]], ignore_index=True)
         return read_release(folder)[0]
     if path.is_dir():
         from udora.experiments.results.store import load_runs

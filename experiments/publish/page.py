@@ -1,6 +1,8 @@
-"""docs/leaderboard.md, generated from a release folder (``udora release page``): the
-leaderboard over all presets and per suite, the rankings with their statistics and
-diagrams (docs/rankings.md), the per-preset tables, the failures, how to regenerate."""
+"""docs/leaderboard.md (a classification release: docs/leaderboard_classification.md),
+generated from a release folder (``udora release page``): the leaderboard over all presets
+and per suite, the rankings with their statistics and diagrams (docs/rankings.md), the
+per-preset tables (for a sampled oracle, each task's own Monte Carlo ceiling), the
+failures, how to regenerate."""
 
 from __future__ import annotations
 
@@ -12,14 +14,24 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.publish.artefact import code_line, primary_rows, read_release
-from udora.experiments.rankings.blocks import PRIMARY
-from udora.experiments.rankings.section import tied_with_best, write
+from udora.experiments.rankings.blocks import ranked
+from udora.experiments.rankings.section import kind_of, tied_with_best, write
 from udora.experiments.results.figures_summary import families, ordered
 from udora.experiments.results.sections import ReportContext, markdown_table
-from udora.experiments.results.summaries import HEADLINE, per_dataset
+from udora.experiments.results.summaries import per_dataset
 from udora.oracle.atomic import write_text
 
 IMAGES = Path("img") / "leaderboard"  # under the docs folder
+# Per kind: the page, its title, where its diagrams go and its per-preset score tables.
+PAGES = {
+    "regression": ("leaderboard.md", "The udora reference release", "", ("nll", "crps")),
+    "classification": (
+        "leaderboard_classification.md",
+        "The udora classification release",
+        "classification-",
+        ("nll", "brier", "accuracy"),
+    ),
+}
 
 
 def _protocol(table: pd.DataFrame) -> str:
@@ -43,12 +55,15 @@ def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
     ``method_seed`` variants (the noise floor, run on a few presets only) are left out."""
     if "config_base" in table:
         table = table[table["config"] == table["config_base"]]
+    from udora.scoring.registry import names
+
+    kind = kind_of(table)
     fam = families(table)
     marks = tied_with_best(table)
     rows = []
-    for config in ordered(table, PRIMARY):
+    for config in ordered(table, ranked(kind)[0][0]):
         row = {"config": config, "family": fam[config]}
-        for metric in HEADLINE:
+        for metric in names(kind, "headline"):
             pivot = per_dataset(table, metric)
             row[metric] = float(pivot[config].mean()) if config in pivot else np.nan
         if config in marks:
@@ -76,18 +91,54 @@ def _section(table: pd.DataFrame, docs: Path, tag: str) -> list[str]:
     return out
 
 
+def _ceilings(manifest: dict) -> list[str]:
+    """The Monte Carlo ceiling of each sampled oracle (manifest ``oracles``): how well the
+    oracle's own targets agree between the two halves of its draws, per preset and seed;
+    a method's Spearman cannot be told apart from the oracle's above it. Empty for exact
+    oracles."""
+    oracles = manifest.get("oracles") or {}
+    if not oracles:
+        return []
+    rows = [
+        {
+            "preset": o["preset"],
+            "seed": o["seed"],
+            **{f"split-half {k}": v for k, v in (o.get("split_half_spearman") or {}).items()},
+            "AU ceiling": o.get("au_ceiling_spearman"),
+            "arrays SHA-256": str(o.get("sha256"))[:12],
+        }
+        for o in oracles.values()
+    ]
+    frame = pd.DataFrame(rows).sort_values(["preset", "seed"]).set_index(["preset", "seed"])
+    return [
+        "## Each task's Monte Carlo ceiling",
+        "",
+        "The split-half Spearman of the oracle's own targets (the mutual information and "
+        "the expected entropy between the two halves of its draws): differences between "
+        "methods near it are within the oracle's Monte Carlo error. The AU ceiling is the "
+        "Spearman of the oracle's AU with the realised entropy. The arrays' SHA-256 is what "
+        "a run beside this release must have been scored on (docs/rankings.md).",
+        "",
+        markdown_table(frame),
+        "",
+    ]
+
+
 def write_page(release: str | Path, docs: str | Path, command: str) -> Path:
-    """Write ``docs/leaderboard.md`` (and its diagrams) from the release folder
+    """Write ``docs/leaderboard.md`` (a classification release:
+    ``docs/leaderboard_classification.md``) and its diagrams from the release folder
     ``release``; ``command`` is the line that regenerates it, quoted on the page."""
     shipped, _, manifest = read_release(release)
     table = primary_rows(shipped)
+    kind = kind_of(table)
+    page, title, tag, scores = PAGES.get(kind, PAGES["regression"])
     offline = sorted(shipped.loc[~shipped.index.isin(table.index), "preset"].unique())
     docs = Path(docs)
     suites = manifest["presets"]
     ok = manifest["ok"]
     where = "; ".join(f"{s}: {', '.join(p)}" for s, p in suites.items())
     lines = [
-        "# The udora reference release",
+        f"# {title}",
         "",
         f"<!-- generated by `{command}`; do not edit by hand -->",
         "",
@@ -119,20 +170,24 @@ def write_page(release: str | Path, docs: str | Path, command: str) -> Path:
         markdown_table(leaderboard(table)),
         "",
     ]
-    lines += _section(table, docs, "all")
+    lines += _section(table, docs, f"{tag}all")
     for suite, presets in suites.items():
         part = table[table["preset"].isin(presets)]
         lines += [f"## The {suite} suite", "", markdown_table(leaderboard(part)), ""]
-        lines += _section(part, docs, suite)
-    for metric in ("nll", "crps"):
-        pivot = per_dataset(table, metric)
+        lines += _section(part, docs, f"{tag}{suite}")
+    from udora.scoring.registry import metric as metric_of
+
+    for name in scores:
+        pivot = per_dataset(table, name)
         if not pivot.empty:
+            unit = " (in the target's units)" if kind == "regression" else ""
             lines += [
-                f"## {metric.upper()} per preset (mean over seeds; in the target's units)",
+                f"## {metric_of(name).label} per preset (mean over seeds){unit}",
                 "",
                 markdown_table(pivot.T),
                 "",
             ]
+    lines += _ceilings(manifest)
     if manifest["failed"]:
         lines += [
             "## Failed runs",
@@ -149,6 +204,6 @@ def write_page(release: str | Path, docs: str | Path, command: str) -> Path:
         "",
     ]
     docs.mkdir(parents=True, exist_ok=True)
-    path = docs / "leaderboard.md"
+    path = docs / page
     write_text(path, "\n".join(lines))
     return path

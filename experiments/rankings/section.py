@@ -8,28 +8,41 @@ import numpy as np
 import pandas as pd
 
 from udora.experiments.rankings import beside
-from udora.experiments.rankings.blocks import LABELS, PRIMARY, RANKED, blocks
+from udora.experiments.rankings.blocks import blocks, labels, ranked
 from udora.experiments.rankings.noise import noise_lines
 from udora.experiments.rankings.stats import MIN_BLOCKS, Ranking, holm, rank, win_rates
 from udora.experiments.results.sections import Page, ReportContext, ReportSection, SectionText
 from udora.oracle.atomic import write_figure
 
 
+def kind_of(table: pd.DataFrame) -> str:
+    """The task kind of a table's runs (``regression`` without a ``kind`` column); a
+    table of several kinds is an error (their ranked metrics differ)."""
+    if "kind" not in table or table.empty:
+        return "regression"
+    kinds = set(table["kind"].fillna("regression"))
+    if len(kinds) > 1:
+        raise ValueError(f"a ranking takes runs of one task kind, got {sorted(kinds)}")
+    return kinds.pop()
+
+
 def rankings(table: pd.DataFrame, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0):
-    """{metric: Ranking or None} for every ranked metric present in ``table`` (None: too few
-    complete blocks), Holm-adjusted over the secondary metrics; and {metric: Blocks}."""
-    found = {m: blocks(table, m, better) for m, better in RANKED if m in table}
-    ranked = {m: rank(b, alpha, n_boot, seed) for m, b in found.items()}
-    done = holm({m: r for m, r in ranked.items() if r is not None}, PRIMARY)
-    return {m: done.get(m) for m in ranked}, found
+    """{metric: Ranking or None} for every ranked metric of the runs' kind present in
+    ``table`` (None: too few complete blocks), Holm-adjusted over the secondary metrics;
+    and {metric: Blocks}."""
+    order = ranked(kind_of(table))
+    found = {m: blocks(table, m, better) for m, better in order if m in table}
+    done_ = {m: rank(b, alpha, n_boot, seed) for m, b in found.items()}
+    done = holm({m: r for m, r in done_.items() if r is not None}, order[0][0])
+    return {m: done.get(m) for m in done_}, found
 
 
 def tied_with_best(table: pd.DataFrame) -> dict[str, dict]:
     """Per ranked config of the primary metric: its mean rank, interval and whether it is
     tied with the best ({} when it cannot be ranked); the leaderboard's mark. Holm leaves
     the primary metric alone, so it is ranked on its own."""
-    better = dict(RANKED)[PRIMARY]
-    r = rank(blocks(table, PRIMARY, better)) if PRIMARY in table else None
+    primary, better = ranked(kind_of(table))[0]
+    r = rank(blocks(table, primary, better)) if primary in table else None
     if r is None:
         return {}
     return {
@@ -61,7 +74,7 @@ def _cd_figure(ctx: ReportContext, r: Ranking) -> str:
     ax = plot_stats(r.autorank, allow_insignificant=True, width=7)
     fig = ax.get_figure()
     fig.suptitle(
-        f"{LABELS[r.blocks.metric]}: mean rank, Nemenyi CD = {_cd(r.cd)}"
+        f"{labels(kind_of(ctx.table))[r.blocks.metric]}: mean rank, Nemenyi CD = {_cd(r.cd)}"
         f"{'' if r.significant else ' (omnibus test not significant)'}",
         fontsize=9,
         y=1.08,
@@ -95,6 +108,8 @@ def _ranking_lines(ctx: ReportContext) -> list[str]:
     found, blocks_of = rankings(ctx.table)
     if not found:
         return []
+    names = labels(kind_of(ctx.table))
+    primary = ranked(kind_of(ctx.table))[0][0]
     if all(r is None for r in found.values()):
         n = max(b.means.shape[0] for b in blocks_of.values())
         why = (
@@ -109,7 +124,7 @@ def _ranking_lines(ctx: ReportContext) -> list[str]:
         "ranked. Ranks are within a preset (1 the best, ties averaged); the interval is a "
         "two-level bootstrap (presets, then seeds inside them; 2000 draws, 95 %). The "
         f"Friedman test and Nemenyi's critical difference (CD) are autorank's, at alpha = "
-        f"0.05. {LABELS[PRIMARY]} is the primary metric; the other metrics' Friedman "
+        f"0.05. {names[primary]} is the primary metric; the other metrics' Friedman "
         "p-values are Holm-adjusted over them. **Tied with the best**: a mean rank within "
         "the CD of the best, or every config when the (adjusted) Friedman test does not "
         "reject. See docs/rankings.md.",
@@ -121,21 +136,21 @@ def _ranking_lines(ctx: ReportContext) -> list[str]:
         b = blocks_of[metric]
         if r is None:
             lines.append(
-                f"| {LABELS[metric]} | {b.means.shape[0]} | {b.means.shape[1]} | "
+                f"| {names[metric]} | {b.means.shape[0]} | {b.means.shape[1]} | "
                 f"not ranked: needs {MIN_BLOCKS} complete presets and 2 configs "
                 "| | | | |"
             )
             continue
         tied = ", ".join(r.summary.index[r.summary["tied_best"]])
         lines.append(
-            f"| {LABELS[metric]} | {r.ranks.shape[0]} | {r.ranks.shape[1]} | "
+            f"| {names[metric]} | {r.ranks.shape[0]} | {r.ranks.shape[1]} | "
             f"{r.test} | {_p(r.p_friedman)} | {_p(r.p_adjusted)} | {_cd(r.cd)} "
             f"| {tied} |"
         )
     lines.append("")
     for metric, r in found.items():
         b = blocks_of[metric]
-        lines += [f"### {LABELS[metric]}", ""]
+        lines += [f"### {names[metric]}", ""]
         if r is not None:
             s = r.summary
             shown = s.assign(
@@ -155,7 +170,7 @@ def _ranking_lines(ctx: ReportContext) -> list[str]:
             ]
         if b.left_out:
             lines += [_not_ranked(b.left_out), ""]
-        if metric == PRIMARY and r is not None:
+        if metric == primary and r is not None:
             order = list(r.summary.index)
             wins = win_rates(b).reindex(index=order, columns=order)
             lines += [
