@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Self
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 from scipy.special import expit
 
 from udora.methods.base import Knowledge, MethodConfig, check_x, check_xy
@@ -36,7 +36,9 @@ from udora.methods.trees import library_seeds, validation_split
 
 class CatBoostVEConfig(MethodConfig):
     """The tree settings of ``catboost_ps`` (same defaults and ranges) for one model, and
-    K = ``n_members`` virtual members (CatBoost's ``virtual_ensembles_count``)."""
+    K = ``n_members`` virtual members (CatBoost's ``virtual_ensembles_count``). CatBoost
+    forms K virtual members from at least 2K trees: ``n_estimators >= 2 n_members``, and a
+    model early-stopped before 2K trees is refitted on the fit rows for exactly 2K."""
 
     n_members: int = Field(default=10, ge=2)
     n_estimators: int = Field(default=500, ge=1)
@@ -55,6 +57,15 @@ class CatBoostVEConfig(MethodConfig):
         if k not in ("bagging_frac", "standardize_y")
     }
     QUICK: ClassVar[dict[str, Any]] = {"n_estimators": 100, "n_members": 5}
+
+    @model_validator(mode="after")
+    def _enough_trees(self) -> Self:
+        if self.n_estimators < 2 * self.n_members:
+            raise ValueError(
+                f"n_estimators ({self.n_estimators}) must be at least 2 * n_members "
+                f"({2 * self.n_members}): CatBoost forms K virtual members from 2K trees"
+            )
+        return self
 
 
 @register("catboost_ve")
@@ -95,6 +106,12 @@ class CatBoostVE(CatBoostPS):
                 early_stopping_rounds=cfg.patience,
                 use_best_model=True,
             )
+            if self.model_.tree_count_ < 2 * cfg.n_members:
+                # CatBoost's K virtual members need 2K trees; an early stop before them
+                # leaves too few: the model is refitted on the fit rows for exactly 2K
+                self.model_ = self._member(random_seed)
+                self.model_.set_params(iterations=2 * cfg.n_members)
+                self.model_.fit(X[fit_rows], labels[fit_rows])
         else:
             self.model_.fit(X, labels)
         # the raw scores have a column per class the model saw, in order of the codes
