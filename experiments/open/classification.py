@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from udora.errors import UserError
-from udora.experiments.open.tasks import CLASSIFICATION_FORMS, PublicTask
+from udora.experiments.open.tasks import CLASSIFICATION_FORMS, PublicTask, pool_order
 from udora.oracle import reading
 
 BRIER = ("aleatoric_brier", "epistemic_brier")  # optional in the split form, both or none
@@ -123,14 +123,13 @@ def _array(fields: dict[str, Any], name: str, task: PublicTask, where: str, orde
 def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") -> ClassPredictions:
     """Check ``fields`` against the classification ``task`` and put them in pool order
     (module doc); one UserError naming the file and field for anything wrong."""
-    from udora.experiments.open.forms import _pool_order
     from udora.methods.classification.prediction import ClassificationPrediction
     from udora.methods.prediction import PredictionError
     from udora.oracle.classification.targets import entropy
 
     fields = _table_probabilities(dict(fields), where)
     form = _form(fields, where)
-    order = _pool_order(fields, task, where)
+    order = pool_order(fields, task, where)
     optional = SPLIT_OPTIONAL if form == "split" else set()
     names = [*CLASSIFICATION_FORMS[form], *sorted(k for k in optional if k in fields)]
     a = {name: _array(fields, name, task, where, order) for name in names}

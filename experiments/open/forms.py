@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from udora.errors import UserError
-from udora.experiments.open.tasks import FORMS, PublicTask
+from udora.experiments.open.tasks import FORMS, PublicTask, pool_order
 from udora.oracle import reading
 
 STACKED = {
@@ -113,34 +113,6 @@ def _form(fields: dict[str, Any], where: str) -> str:
     return found[0]
 
 
-def _pool_order(fields: dict[str, Any], task: PublicTask, where: str) -> np.ndarray | None:
-    """Indices that put the file's rows in pool order (None: already in it)."""
-    if "row_id" not in fields and "task_hash" not in fields:
-        raise UserError(
-            f"{where}: must say which pool it predicts: a 'row_id' field "
-            f"(0..{task.n_pool - 1}) or 'task_hash' ({task.task_hash})"
-        )
-    if "task_hash" in fields and fields["task_hash"] != task.task_hash:
-        raise UserError(
-            f"{where}: field 'task_hash' is {fields['task_hash']!r}, a prediction "
-            f"for another task; this task ({task.preset}, seed {task.seed}) is "
-            f"{task.task_hash}"
-        )
-    if "row_id" not in fields:
-        return None
-    ids = np.asarray(fields["row_id"])
-    numbers = ids.dtype.kind in "biuf"
-    if ids.ndim != 1 or not numbers or (ids.dtype.kind not in "iu" and np.any(np.mod(ids, 1))):
-        raise UserError(f"{where}: field 'row_id' must be integers, one per pool row")
-    ids = ids.astype(np.int64)
-    if len(ids) != task.n_pool or not np.array_equal(np.sort(ids), np.arange(task.n_pool)):
-        raise UserError(
-            f"{where}: field 'row_id' must hold each pool row 0..{task.n_pool - 1} "
-            f"once; got {len(ids)} rows, {len(np.unique(ids))} distinct"
-        )
-    return np.argsort(ids)
-
-
 def _array(fields, name: str, task: PublicTask, where: str, order) -> np.ndarray:
     """Field ``name`` as float64, checked (shape, finite, variances >= 0), in pool order."""
     value = np.asarray(fields[name])
@@ -173,7 +145,7 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
 
         return classification.parse(fields, task, where)
     form = _form(fields, where)
-    order = _pool_order(fields, task, where)
+    order = pool_order(fields, task, where)
     need = [*FORMS[form], *(["member_means"] if "member_means" in fields else [])]
     a = {name: _array(fields, name, task, where, order) for name in need}
     if form == "split":

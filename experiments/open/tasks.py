@@ -289,3 +289,31 @@ def _check_claims(path: Path, info: dict, fields: dict, config: Any, arrays: dic
                 f"{path}: records {name} of shape {shapes.get(name)}, but the task's files hold "
                 f"{shape}; export the task again"
             )
+
+
+def pool_order(fields: dict[str, Any], task: PublicTask, where: str) -> np.ndarray | None:
+    """Indices that put the file's rows in pool order (None: already in it)."""
+    if "row_id" not in fields and "task_hash" not in fields:
+        raise UserError(
+            f"{where}: must say which pool it predicts: a 'row_id' field "
+            f"(0..{task.n_pool - 1}) or 'task_hash' ({task.task_hash})"
+        )
+    if "task_hash" in fields and fields["task_hash"] != task.task_hash:
+        raise UserError(
+            f"{where}: field 'task_hash' is {fields['task_hash']!r}, a prediction "
+            f"for another task; this task ({task.preset}, seed {task.seed}) is "
+            f"{task.task_hash}"
+        )
+    if "row_id" not in fields:
+        return None
+    ids = np.asarray(fields["row_id"])
+    numbers = ids.dtype.kind in "biuf"
+    if ids.ndim != 1 or not numbers or (ids.dtype.kind not in "iu" and np.any(np.mod(ids, 1))):
+        raise UserError(f"{where}: field 'row_id' must be integers, one per pool row")
+    ids = ids.astype(np.int64)
+    if len(ids) != task.n_pool or not np.array_equal(np.sort(ids), np.arange(task.n_pool)):
+        raise UserError(
+            f"{where}: field 'row_id' must hold each pool row 0..{task.n_pool - 1} "
+            f"once; got {len(ids)} rows, {len(np.unique(ids))} distinct"
+        )
+    return np.argsort(ids)
