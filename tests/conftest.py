@@ -15,6 +15,7 @@ import jax
 import pytest
 from tiny_presets import one_tiny_preset
 
+from udora.experiments.grid.workers import release_if_crowded
 from udora.experiments.run.jax_cache import configure_compilation_cache
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
@@ -33,6 +34,17 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if os.environ.get(_OWN_CACHE) and not os.environ.get("PYTEST_XDIST_WORKER"):
         shutil.rmtree(os.environ[_OWN_CACHE], ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _release_compiled_programs():
+    """After each test, drop the compiled programs once this process's memory mappings pass
+    half the kernel's limit (:func:`udora.experiments.grid.workers.release_if_crowded`, as
+    a bench worker does between runs): every program XLA compiles keeps mappings while a
+    cache holds it, and the slow set's one process reached ``vm.max_map_count`` (65,530)
+    after a few thousand compiles, when the next compile segfaulted."""
+    yield
+    release_if_crowded()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ and tail ESS, on arrays of shape (chains, draws, k).
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -116,23 +115,6 @@ def _continue_compiled(keys, parameters, state, L, mean, counts, draws: int):
     return jax.vmap(chain)(keys, parameters, state)
 
 
-@contextmanager
-def unwritten():
-    """Compile the NUTS programs compiled inside without writing them to JAX's persistent
-    compilation cache (reads are unaffected). jaxlib 0.10.2's writer crashed the process
-    (a segmentation fault in ``executable.serialize()`` under ``put_executable_and_time``)
-    three times while writing these programs in long test sessions; a sampler program is
-    compiled once per task shape, so not caching it costs one compilation per process.
-    JAX reads the threshold at each compilation; it is restored on leaving."""
-    name = "jax_persistent_cache_min_compile_time_secs"
-    before = getattr(jax.config, name)
-    jax.config.update(name, 1e9)
-    try:
-        yield
-    finally:
-        jax.config.update(name, before)
-
-
 def start_chains(
     key: jax.Array,
     L: jax.Array,
@@ -142,13 +124,11 @@ def start_chains(
     warmup: int,
     draws: int,
 ) -> Chains:
-    """:func:`sample_chains` of one task, compiled, as :class:`Chains`.
-
-    Compiled without writing to JAX's persistent cache (:func:`unwritten`)."""
-    with unwritten():
-        state, parameters, pos, steps, div = _sample_chains_compiled(
-            key, L, mean, counts, init, warmup, draws
-        )
+    """:func:`sample_chains` of one task, compiled (one program per task shape), as
+    :class:`Chains`."""
+    state, parameters, pos, steps, div = _sample_chains_compiled(
+        key, L, mean, counts, init, warmup, draws
+    )
     return Chains(np.asarray(pos), state, parameters, np.asarray(steps), np.asarray(div))
 
 
@@ -158,10 +138,9 @@ def continue_chains(
     """``chains`` with ``draws`` more draws per chain, continued from their last states
     with their adapted parameters (compiled as :func:`start_chains`)."""
     keys = jax.random.split(key, chains.positions.shape[0])
-    with unwritten():
-        state, (pos, steps, div) = _continue_compiled(
-            keys, chains.parameters, chains.state, L, mean, counts, draws
-        )
+    state, (pos, steps, div) = _continue_compiled(
+        keys, chains.parameters, chains.state, L, mean, counts, draws
+    )
     return Chains(
         np.concatenate([chains.positions, np.asarray(pos)], axis=1),
         state,

@@ -196,35 +196,3 @@ def test_nuts_agrees_with_elliptical_slice_sampling(x64, n_classes):
         )
         z = (ours - theirs.mean(axis=(0, 1))) / np.maximum(se, 1e-12)
         assert np.max(np.abs(z)) < 4.5, (name, z)
-
-
-@pytest.mark.slow
-def test_sampler_programs_are_not_written_to_the_compilation_cache(tmp_path):
-    """``sampler.unwritten``: the NUTS programs of start_chains and continue_chains are
-    compiled without a persistent-cache write, while the process's other programs are
-    written (the threshold is restored on leaving)."""
-    import os
-    import subprocess
-    import sys
-
-    code = (
-        "import jax, jax.numpy as jnp\n"
-        "jax.config.update('jax_enable_x64', True)\n"
-        "jax.config.update('jax_compilation_cache_dir', r'%s')\n"
-        "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)\n"
-        "jax.config.update('jax_persistent_cache_min_entry_size_bytes', 0)\n"
-        "from udora.oracle.classification.sampler import start_chains, continue_chains\n"
-        "L, mean = jnp.eye(3), jnp.zeros(1)\n"
-        "counts = jnp.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])\n"
-        "key = jax.random.PRNGKey(0)\n"
-        "ch = start_chains(key, L, mean, counts, jnp.zeros((2, 3, 1)), 20, 5)\n"
-        "ch = continue_chains(ch, key, L, mean, counts, 5)\n"
-        "assert ch.positions.shape == (2, 10, 3, 1), ch.positions.shape\n"
-        "after = jax.jit(lambda x: jnp.linalg.cholesky(x @ x.T + 3 * jnp.eye(8)).sum())\n"
-        "print(after(jnp.ones((8, 8))))\n"
-    ) % (tmp_path / "cache")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
-    names = sorted(p.name for p in (tmp_path / "cache").iterdir())
-    assert any(n.startswith("jit__lambda") for n in names), names
-    assert not [n for n in names if "sample_chains" in n or "continue" in n], names

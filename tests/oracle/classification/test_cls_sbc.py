@@ -11,18 +11,8 @@ posteriors are far from Gaussian.
 import pytest
 import sbc
 
-from udora.oracle.classification.sampler import unwritten
-
 ALPHA = 0.001
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def _no_persistent_cache():
-    """The 1000-replication programs are NUTS programs too: compiled without writing to
-    the session's persistent cache, as the sampler's own (``sampler.unwritten``)."""
-    with unwritten():
-        yield
 
 
 @pytest.mark.parametrize("n_classes", [2, 3], ids=["binary", "three-class"])
