@@ -111,7 +111,7 @@ def score_cmd(
         head += " (total only: the metrics that need an AU/EU split are NaN)"
     where = f"; wrote {record['path']}" if "path" in record else ""
     console.print(f"ok: {method} on {found.preset}, seed {found.seed}: {head}{where}", **plain)
-    keys = names(role="console")
+    keys = names(found.kind, role="console")
     shown = "  ".join(f"{k}={m[k]:.3f}" for k in keys if m.get(k) is not None)
     console.print(shown, **plain)
 

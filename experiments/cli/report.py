@@ -129,9 +129,10 @@ def claims_cmd(
 @release_app.command("page")
 def page_cmd(
     release: Annotated[str, typer.Argument(help="A release folder, or 'release' (shipped).")],
-    docs: Annotated[Path, typer.Option(help="The docs folder to write leaderboard.md into.")],
+    docs: Annotated[Path, typer.Option(help="The docs folder to write the page into.")],
 ) -> None:
-    """Generate DOCS/leaderboard.md and its diagrams from a release folder."""
+    """Generate DOCS/leaderboard.md (a classification release:
+    DOCS/leaderboard_classification.md) and its diagrams from a release folder."""
     from udora.experiments.publish.artefact import release_folder
     from udora.experiments.publish.page import write_page
 

@@ -117,7 +117,7 @@ def _run(
     summary: DiagnoseSummary,
 ) -> None:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=console) as progress:
+    with interrupts.entered_without_signals(Progress(*columns, console=console)) as progress:
         noun = "diagnosis" if len(todo) == 1 else "diagnoses"
         bar = progress.add_task(
             f"{len(todo)} {noun} ({summary.already} already done)", total=len(todo)

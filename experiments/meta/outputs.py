@@ -30,6 +30,7 @@ from udora.experiments.meta.iauc import iauc_frame
 from udora.experiments.meta.pool import CellPool
 from udora.experiments.meta.taus import cell_taus, pooled_taus, sides
 from udora.experiments.results.figures import OKABE_ITO, save_figure
+from udora.experiments.results.store import kind_of
 from udora.oracle.atomic import write_text
 
 
@@ -222,16 +223,11 @@ def write_meta(
         ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.
     """
     out = Path(out)
-    kinds = sorted(set(table["kind"])) if "kind" in table and len(table) else ["regression"]
-    if len(kinds) > 1:
-        raise UserError(
-            f"the results hold runs of {' and '.join(kinds)} tasks; their metrics differ: "
-            "give udora meta one kind's results folder"
-        )
+    kind = kind_of(table)  # one kind: their metrics differ
     out.mkdir(parents=True, exist_ok=True)
-    if kinds[0] != "regression":
+    if kind != "regression":
         return _write_kind_meta(
-            table, out, kinds[0], min_methods, n_boot, sizes, repeats, rescore, keep_sizes, progress
+            table, out, kind, min_methods, n_boot, sizes, repeats, rescore, keep_sizes, progress
         )
     stale = (
         []
@@ -408,7 +404,10 @@ def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, s
         if reads_prior(m)
     }
     if "prediction_form" in table:  # total-only external runs have no AU/EU to rank
-        for c in sorted(set(table.loc[table["prediction_form"] != "split", "config"])):
+        from udora.experiments.open.tasks import CLASSIFICATION_TOTAL_ONLY, TOTAL_ONLY
+
+        total_only = table["prediction_form"].isin([*TOTAL_ONLY, *CLASSIFICATION_TOTAL_ONLY])
+        for c in sorted(set(table.loc[total_only, "config"])):
             left_out[c] = "total-only predictions (no AU/EU split)"
     return table[~table["config"].isin(list(left_out))], left_out
 

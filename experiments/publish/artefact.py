@@ -70,6 +70,9 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
             curves[r] = found.get(key, {})
         tables.append(table.drop(columns="run_dir"))
     table = pd.concat(tables, ignore_index=True)
+    from udora.experiments.results.store import kind_of
+
+    kind_of(table)  # a release holds one task kind (its page ranks one kind's metrics)
     kind = table["data_kind"].fillna("") if "data_kind" in table else ""
     twice = table[table.assign(_k=kind).duplicated(["preset", "config", "seed", "_k"], keep=False)]
     if not twice.empty:

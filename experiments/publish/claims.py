@@ -225,8 +225,13 @@ def c13(d: ClaimData) -> Verdict:
     )
 
 
-def _tau(d: ClaimData, score: str) -> tuple[float, tuple[float, float]]:
-    t = d.table[(d.table["suite"] == H) & d.table["method"].isin(P14)]
+def _tau(
+    d: ClaimData, score: str, suite: str = H, methods: tuple[str, ...] = P14
+) -> tuple[float, tuple[float, float]]:
+    """Per (preset, seed) cell of ``suite``, Kendall's tau-b between ``methods`` ranked by
+    the loss ``score`` and by EU Spearman; seeds then presets averaged, with the interval
+    over presets."""
+    t = d.table[(d.table["suite"] == suite) & d.table["method"].isin(methods)]
     per = {}
     for (preset, _seed), cell in t.groupby(["preset", "seed"]):
         cell = cell.dropna(subset=[score, "spearman_eu"])

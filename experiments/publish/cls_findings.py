@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau, rankdata
+from scipy.stats import kendalltau
 
 from udora.experiments.publish.claim_data import (
     ClaimData,
@@ -26,6 +26,7 @@ from udora.experiments.publish.claim_data import (
     verdict,
     w_and_friedman,
 )
+from udora.experiments.publish.claims import _tau
 
 CH, CD = "cls-heldout", "cls-dev"
 CLS_NN = (
@@ -55,8 +56,8 @@ def _tau_ci(a: pd.DataFrame, b: pd.DataFrame, seed: int) -> tuple[float, float, 
     table resampled independently (:data:`BOOT` draws)."""
     rng = np.random.default_rng(seed)
 
-    def tau(x: np.ndarray, y: np.ndarray) -> float:  # mean_ranks' ranks, on numpy arrays
-        rx, ry = (rankdata(-z, axis=1, method="average").mean(axis=0) for z in (x, y))
+    def tau(x: np.ndarray, y: np.ndarray) -> float:
+        rx, ry = (mean_ranks(pd.DataFrame(z, columns=a.columns)) for z in (x, y))
         return float(kendalltau(rx, ry).statistic)
 
     x, y = a.to_numpy(), b.to_numpy()
@@ -76,6 +77,10 @@ def q1(d: ClaimData, regression: ClaimData) -> Verdict:
     "does not carry over" otherwise."""
     reg_names = [*SHARED, *TWINS]
     cls_names = [*SHARED, *TWINS.values()]
+    missing = d.missing(CH, cls_names) + d.missing(CD, cls_names)
+    missing += regression.missing("heldout", reg_names) + regression.missing("dev", reg_names)
+    if missing:
+        return Verdict("INCOMPLETE", f"no run on some preset: {', '.join(sorted(set(missing)))}")
     reg = _all_presets(regression, "spearman_eu", reg_names)
     cls = _all_presets(d, "spearman_eu", cls_names)
     reg.columns = cls.columns  # the twins under the classification name
@@ -94,9 +99,12 @@ def q2(d: ClaimData) -> Verdict:
     """Do mutual-information EU estimates track the oracle's EU, and which of its two parts?
     Per MI method on cls-heldout: the mean EU Spearman ("strongly" >= 0.7, "moderately"
     >= 0.4, else "weakly"), and the mean of (Spearman with the MI part - with the
-    discrepancy part ``KL(pbar || q)``) with its 95 % interval over presets: "the MI part"
+    discrepancy part ``KL(pbar ‖ q)``) with its 95 % interval over presets: "the MI part"
     above 0, "the discrepancy part" below 0, "neither" otherwise. The answer is the
     strength most MI methods reach and the part most of them track."""
+    missing = d.missing(CH, MI_METHODS)
+    if missing:
+        return Verdict("INCOMPLETE", f"no run on some preset: {', '.join(missing)}")
     eu = d.M(CH, "spearman_eu", MI_METHODS)
     diff = d.v(CH, "spearman_eu_mi", MI_METHODS) - d.v(CH, "spearman_eu_kl", MI_METHODS)
     strength = eu.apply(
@@ -199,22 +207,11 @@ def c8(d: ClaimData) -> Verdict:
     )
 
 
-def _cell_tau(d: ClaimData, score: str) -> tuple[float, tuple[float, float]]:
-    t = d.table[(d.table["suite"] == CH) & d.table["method"].isin(RANKED)]
-    per: dict[str, list[float]] = {}
-    for (preset, _seed), cell in t.groupby(["preset", "seed"]):
-        cell = cell.dropna(subset=[score, "spearman_eu"])
-        if len(cell) >= 4:
-            per.setdefault(preset, []).append(kendalltau(-cell[score], cell["spearman_eu"])[0])
-    means = pd.DataFrame({"tau": [np.mean(x) for x in per.values()]})
-    return float(means["tau"].mean()), d.ci(means, lambda x: x["tau"].mean())
-
-
 def c14(d: ClaimData) -> Verdict:
     """Good proper scores do not imply good disentanglement: per (preset, seed) cell,
     Kendall's tau-b between the 12 ranked by log loss and by EU Spearman, seeds then
     presets averaged: < 0.6 with the bootstrap upper bound < 0.8; the same for Brier."""
-    (tn, cn), (tb, cb) = _cell_tau(d, "nll"), _cell_tau(d, "brier")
+    (tn, cn), (tb, cb) = (_tau(d, score, CH, RANKED) for score in ("nll", "brier"))
     ok = [tn < 0.6 and cn[1] < 0.8, tb < 0.6 and cb[1] < 0.8]
     return Verdict(
         verdict(ok),
@@ -253,6 +250,9 @@ CARRIED = tuple(
 def q3(d: ClaimData) -> tuple[Verdict, dict[str, Verdict]]:
     """Which of the source paper's regression conclusions also hold for classification?
     Each of :data:`CARRIED` judged by its rule; the answer lists those that PASS."""
+    missing = sorted(set(d.missing(CH, RANKED)) | set(d.missing(CD, (*RANKED, "gp_oracle"))))
+    if missing:
+        return Verdict("INCOMPLETE", f"no run on some preset: {', '.join(missing)}"), {}
     verdicts = {c.id: c.check(d) for c in CARRIED}
     held = [k for k, v in verdicts.items() if v.verdict == "PASS"]
     partial = [k for k, v in verdicts.items() if v.verdict == "PARTIAL"]
@@ -273,12 +273,13 @@ def _rule(fn: Callable) -> str:
     """A rule's docstring as markdown, its named method sets spelled out."""
     text = " ".join((fn.__doc__ or "").split()).replace("``", "`")
     sets = {
-        "SHARED": ", ".join(SHARED),
-        "TWINS": ", ".join(f"{a} with {b}" for a, b in TWINS.items()),
-        "CARRIED": ", ".join(c.id for c in CARRIED),
+        "SHARED": ("shared", ", ".join(SHARED)),
+        "TWINS": ("twins", ", ".join(f"{a} with {b}" for a, b in TWINS.items())),
+        "CARRIED": ("conclusions", ", ".join(c.id for c in CARRIED)),
     }
-    for name, value in sets.items():
-        text = text.replace(f":data:`{name}`", f"{name.lower()}: {value}")
+    for name, (word, value) in sets.items():
+        text = text.replace(f"the {word} :data:`{name}`", f"{word}: {value}")
+        text = text.replace(f":data:`{name}`", f"{word}: {value}")
     return text.replace("MI method", f"MI method ({', '.join(MI_METHODS)})", 1)
 
 

@@ -50,8 +50,9 @@ def _protocol(table: pd.DataFrame) -> str:
 
 
 def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
-    """Per config (family order, best EU first): its family, the headline Spearman means
-    over presets of seed means, and its EU mean rank with interval and mark. The
+    """Per config (family order, best EU first): its family, the means over presets of
+    seed means of the runs' kind's headline metrics, and its EU mean rank with interval
+    and mark. The
     ``method_seed`` variants (the noise floor, run on a few presets only) are left out."""
     if "config_base" in table:
         table = table[table["config"] == table["config_base"]]

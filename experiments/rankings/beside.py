@@ -31,7 +31,7 @@ TITLE = "Beside the baseline: every paired comparison"
 SIGN = (
     "`median gain` is the median over those baseline configs of the median over presets "
     "of your preset mean minus theirs, signed so that > 0 favours yours (for a "
-    "lower-is-better metric, NLL and CRPS, theirs minus yours)"
+    "lower-is-better metric, such as NLL, theirs minus yours)"
 )
 
 

@@ -18,24 +18,21 @@ from udora.experiments.results.figures_summary import REFERENCE, families
 from udora.experiments.results.summaries import configs as ordered_configs
 from udora.scoring.registry import metrics
 
-# (metric, which way is better): the ranked metrics, the primary one first.
-RANKED = tuple((m.name, m.better) for m in metrics(role="ranked"))
-PRIMARY = RANKED[0][0]
-LABELS = {m.name: m.label for m in metrics(role="ranked")}
-
 
 def ranked(kind: str = "regression") -> tuple[tuple[str, str], ...]:
     """(metric, which way is better) of a task kind's ranked metrics, the primary first."""
-    return (
-        RANKED
-        if kind == "regression"
-        else tuple((m.name, m.better) for m in metrics(task=kind, role="ranked"))
-    )
+    return tuple((m.name, m.better) for m in metrics(task=kind, role="ranked"))
 
 
 def labels(kind: str = "regression") -> dict[str, str]:
     """{metric: label} of a task kind's ranked metrics."""
     return {m.name: m.label for m in metrics(task=kind, role="ranked")}
+
+
+# The regression kind's: (metric, which way is better), the primary one first.
+RANKED = ranked()
+PRIMARY = RANKED[0][0]
+LABELS = labels()
 
 
 @dataclass(frozen=True)

@@ -12,18 +12,8 @@ from udora.experiments.rankings.blocks import blocks, labels, ranked
 from udora.experiments.rankings.noise import noise_lines
 from udora.experiments.rankings.stats import MIN_BLOCKS, Ranking, holm, rank, win_rates
 from udora.experiments.results.sections import Page, ReportContext, ReportSection, SectionText
+from udora.experiments.results.store import kind_of
 from udora.oracle.atomic import write_figure
-
-
-def kind_of(table: pd.DataFrame) -> str:
-    """The task kind of a table's runs (``regression`` without a ``kind`` column); a
-    table of several kinds is an error (their ranked metrics differ)."""
-    if "kind" not in table or table.empty:
-        return "regression"
-    kinds = set(table["kind"].fillna("regression"))
-    if len(kinds) > 1:
-        raise ValueError(f"a ranking takes runs of one task kind, got {sorted(kinds)}")
-    return kinds.pop()
 
 
 def rankings(table: pd.DataFrame, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0):

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udora.errors import UserError
 from udora.experiments.run.overrides import Overrides
 from udora.experiments.run.record import RunRecord
 from udora.experiments.run.records import RESULT, RUN_GLOB, read_run, refuse_old
@@ -297,6 +298,21 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
         for r, c in zip(frame.itertuples(index=False), run_curves, strict=True)
     }
     return frame, curves
+
+
+def kind_of(table: pd.DataFrame) -> str:
+    """The one task kind of ``table``'s runs (regression without a ``kind`` column or for
+    rows written before kinds); runs of several kinds are a UserError (their metrics
+    differ: rank, pool or page them one kind at a time)."""
+    if "kind" not in table.columns or table.empty:
+        return REGRESSION
+    kinds = sorted(set(table["kind"].fillna(REGRESSION)))
+    if len(kinds) > 1:
+        raise UserError(
+            f"the runs are of {' and '.join(kinds)} tasks, whose metrics differ: give one "
+            "kind's results"
+        )
+    return kinds[0]
 
 
 def of_kind(table: pd.DataFrame, kind: str) -> pd.DataFrame:

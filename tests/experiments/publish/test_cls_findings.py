@@ -122,3 +122,12 @@ def test_the_committed_page_states_these_rules():
     rules = cf.findings_page(None, None, "x").split("## Questions and rules")[1]
     rules = rules.split("No classification release")[0]
     assert rules in page
+
+
+def test_a_method_missing_on_a_preset_makes_the_answers_incomplete():
+    table = cls_table(SPREAD)
+    gone = table[~((table["method"] == "edl") & (table["preset"] == f"{cf.CH}-3"))]
+    d = ClaimData(gone)
+    assert cf.q2(d).verdict == "INCOMPLETE" and "edl" in cf.q2(d).ours
+    assert cf.q3(d)[0].verdict == "INCOMPLETE"
+    assert cf.q1(d, ClaimData(reg_table(SPREAD))).verdict == "INCOMPLETE"
