@@ -27,18 +27,22 @@ sweep_app = typer.Typer(
 )
 
 
+# The tuning objective's option, one text for `sweep init` and `tune`.
+Objective = Annotated[
+    str,
+    typer.Option(
+        help="nll (validation negative log-likelihood: Gaussian, or the log loss), "
+        "rmse (regression) or brier (classification)."
+    ),
+]
+
+
 @sweep_app.command("init")
 def sweep_init(
     preset: Annotated[str, typer.Option(help="Preset name or YAML path.")],
     method: Annotated[str, typer.Option(help="Registered method name (see `udora methods`).")],
     out: Annotated[Path, opts.path_option("The sweep YAML to write.", what="a file path")],
-    objective: Annotated[
-        str,
-        typer.Option(
-            help="nll (validation negative log-likelihood: Gaussian, or the log loss), "
-            "rmse (regression) or brier (classification)."
-        ),
-    ] = "nll",
+    objective: Objective = "nll",
     search: Annotated[str, typer.Option(help="bayes, random or grid.")] = "bayes",
     trials: Annotated[int, typer.Option(help="Trials in the sweep (run_cap).")] = 20,
     seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
@@ -233,13 +237,7 @@ def tune_cmd(
     ] = None,
     trials: Annotated[int, typer.Option(help="Trials per (preset, method) sweep.")] = 10,
     jobs: opts.Jobs = None,
-    objective: Annotated[
-        str,
-        typer.Option(
-            help="nll (validation negative log-likelihood: Gaussian, or the log loss), "
-            "rmse (regression) or brier (classification)."
-        ),
-    ] = "nll",
+    objective: Objective = "nll",
     seed: Annotated[int, typer.Option(help="Seed of the task tuned on.")] = 0,
     out: Annotated[Path, opts.path_option("Folder of tuned configs.")] = Path("tuned"),
     set_: Annotated[

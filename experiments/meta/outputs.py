@@ -263,28 +263,7 @@ def write_meta(
             subsets = submit_subsample_taus(
                 loaded, pool, sizes, repeats, 0, "spearman_eu", min_methods
             )
-        cells = cell_taus(table, min_methods=min_methods)
-        if cells.empty:
-            raise UserError(
-                f"no (preset, seed) has {min_methods} or more ok configs to rank; "
-                "the meta-evaluation needs several methods on the same preset and seed"
-            )
-        pooled = pooled_taus(cells, n_boot=n_boot)
-        written = [out / "meta_cells.csv", out / "meta_pooled.csv", out / "meta.md"]
-        write_text(written[0], cells.to_csv(index=False))
-        write_text(written[1], pooled.to_csv(index=False))
-        presets = cells["preset"].nunique()
-        n_cells = len(cells[["preset", "seed"]].drop_duplicates())
-        text = (
-            "# Which observable metrics rank methods like the oracle\n\n"
-            f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
-            f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
-            "over presets (docs/metrics.md). " + left_out_line(left_out) + "\n\n" + markdown(pooled)
-        )
-        write_text(written[2], text)
-        written += heatmap(
-            pooled, out / "meta_tau", f"Observable vs oracle rankings ({presets} presets)"
-        )
+        cells, pooled, written = _ranked(table, out, "regression", min_methods, n_boot, left_out)
         regions = by_size = None
         if rescore:
             step("interval AUC")
@@ -339,31 +318,7 @@ def _write_kind_meta(
     step = progress or (lambda _: None)
     table, left_out = practitioner_configs(table)
     step("ranking the configs")
-    cells = cell_taus(table, min_methods=min_methods, kind=kind)
-    if cells.empty:
-        raise UserError(
-            f"no (preset, seed) has {min_methods} or more ok configs to rank; "
-            "the meta-evaluation needs several methods on the same preset and seed"
-        )
-    pooled = pooled_taus(cells, n_boot=n_boot)
-    written = [out / "meta_cells.csv", out / "meta_pooled.csv", out / "meta.md"]
-    write_text(written[0], cells.to_csv(index=False))
-    write_text(written[1], pooled.to_csv(index=False))
-    presets = cells["preset"].nunique()
-    n_cells = len(cells[["preset", "seed"]].drop_duplicates())
-    text = (
-        f"# Which observable metrics rank methods like the oracle ({kind})\n\n"
-        f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
-        f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
-        "over presets (docs/meta_evaluation.md). "
-        + left_out_line(left_out)
-        + "\n\n"
-        + markdown(pooled, kind)
-    )
-    write_text(written[2], text)
-    written += heatmap(
-        pooled, out / "meta_tau", f"Observable vs oracle rankings ({presets} presets)", kind
-    )
+    cells, pooled, written = _ranked(table, out, kind, min_methods, n_boot, left_out)
     by_size = None
     if sizes and rescore:
         step(f"rescoring subsets of {', '.join(map(str, sizes))} points")
@@ -380,6 +335,43 @@ def _write_kind_meta(
         "written": written,
         "left_out": left_out,
     }
+
+
+def _ranked(
+    table: pd.DataFrame,
+    out: Path,
+    kind: str,
+    min_methods: int,
+    n_boot: int,
+    left_out: dict[str, str],
+) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
+    """(cells, pooled, files written): the taus of ``kind``'s two sides per cell, pooled,
+    written as meta_cells.csv, meta_pooled.csv, meta.md and the heatmap."""
+    cells = cell_taus(table, min_methods=min_methods, kind=kind)
+    if cells.empty:
+        raise UserError(
+            f"no (preset, seed) has {min_methods} or more ok configs to rank; "
+            "the meta-evaluation needs several methods on the same preset and seed"
+        )
+    pooled = pooled_taus(cells, n_boot=n_boot)
+    written = [out / "meta_cells.csv", out / "meta_pooled.csv", out / "meta.md"]
+    write_text(written[0], cells.to_csv(index=False))
+    write_text(written[1], pooled.to_csv(index=False))
+    presets = cells["preset"].nunique()
+    n_cells = len(cells[["preset", "seed"]].drop_duplicates())
+    which = "" if kind == "regression" else f" ({kind})"
+    text = (
+        f"# Which observable metrics rank methods like the oracle{which}\n\n"
+        f"Kendall's tau-b between rankings of the configs, {n_cells} (preset, seed) cells "
+        f"on {presets} presets, averaged over seeds then presets; 95% bootstrap interval "
+        "over presets (docs/meta_evaluation.md). "
+        + left_out_line(left_out)
+        + "\n\n"
+        + markdown(pooled, kind)
+    )
+    write_text(written[2], text)
+    title = f"Observable vs oracle rankings ({presets} presets)"
+    return cells, pooled, written + heatmap(pooled, out / "meta_tau", title, kind)
 
 
 def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:

@@ -30,8 +30,7 @@ from typing import Any
 import numpy as np
 
 from udora.errors import UserError
-from udora.experiments.open.tasks import CLASSIFICATION_FORMS, PublicTask, pool_order
-from udora.oracle import reading
+from udora.experiments.open.tasks import CLASSIFICATION_FORMS, PublicTask, find_form, pool_order
 
 BRIER = ("aleatoric_brier", "epistemic_brier")  # optional in the split form, both or none
 SPLIT_OPTIONAL = {*BRIER, "member_probs"}  # a built-in run's predictions.npz has them all
@@ -72,31 +71,6 @@ def _table_probabilities(fields: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def _form(fields: dict[str, Any], where: str) -> str:
-    """The form named by ``fields``: the largest one whose fields are all present (a split
-    holds ``prob`` too); none, or a field of no form, is an error naming them."""
-    present = set(fields) - {"row_id", "task_hash"}
-    found = [n for n, need in CLASSIFICATION_FORMS.items() if set(need) <= present]
-    if "split" in found:  # it holds prob, and may hold member_probs (its optional fields)
-        found = ["split"]
-    if len(found) != 1:
-        forms = "; ".join(f"{n}: {', '.join(need)}" for n, need in CLASSIFICATION_FORMS.items())
-        got = ", ".join(reading.brief(n) for n in sorted(present)[:20]) or "none"
-        raise UserError(
-            f"{where}: expected the fields of one classification prediction form ({forms}); "
-            f"got {got}"
-        )
-    optional = SPLIT_OPTIONAL if found[0] == "split" else set()
-    allowed = set(CLASSIFICATION_FORMS[found[0]]) | optional
-    extra = sorted(present - allowed)
-    if extra:
-        raise UserError(
-            f"{where}: field {reading.brief(extra[0])} is not part of the {found[0]} form "
-            f"({', '.join(sorted(allowed))})"
-        )
-    return found[0]
-
-
 def _array(fields: dict[str, Any], name: str, task: PublicTask, where: str, order) -> np.ndarray:
     """Field ``name`` as float64 of its form's shape over the task's N points and C
     classes, in pool order."""
@@ -128,7 +102,14 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
     from udora.oracle.classification.targets import entropy
 
     fields = _table_probabilities(dict(fields), where)
-    form = _form(fields, where)
+    form = find_form(
+        fields,
+        where,
+        CLASSIFICATION_FORMS,
+        frozenset(SPLIT_OPTIONAL),
+        prefer_split=True,  # a split holds prob, and may hold member_probs
+        what="classification prediction",
+    )
     order = pool_order(fields, task, where)
     optional = SPLIT_OPTIONAL if form == "split" else set()
     names = [*CLASSIFICATION_FORMS[form], *sorted(k for k in optional if k in fields)]

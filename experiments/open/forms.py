@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from udora.errors import UserError
-from udora.experiments.open.tasks import FORMS, PublicTask, pool_order
+from udora.experiments.open.tasks import FORMS, PublicTask, find_form, pool_order
 from udora.oracle import reading
 
 STACKED = {
@@ -28,7 +28,6 @@ STACKED = {
     "latent_draws": "latent_draw",
     "samples": "sample",
 }
-IDS = ("row_id", "task_hash")
 
 
 @dataclass(frozen=True)
@@ -95,24 +94,6 @@ def read_fields(path: str | Path) -> dict[str, Any]:
     raise UserError(f"{path}: expected a .npz, .csv or .parquet predictions file")
 
 
-def _form(fields: dict[str, Any], where: str) -> str:
-    """The one form whose required fields are present; none or two is an error."""
-    present = set(fields) - set(IDS)
-    found = [name for name, need in FORMS.items() if set(need) <= present]
-    if len(found) != 1:
-        forms = "; ".join(f"{n}: {', '.join(need)}" for n, need in FORMS.items())
-        got = ", ".join(reading.brief(n) for n in sorted(present)[:20]) or "none"
-        raise UserError(f"{where}: expected the fields of one prediction form ({forms}); got {got}")
-    allowed = set(FORMS[found[0]]) | ({"member_means"} if found[0] == "split" else set())
-    extra = sorted(present - allowed)
-    if extra:
-        raise UserError(
-            f"{where}: field {reading.brief(extra[0])} is not part of the {found[0]} form "
-            f"({', '.join(sorted(allowed))})"
-        )
-    return found[0]
-
-
 def _array(fields, name: str, task: PublicTask, where: str, order) -> np.ndarray:
     """Field ``name`` as float64, checked (shape, finite, variances >= 0), in pool order."""
     value = np.asarray(fields[name])
@@ -144,7 +125,7 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
         from udora.experiments.open import classification
 
         return classification.parse(fields, task, where)
-    form = _form(fields, where)
+    form = find_form(fields, where)
     order = pool_order(fields, task, where)
     need = [*FORMS[form], *(["member_means"] if "member_means" in fields else [])]
     a = {name: _array(fields, name, task, where, order) for name in need}

@@ -36,6 +36,7 @@ FORMS: dict[str, dict[str, str]] = {
     "samples": {"samples": "(S, N) draws of the predictive"},
     "quantiles": {"quantiles": "(L, N)", "quantile_levels": "(L,) in (0, 1), increasing"},
 }
+IDS = ("row_id", "task_hash")  # the fields that say which pool a prediction is on
 TOTAL_ONLY = ("gaussian", "samples", "quantiles")  # no AU/EU split: fewer metrics
 # The forms of a classification task's predictions (C classes, in the preset's order).
 CLASSIFICATION_FORMS: dict[str, dict[str, str]] = {
@@ -317,3 +318,33 @@ def pool_order(fields: dict[str, Any], task: PublicTask, where: str) -> np.ndarr
             f"once; got {len(ids)} rows, {len(np.unique(ids))} distinct"
         )
     return np.argsort(ids)
+
+
+def find_form(
+    fields: dict[str, Any],
+    where: str,
+    forms: dict[str, dict[str, str]] = FORMS,
+    split_optional: frozenset[str] = frozenset({"member_means"}),
+    prefer_split: bool = False,
+    what: str = "prediction",
+) -> str:
+    """The one form of ``forms`` whose required fields are all present (``prefer_split``:
+    the split when it is one of them, as it holds another form's fields); none or two is
+    an error listing the forms, and so is a field outside the form (plus the split's
+    ``split_optional`` fields)."""
+    present = set(fields) - set(IDS)
+    found = [name for name, need in forms.items() if set(need) <= present]
+    if prefer_split and "split" in found:
+        found = ["split"]
+    if len(found) != 1:
+        listed = "; ".join(f"{n}: {', '.join(need)}" for n, need in forms.items())
+        got = ", ".join(reading.brief(n) for n in sorted(present)[:20]) or "none"
+        raise UserError(f"{where}: expected the fields of one {what} form ({listed}); got {got}")
+    allowed = set(forms[found[0]]) | (set(split_optional) if found[0] == "split" else set())
+    extra = sorted(present - allowed)
+    if extra:
+        raise UserError(
+            f"{where}: field {reading.brief(extra[0])} is not part of the {found[0]} form "
+            f"({', '.join(sorted(allowed))})"
+        )
+    return found[0]
