@@ -191,6 +191,13 @@ class UQMethod(abc.ABC):
     def predict(self, X: np.ndarray) -> Prediction:
         """The predictive at ``X`` ``(m, d)``: a :class:`Prediction` of m points."""
 
+    # A method with an exact joint predictive overrides this with a method
+    # ``predict_joint(X (B, tau, d)) -> (B, tau, tau)``: the epistemic covariance of its
+    # mean function over each batch of points, original units, whose diagonal is its
+    # ``predict`` EU there (docs/adding_a_method.md, "Joint predictions"). Member-based
+    # methods need none: the scorer takes the members' covariance.
+    predict_joint: ClassVar[Any] = None
+
     def diagnostics(self) -> dict[str, float]:
         """Scalars about the fit itself, recorded in result.json (e.g. SWAG's drift).
 

@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import Field
 
 from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.joint import over_batches
 from udora.methods.registry import register
 from udora.oracle.standardise import Standardiser
 
@@ -89,6 +90,19 @@ class BayesianLinearRegression(UQMethod):
             aleatoric=self.scaler_.var_back(np.full(phi.shape[0], self.config.sigma**2)),
             epistemic=self.scaler_.var_back(epistemic),
         )
+
+    def predict_joint(self, X: np.ndarray) -> np.ndarray:
+        """Epistemic covariance ``phi(x)^T S_N phi(x')`` over batches ``X`` (B, tau, d):
+        (B, tau, tau), original units."""
+        self._check_fitted()
+
+        def covariance(U: np.ndarray) -> np.ndarray:
+            half = np.linalg.solve(
+                self.chol_, self._features(self.scaler_.x(check_x(U, self.d_))).T
+            )
+            return self.scaler_.var_back(half.T @ half)
+
+        return over_batches(X, covariance)
 
 
 def _cho_solve(chol: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -40,6 +40,7 @@ from gpjax.parameters import val
 from pydantic import Field
 
 from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.joint import over_batches
 from udora.methods.nn.backbone import ResidualMLP
 from udora.methods.registry import register
 from udora.methods.seeding import jax_keys
@@ -237,3 +238,18 @@ class DKL(UQMethod):
             aleatoric=self.scaler_.var_back(np.full(Xs.shape[0], self.noise_var_)),
             epistemic=self.scaler_.var_back(np.maximum(np.concatenate(variances), 0.0)),
         )
+
+    def predict_joint(self, X: np.ndarray) -> np.ndarray:
+        """The latent posterior covariance at ``g(x)`` over batches ``X`` (B, tau, d):
+        (B, tau, tau), original units (GPJax's dense predictive over the batches'
+        distinct inputs)."""
+        self._check_fitted()
+
+        def covariance(U: np.ndarray) -> np.ndarray:
+            with jax.enable_x64(True):
+                Us = jnp.asarray(self.scaler_.x(check_x(U, self.d_)))
+                feats = self._features(self.net_params_, Us)
+                C = np.asarray(self.posterior_(feats, covariance="dense").covariance())
+            return self.scaler_.var_back(C)
+
+        return over_batches(X, covariance)

@@ -25,6 +25,7 @@ from jax.flatten_util import ravel_pytree
 from pydantic import Field
 
 from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.joint import over_batches
 from udora.methods.registry import register
 from udora.oracle.standardise import Standardiser
 
@@ -166,3 +167,16 @@ class LinearGP(UQMethod):
             aleatoric=self.scaler_.var_back(np.full(Xs.shape[0], self.noise_var_)),
             epistemic=self.scaler_.var_back(np.maximum(np.concatenate(variances), 0.0)),
         )
+
+    def predict_joint(self, X: np.ndarray) -> np.ndarray:
+        """The latent posterior covariance over batches ``X`` (B, tau, d): (B, tau, tau),
+        original units (GPJax's dense predictive over the batches' distinct inputs)."""
+        self._check_fitted()
+
+        def covariance(U: np.ndarray) -> np.ndarray:
+            with jax.enable_x64(True):
+                Us = jnp.asarray(self.scaler_.x(check_x(U, self.d_)))
+                C = np.asarray(self.posterior_(Us, covariance="dense").covariance())
+            return self.scaler_.var_back(C)
+
+        return over_batches(X, covariance)

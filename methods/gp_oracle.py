@@ -37,6 +37,7 @@ from udora.methods.base import (
     check_x,
     check_xy,
 )
+from udora.methods.joint import over_batches
 from udora.methods.registry import register
 
 if TYPE_CHECKING:
@@ -123,6 +124,23 @@ class OracleGP(UQMethod):
             aleatoric=noise**2,
             epistemic=np.maximum(np.concatenate(variances), 0.0) * prior.standardiser.y_sd**2,
         )
+
+    def predict_joint(self, X: np.ndarray) -> np.ndarray:
+        """The posterior covariance of ``f`` over batches ``X`` (B, tau, d) of a regression
+        task: (B, tau, tau), original units (GPJax's dense predictive over the batches'
+        distinct inputs)."""
+        self._check_fitted()
+        if self.latent_ is not None:
+            raise ValueError("gp_oracle: joint predictions are of regression tasks only")
+        std = self.prior_.standardiser
+
+        def covariance(U: np.ndarray) -> np.ndarray:
+            with jax.enable_x64(True):
+                Us = jnp.asarray(std.x(check_x(U, self.d_)))
+                C = np.asarray(self.posterior_(Us, covariance="dense").covariance())
+            return C * std.y_sd**2
+
+        return over_batches(X, covariance)
 
     def diagnostics(self) -> dict[str, float]:
         """On a classification task, its own chains' R-hat and bulk ESS of ``||v||^2``,

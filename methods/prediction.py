@@ -12,7 +12,7 @@ values are judged by what is stored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -47,6 +47,9 @@ class Prediction:
         epistemic: ``(n,)`` epistemic variance ``e(x) >= 0``.
         member_means: optional ``(K, n)`` means of the K members or samples that were
             combined (``mean`` is their average for member-based methods).
+        joint_epistemic: optional ``(B, tau, tau)`` epistemic covariance at the task's
+            batches of points (:mod:`udora.oracle.joint`), from the method's
+            ``predict_joint``; the runner fills it, a method's ``predict`` does not.
 
     Raises:
         PredictionError: a field with the wrong shape, non-real, non-finite or larger than
@@ -56,12 +59,15 @@ class Prediction:
 
     kind: ClassVar[str] = REGRESSION
     FIELDS: ClassVar[tuple[str, ...]] = ("mean", "aleatoric", "epistemic")
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("member_means",)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("member_means", "joint_epistemic")
+    # the axis over the pool's points of each field; None: a field over batches of points
+    POINT_AXES: ClassVar[dict[str, int | None]] = {"joint_epistemic": None}
 
     mean: np.ndarray
     aleatoric: np.ndarray
     epistemic: np.ndarray
     member_means: np.ndarray | None = None
+    joint_epistemic: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = None
@@ -100,6 +106,12 @@ class Prediction:
             if not np.all(np.isfinite(mm)):
                 raise PredictionError("Prediction.member_means: values are not finite")
             object.__setattr__(self, "member_means", mm)
+        if self.joint_epistemic is not None:
+            object.__setattr__(
+                self,
+                "joint_epistemic",
+                check_batch_covariance("Prediction", "joint_epistemic", self.joint_epistemic),
+            )
 
     @property
     def total(self) -> np.ndarray:
@@ -113,6 +125,59 @@ class Prediction:
         """The arrays stored for this prediction (``predictions.npz``): every field that is
         set, under its name."""
         return to_arrays(self)
+
+
+def check_batch_covariance(owner: str, name: str, value: Any) -> np.ndarray:
+    """A float64 copy of covariances over batches, ``(B, tau, tau)``: real, finite,
+    symmetric to round-off (``|C - C^T| <= 1e-8 max |C|``; returned symmetrised) and with a
+    non-negative diagonal.
+
+    Raises:
+        PredictionError: naming ``owner.name`` and what is wrong.
+    """
+    C = _real_array(owner, name, value)
+    owner = f"{owner}.{name}"
+    if C.ndim != 3 or C.shape[1] != C.shape[2] or C.shape[0] < 1:
+        raise PredictionError(f"{owner}: expected shape (B, tau, tau), got {C.shape}")
+    if not np.all(np.isfinite(C)):
+        raise PredictionError(f"{owner}: {int(np.sum(~np.isfinite(C)))} values are not finite")
+    scale = float(np.max(np.abs(C), initial=0.0))
+    if np.max(np.abs(C - C.transpose(0, 2, 1)), initial=0.0) > 1e-8 * scale:
+        raise PredictionError(f"{owner}: a covariance must be symmetric")
+    if np.any(np.diagonal(C, axis1=1, axis2=2) < 0):
+        raise PredictionError(f"{owner}: variances on the diagonal must be >= 0")
+    return 0.5 * (C + C.transpose(0, 2, 1))
+
+
+def attach_joint(prediction: Prediction, returned: Any, idx: np.ndarray) -> Prediction:
+    """``prediction`` with the epistemic covariance ``returned`` by ``predict_joint`` at the
+    batches ``idx`` (B, tau) of pool points: a (B, tau, tau) covariance whose diagonal is
+    the prediction's EU at those points (to ``1e-6`` relative to the batch's largest EU,
+    plus ``1e-12``).
+
+    Raises:
+        PredictionError: another shape, or a diagonal that is not the pointwise EU (the
+            message names the first batch and point).
+    """
+    idx = np.asarray(idx)
+    C = check_batch_covariance("predict_joint", "covariance", returned)
+    if C.shape != (*idx.shape, idx.shape[1]):
+        raise PredictionError(
+            f"predict_joint: expected {idx.shape[0]} batches of {idx.shape[1]} points, "
+            f"shape {(*idx.shape, idx.shape[1])}, got {C.shape}"
+        )
+    e = prediction.epistemic[idx]
+    diag = np.diagonal(C, axis1=1, axis2=2)
+    tol = 1e-6 * np.max(e, axis=1, keepdims=True) + 1e-12
+    bad = np.argwhere(np.abs(diag - e) > tol)
+    if bad.size:
+        b, i = bad[0]
+        raise PredictionError(
+            f"predict_joint: the variance of batch {b}, point {i} is {diag[b, i]:.6g}, but "
+            f"predict's epistemic variance there is {e[b, i]:.6g}; the diagonal must be "
+            "the pointwise EU"
+        )
+    return replace(prediction, joint_epistemic=C)
 
 
 def to_arrays(prediction: Any) -> dict[str, np.ndarray]:
@@ -181,6 +246,8 @@ def stored(returned: Any, kind: str, n: int) -> Any:
     axes = getattr(cls, "POINT_AXES", {})  # the axis over the points, the last by default
     for name, arr in to_arrays(out).items():
         axis = axes.get(name, -1)
+        if axis is None:  # over batches of points: checked against the batches by the runner
+            continue
         points = arr.shape[axis] if arr.ndim > max(axis, -axis - 1) else 0
         if points != n:
             raise PredictionError(

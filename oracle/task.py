@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import numpy as np
 from udora.errors import UserError
 from udora.oracle.data import load_table, load_table_with_source
 from udora.oracle.files import ARRAYS
+from udora.oracle.joint import JointBatches, joint_batches
 from udora.oracle.memory import check_memory
 from udora.oracle.noise import NoiseModel
 from udora.oracle.preset import Preset, load_preset
@@ -146,6 +148,23 @@ class OracleTask:
         noise_S = self.prior.noise.std(Z[self.train_idx]) ** 2
         out = make_truth(self.preset).posterior_cov_times(Z, self.train_idx, noise_S, V)
         return std.y_sd**2 * out
+
+    @cached_property
+    def joint(self) -> JointBatches:
+        """The task's batches for joint predictions and the exact posterior covariance of
+        ``f`` over each (:func:`udora.oracle.joint.joint_batches`), built on first use."""
+        return joint_batches(self)
+
+    def posterior_cross(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The posterior covariance of ``f`` between the pool points ``rows`` (r,) and
+        ``cols`` (c,) (indices into ``X``), original (squared target) units: (r, c). Exact,
+        from the task's family (:mod:`udora.oracle.truths`); ``rows == cols == i`` gives
+        ``post_var[i]`` on the diagonal."""
+        std = self.prior.standardiser
+        Z = std.x(self.X)
+        noise_S = self.prior.noise.std(Z[self.train_idx]) ** 2
+        truth = make_truth(self.preset)
+        return std.y_sd**2 * truth.posterior_cross(Z, self.train_idx, noise_S, rows, cols)
 
 
 def select_pool(preset: Preset, n_rows: int) -> np.ndarray:

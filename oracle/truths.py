@@ -21,9 +21,10 @@ task's known noise, so the targets stay exact:
 Each family offers the three operations :func:`oracle.task.build_task` and
 :meth:`oracle.task.OracleTask.posterior_draws` need, on standardised inputs ``Z``:
 ``draw_prior``, ``condition`` (an object with ``predict(Z) -> (mean, var)``) and
-``draw_posterior`` (joint draws of ``f | S`` over a pool), and ``posterior_cov_times``
+``draw_posterior`` (joint draws of ``f | S`` over a pool), ``posterior_cov_times``
 (the posterior covariance over a pool times a few columns, for the projection form of
-:mod:`scoring.projection`).
+:mod:`scoring.projection`) and ``posterior_cross`` (the posterior covariance between two
+sets of pool points, for the joint and acquisition oracles of :mod:`oracle.joint`).
 """
 
 from __future__ import annotations
@@ -113,6 +114,21 @@ class GPTruth:
             out[start : start + 1024] += gram(kernel, U[start : start + 1024], U) @ V
         return out
 
+    def posterior_cross(self, Z, idx, noise_var, rows, cols) -> np.ndarray:
+        """``C[rows][:, cols]`` (r, c): the posterior covariance of ``f`` between the points
+        ``Z[rows]`` and ``Z[cols]`` (``rows`` (r,), ``cols`` (c,) indices into ``Z`` (N, d))
+        given noisy values at ``Z[idx]``, ``K_rc - K_rS A^-1 K_Sc`` with the same jittered
+        factor of ``A`` as the task's posterior; costs ``O(n^2 (r + c) + n r c)``."""
+        kernel, U = self._kernel(), self.inputs(Z)
+        S = U[np.asarray(idx)]
+        A = gram(kernel, S, S) + np.diag(np.asarray(noise_var, dtype=np.float64))
+        L, _ = cholesky_with_jitter(A)
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        Vr = sla.solve_triangular(L, gram(kernel, S, U[rows]), lower=True)
+        same = rows.shape == cols.shape and np.array_equal(rows, cols)
+        Vc = Vr if same else sla.solve_triangular(L, gram(kernel, S, U[cols]), lower=True)
+        return gram(kernel, U[rows], U[cols]) - Vr.T @ Vc
+
     def draw_posterior(self, Z, idx, y_S, noise_var, rng_prior, rng_noise, draws):
         """``(G (M, N), jitter)``: ``draws`` joint draws of ``f | S`` on ``Z`` (N, d) by
         pathwise conditioning (:func:`oracle.gp.sample_posterior_paths`); the standard
@@ -184,6 +200,13 @@ class FeatureTruth:
         post = self.condition(Z[idx], np.zeros(len(idx)), noise_var)
         Phi = self.features(Z)
         return Phi @ sla.cho_solve((post.chol, True), Phi.T @ np.asarray(V, dtype=np.float64))
+
+    def posterior_cross(self, Z, idx, noise_var, rows, cols) -> np.ndarray:
+        """``Phi_r Sigma Phi_c^T`` (r, c) between ``Z[rows]`` and ``Z[cols]`` (see
+        :class:`GPTruth`)."""
+        post = self.condition(Z[idx], np.zeros(len(idx)), noise_var)
+        Phi_r, Phi_c = self.features(Z[np.asarray(rows)]), self.features(Z[np.asarray(cols)])
+        return Phi_r @ sla.cho_solve((post.chol, True), Phi_c.T)
 
     def draw_posterior(self, Z, idx, y_S, noise_var, rng_prior, rng_noise, draws):
         """``(G (M, N), 0.0)``: ``beta = mu + L^-T z`` (``L L^T = Sigma^-1``), exact."""

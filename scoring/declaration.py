@@ -25,7 +25,8 @@ Better = Literal["higher", "lower", "closest"]
 # (the AU/EU split); "varying_au" (an AU estimate that is not the same at every point: a
 # correlation with it is undefined otherwise, as for a method that declares
 # ``aleatoric = "constant"``, docs/adding_a_method.md); "members" (the member means);
-# "brier" (a classification method's Brier-scale AU/EU, from members or a closed form).
+# "brier" (a classification method's Brier-scale AU/EU, from members or a closed form);
+# "covariance" (a joint predictive over the task's batches: members, or predict_joint).
 Need = Literal[
     "oracle",
     "outcomes",
@@ -38,6 +39,7 @@ Need = Literal[
     "varying_au",
     "members",
     "brier",
+    "covariance",
 ]
 # "ranked": ranked with the rankings' statistics (docs/rankings.md); "leaderboard": a
 # default column of the HTML leaderboard; "headline": a column of report.md's headline

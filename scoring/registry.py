@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from udora.oracle.joint import DESIGNS
 from udora.scoring.declaration import Metric, Need, Role, TaskKind
 from udora.scoring.proper import COVERAGE_LEVELS, INTERVAL_SCORE_LEVELS
 
@@ -359,6 +360,27 @@ def _blocks() -> Iterator[Metric]:
     )
 
 
+def _joint() -> Iterator[Metric]:
+    """The joint predictive over the task's batches against the posterior's
+    (docs/metrics.md, "Joint predictions"); NaN for a predictive without a covariance."""
+    needs = _ORACLE | {"mean", "split", "covariance"}
+    for design in DESIGNS:
+        yield Metric(
+            f"joint_excess_{design}",
+            f"joint excess ({design} batches)",
+            "nats",
+            "lower",
+            needs,
+        )
+        yield Metric(
+            f"joint_share_{design}",
+            f"share of the total correlation ({design} batches)",
+            "1",
+            "higher",
+            needs,
+        )
+
+
 METRICS: tuple[Metric, ...] = (
     *_mean_agreement(),
     *_agreement(),
@@ -367,6 +389,7 @@ METRICS: tuple[Metric, ...] = (
     *_ensemble(),
     *_utilities(),
     *_blocks(),
+    *_joint(),
 )
 _BY_NAME = {m.name: m for m in METRICS}
 _ADDED: dict[str, Metric] = {}  # declared by another task kind's module (register_metric)

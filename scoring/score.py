@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from udora.oracle.joint import DESIGNS
 from udora.oracle.targets import Targets, posterior_targets
 from udora.scoring import proper
 from udora.scoring._checks import members, rows, scalar, vectors
@@ -24,6 +25,7 @@ from udora.scoring.ensemble import (
     spread_skill_ratio,
     top_decile_error_ratio,
 )
+from udora.scoring.joint import JOINT_FIELDS, joint_metrics, joint_names
 from udora.scoring.risk_coverage import aurc, normalised_aurc, risk_coverage_curve
 from udora.scoring.utilities import selective_utility, topk_utility
 
@@ -35,7 +37,7 @@ _OBSERVABLE_ENSEMBLE = ("crps_fair", "spread_skill", "err_spread_spearman", "top
 
 
 _REQUIRED = ("f", "y", "noise_var", "post_mean", "post_var", "mean", "aleatoric", "epistemic")
-_OPTIONAL = ("total", "member_means")
+_OPTIONAL = ("total", "member_means", *JOINT_FIELDS)
 
 
 def _keywords(fn: str, arrays: dict[str, Any]) -> dict[str, Any]:
@@ -49,6 +51,7 @@ def _keywords(fn: str, arrays: dict[str, Any]) -> dict[str, Any]:
 
 def _inputs(fn: str, **arrays: Any) -> dict[str, Any]:
     member_means = arrays.pop("member_means")
+    joint = {k: arrays.pop(k, None) for k in JOINT_FIELDS}
     if arrays["total"] is None:
         arrays["total"] = np.asarray(arrays["aleatoric"], np.float64) + np.asarray(
             arrays["epistemic"], np.float64
@@ -58,7 +61,7 @@ def _inputs(fn: str, **arrays: Any) -> dict[str, Any]:
     out["member_means"] = (
         None if member_means is None else members(fn, "member_means", member_means, n)
     )
-    return out
+    return {**out, **joint}
 
 
 def _targets(a: dict[str, Any], loss: str) -> Targets:
@@ -114,6 +117,10 @@ def score_arrays(
     epistemic: np.ndarray,
     total: np.ndarray | None = None,
     member_means: np.ndarray | None = None,
+    joint_idx: np.ndarray | None = None,
+    joint_design: np.ndarray | None = None,
+    joint_post_cov: np.ndarray | None = None,
+    joint_epistemic: np.ndarray | None = None,
 ) -> dict[str, float]:
     """Every scalar metric of a prediction against the oracle and the realised outcomes.
 
@@ -128,6 +135,13 @@ def score_arrays(
         epistemic: the method's ``e``, (N,).
         total: ``v``, (N,); defaults to ``a + e``.
         member_means: (K, N) or None; without it the ensemble metrics are NaN.
+        joint_idx: the task's batches of pool points, (B, tau)
+            (:class:`udora.oracle.joint.JointBatches`); without them the joint metrics
+            are NaN.
+        joint_design: each batch's design, (B,).
+        joint_post_cov: the posterior covariance of ``f`` over each batch, (B, tau, tau).
+        joint_epistemic: the method's covariance at the batches (B, tau, tau), from
+            ``predict_joint``; without it the members' (:mod:`udora.scoring.joint`).
 
     Returns:
         A flat ``{name: float}``; the names and formulas are in docs/metrics.md.
@@ -165,7 +179,27 @@ def score_arrays(
     c = float(np.var(yy))
     out["util_selective_oracle"] = selective_utility(sq.risk, v, cost_scale=c)
     out["util_topk_oracle"] = topk_utility(mu, v, a["post_mean"], outcome_sd=np.sqrt(c))
+    out.update(_joint(a))
     return out
+
+
+def _joint(a: dict[str, Any]) -> dict[str, float]:
+    """The joint metrics (NaN without the task's batches)."""
+    if a["joint_idx"] is None:
+        return dict.fromkeys(joint_names(DESIGNS), float("nan"))
+    return joint_metrics(
+        idx=a["joint_idx"],
+        design=a["joint_design"],
+        post_cov=a["joint_post_cov"],
+        post_mean=a["post_mean"],
+        noise_var=a["noise_var"],
+        mean=a["mean"],
+        aleatoric=a["aleatoric"],
+        epistemic=a["epistemic"],
+        eu_cov=a["joint_epistemic"],
+        member_means=a["member_means"],
+        designs=DESIGNS,
+    )
 
 
 def observable_arrays(
@@ -256,7 +290,10 @@ def curves_arrays(**arrays: np.ndarray | None) -> dict[str, np.ndarray]:
 
 
 def _from_objects(task: Any, prediction: Any) -> dict[str, Any]:
+    batches = getattr(task, "joint", None)
     return {
+        **({} if batches is None else batches.to_arrays()),
+        "joint_epistemic": getattr(prediction, "joint_epistemic", None),
         "f": task.f,
         "y": task.y,
         "noise_var": task.noise_var,

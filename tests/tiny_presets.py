@@ -88,3 +88,41 @@ def tiny_classification_preset(root, classes=3, rows=90, **fields):
     from udora.oracle.preset import load_preset
 
     return load_preset(path), data
+
+
+def matern32_task(folder, rows, n_train, seed, truth=None):
+    """A regression task on a synthetic two-feature table of ``rows`` points (all in the
+    pool), ``n_train`` training draws, a Matern-3/2 kernel with lengthscales [0.7, 1.1]
+    (:func:`dense_posterior_covariance` recomputes its posterior with numpy)."""
+    from udora.oracle.preset import parse_preset
+    from udora.oracle.task import build_task
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(rows, 2)) * [1.0, 3.0] + 5.0
+    y = np.sin(X[:, 0]) + 0.05 * X[:, 1] ** 2 + 0.2 * rng.normal(size=rows)
+    pd.DataFrame(X, columns=["a", "b"]).assign(target=y).to_csv(folder / "p.csv.gz", index=False)
+    config = {
+        "name": "p",
+        "suite": "test",
+        "source": {"file": "p.csv.gz"},
+        "features": ["a", "b"],
+        "pool_size": rows,
+        "n_train": n_train,
+        "kernel": [{"type": "matern32", "variance": 1.0, "lengthscale": [0.7, 1.1]}],
+        "noise": {"std_min": 0.1, "std_max": 0.3},
+        "shift": [0.2, 0.2, 0.2, 0.2, 0.2],
+        **({"truth": truth} if truth else {}),
+    }
+    return build_task(parse_preset(config, "p.yaml"), seed, data_dir=folder)
+
+
+def dense_posterior_covariance(task):
+    """The posterior covariance over the pool of a :func:`matern32_task`, from the
+    textbook kernel and a dense solve (original units), (N, N)."""
+    std = task.prior.standardiser
+    Z, S = std.x(task.X), task.train_idx
+    ls = np.array([0.7, 1.1])
+    r = np.sqrt(np.sum(((Z[:, None, :] - Z[None, :, :]) / ls) ** 2, axis=-1))
+    K = (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r)
+    A = K[np.ix_(S, S)] + np.diag(task.noise_var[S] / std.y_sd**2)
+    return std.y_sd**2 * (K - K[:, S] @ np.linalg.solve(A, K[S, :]))

@@ -20,6 +20,7 @@ import pandas as pd
 
 from udora.errors import UserError
 from udora.experiments.open.tasks import FORMS, PublicTask, find_form, pool_order
+from udora.methods.prediction import PredictionError, check_batch_covariance
 from udora.oracle import reading
 
 STACKED = {
@@ -35,7 +36,9 @@ class Predictions:
     """One prediction on a task's pool, in pool order. ``form`` is the file's form;
     ``mean`` and ``total`` (N,) always; ``aleatoric``/``epistemic`` (N,) for the forms with
     an AU/EU split, else None; ``member_means`` (K, N) for members and draws;
-    ``samples`` (S, N) and ``quantiles`` (L, N) with ``levels`` (L,) for those forms."""
+    ``samples`` (S, N) and ``quantiles`` (L, N) with ``levels`` (L,) for those forms;
+    ``joint_epistemic`` (B, tau, tau), optional with the split: the epistemic covariance
+    at the task's joint batches (``joint.npz`` of an exported task)."""
 
     form: str
     mean: np.ndarray
@@ -46,6 +49,7 @@ class Predictions:
     samples: np.ndarray | None = None
     quantiles: np.ndarray | None = None
     levels: np.ndarray | None = None
+    joint_epistemic: np.ndarray | None = None
 
     @property
     def split(self) -> bool:
@@ -130,6 +134,12 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
     need = [*FORMS[form], *(["member_means"] if "member_means" in fields else [])]
     a = {name: _array(fields, name, task, where, order) for name in need}
     if form == "split":
+        joint = None
+        if "joint_epistemic" in fields:
+            try:
+                joint = check_batch_covariance(where, "joint_epistemic", fields["joint_epistemic"])
+            except PredictionError as err:
+                raise UserError(str(err)) from None
         return Predictions(
             form,
             a["mean"],
@@ -137,6 +147,7 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
             a["aleatoric"],
             a["epistemic"],
             a.get("member_means"),
+            joint_epistemic=joint,
         )
     if form in ("members", "draws"):
         draws = a["member_means"] if form == "members" else a["latent_draws"]

@@ -28,6 +28,7 @@ from udora.experiments.open.forms import Predictions, parse, read_fields
 from udora.experiments.open.tasks import PublicTask
 from udora.experiments.run.records import PREDICTIONS, file_sha256
 from udora.experiments.run.spec import identity_hash
+from udora.methods.prediction import Prediction, PredictionError, attach_joint
 from udora.names import check_name, inside
 from udora.scoring.declaration import Need
 from udora.scoring.registry import metric, scored
@@ -116,12 +117,22 @@ def _score_regression(
         "post_var": o.post_var,
     }
     if p.split:
+        batches = o.joint
+        if p.joint_epistemic is not None:  # its shape and diagonal against the batches
+            try:
+                attach_joint(
+                    Prediction(p.mean, p.aleatoric, p.epistemic), p.joint_epistemic, batches.idx
+                )
+            except PredictionError as err:
+                raise UserError(f"predictions: {err}") from None
         arrays = {
             **truth,
+            **batches.to_arrays(),
             "mean": p.mean,
             "aleatoric": p.aleatoric,
             "epistemic": p.epistemic,
             "member_means": p.member_means,
+            "joint_epistemic": p.joint_epistemic,
         }
         return score_arrays(**arrays), curves_arrays(**arrays)
     half = p.total / 2  # any split of the total: the metrics kept below do not depend on it

@@ -24,6 +24,8 @@ from udora.names import check_name
 from udora.oracle import reading
 from udora.oracle.atomic import write_npz, write_parquet, write_text
 from udora.oracle.files import file_checksum
+from udora.oracle.joint import DESIGNS
+from udora.oracle.joint import VERSION as JOINT_VERSION
 from udora.oracle.preset import load_preset
 
 FORMAT = 1  # of task.json
@@ -82,6 +84,9 @@ class PublicTask:
     X_pool: np.ndarray
     train_rows: np.ndarray
     preset_config: dict[str, Any]
+    # a regression task's joint batches (udora.oracle.joint): pool rows (B, tau), designs (B,)
+    joint_idx: np.ndarray | None = None
+    joint_design: np.ndarray | None = None
 
     @property
     def n_pool(self) -> int:
@@ -121,6 +126,23 @@ class PublicTask:
             "kind": self.kind,
             **({"classes": list(self.classes)} if self.classes else {}),
             "prediction_forms": forms_for(self.kind),
+            **(
+                {}
+                if self.joint_idx is None
+                else {
+                    "joint": {
+                        "file": "joint.npz",
+                        "designs": list(DESIGNS),
+                        "version": JOINT_VERSION,
+                        "batches": list(self.joint_idx.shape),
+                        "prediction_field": (
+                            "joint_epistemic (B, tau, tau), optional with the split form "
+                            "(.npz only): the epistemic covariance at each batch of pool rows "
+                            "joint_idx, its diagonal the epistemic field at those rows"
+                        ),
+                    }
+                }
+            ),
             "prediction_rules": (
                 "one row per pool row; say which pool: a 'row_id' field (0..N-1, any order) "
                 f"or a 'task_hash' field equal to this one; {_RULES[self.kind]}"
@@ -141,6 +163,7 @@ def load_task(preset: Any, seed: int, data_dir: str | Path | None = None) -> Pub
     preset = load_preset(preset) if isinstance(preset, str | Path) else preset
     source = data_source_record(preset, data_dir, missing_ok=False)
     task = training_sample(preset, int(seed), data_dir)
+    batches = getattr(task, "joint", None)  # a regression task's; classification has none
     return PublicTask(
         preset=preset.name,
         seed=int(seed),
@@ -153,6 +176,8 @@ def load_task(preset: Any, seed: int, data_dir: str | Path | None = None) -> Pub
         X_pool=np.array(task.X),
         train_rows=np.array(task.train_idx),
         preset_config=preset.model_dump(mode="json", exclude={"paper"}),
+        joint_idx=None if batches is None else batches.idx,
+        joint_design=None if batches is None else batches.design,
     )
 
 
@@ -171,6 +196,9 @@ def export_task(task: PublicTask, folder: str | Path) -> list[Path]:
     written = [folder / "train.npz", folder / "pool.npz"]
     write_npz(written[0], {"X": task.X_train, "y": task.y_train, "rows": task.train_rows})
     write_npz(written[1], {"X": task.X_pool, "row_id": row_id})
+    if task.joint_idx is not None:
+        written.append(folder / "joint.npz")
+        write_npz(written[-1], {"joint_idx": task.joint_idx, "joint_design": task.joint_design})
     for frame, stem in ((train, "train"), (pool, "pool")):
         write_text(folder / f"{stem}.csv", frame.to_csv(index=False, float_format="%.17g"))
         write_parquet(folder / f"{stem}.parquet", frame)
@@ -228,6 +256,17 @@ def read_task(folder: str | Path) -> PublicTask:
     arrays = {"X_train": train["X"], "y_train": train["y"], "X_pool": pool["X"]}
     fields = {k: info[k] for k in ("preset", "seed", "task_hash", "data_kind", "data_sha256")}
     _check_claims(path, info, fields, info["preset_config"], arrays)
+    joint: dict[str, Any] = {}
+    if (folder / "joint.npz").is_file():
+        joint = reading.arrays(folder / "joint.npz", ("joint_idx", "joint_design"))
+        reading.shaped(folder / "joint.npz", joint, {"joint_idx": "B t", "joint_design": "B"})
+        if (
+            joint["joint_idx"].dtype.kind not in "iu"
+            or not ((joint["joint_idx"] >= 0) & (joint["joint_idx"] < n_pool)).all()
+        ):
+            raise UserError(
+                f"{folder / 'joint.npz'}: 'joint_idx' must be pool rows 0..{n_pool - 1}"
+            )
     return PublicTask(
         **fields,
         feature_names=tuple(info["feature_names"]),
@@ -236,6 +275,7 @@ def read_task(folder: str | Path) -> PublicTask:
         X_pool=arrays["X_pool"],
         train_rows=rows,
         preset_config=info["preset_config"],
+        **joint,
     )
 
 
@@ -324,7 +364,7 @@ def find_form(
     fields: dict[str, Any],
     where: str,
     forms: dict[str, dict[str, str]] = FORMS,
-    split_optional: frozenset[str] = frozenset({"member_means"}),
+    split_optional: frozenset[str] = frozenset({"member_means", "joint_epistemic"}),
     prefer_split: bool = False,
     what: str = "prediction",
 ) -> str:

@@ -40,7 +40,7 @@ from udora.experiments.run.spec import (
 from udora.experiments.tasks import arrays as oracle_arrays
 from udora.experiments.tasks import cache as task_cache
 from udora.experiments.tasks.kinds import run_kind
-from udora.methods.prediction import stored
+from udora.methods.prediction import attach_joint, stored
 from udora.oracle import kinds as oracle_kinds
 from udora.oracle.preset import Preset, parse_preset
 
@@ -238,6 +238,12 @@ def run_resolved(
         _check_unchanged(task, before)
         # what is scored and written is a validated copy, whatever predict returned
         prediction = stored(returned, kind.name, task.X.shape[0])
+        batches = getattr(task, "joint", None) if model.predict_joint is not None else None
+        if batches is not None:  # an exact joint predictive at the task's batches
+            t0 = time.perf_counter()
+            joint = model.predict_joint(np.array(task.X[batches.idx]))
+            prediction = attach_joint(prediction, joint, batches.idx)
+            timings["predict_joint"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         outcome = {
             "status": "ok",

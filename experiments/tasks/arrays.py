@@ -34,6 +34,7 @@ from udora.names import check_name, inside
 from udora.oracle import reading
 from udora.oracle.atomic import write_bytes, write_json
 from udora.oracle.files import ARRAYS, SHAPES
+from udora.oracle.joint import JointBatches
 
 FOLDER = "oracle"
 
@@ -54,6 +55,7 @@ class StoredTask:
     post_mean: np.ndarray
     post_var: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict)
+    joint: JointBatches | None = None  # stored by runs since the joint metrics (issue 47)
 
 
 def paths(root: str | Path, task_hash: str) -> tuple[Path, Path]:
@@ -174,19 +176,27 @@ def load(root: str | Path, task_hash: str) -> StoredTask | None:
         ValueError: naming the file, when the record cannot be read, the arrays do not
             match its checksum (truncated or changed) or miss a field.
     """
-    found = _read(root, task_hash, ARRAYS, "rebuild the task")
+    found = _read(root, task_hash, None, "rebuild the task")
     if found is None:
         return None
-    entry, arrays = found
+    entry, stored = found
     npz, record = paths(root, task_hash)
+    missing = [name for name in ARRAYS if name not in stored]
+    if missing:
+        raise UserError(
+            f"{npz}: misses the arrays {', '.join(missing)}; delete it and {record.name} "
+            "to rebuild the task"
+        )
+    arrays = {name: stored[name] for name in ARRAYS}
     reading.shaped(npz, arrays, SHAPES)
+    joint = JointBatches.from_arrays(stored) if "joint_idx" in stored else None
     seed, config, meta = entry.get("seed"), entry.get("preset_config"), entry.get("meta", {})
     if not (isinstance(seed, int) and isinstance(config, dict) and isinstance(meta, dict)):
         raise UserError(
             f"{record}: expected an integer 'seed' and mappings 'preset_config' and 'meta'; "
             f"delete it and {npz.name} to rebuild the task"
         )
-    return StoredTask(config, seed, meta=meta, **arrays)
+    return StoredTask(config, seed, meta=meta, joint=joint, **arrays)
 
 
 def load_arrays(

@@ -122,7 +122,8 @@ def _regression_curves(task: Any, prediction: Any) -> dict[str, np.ndarray]:
 
 
 def _regression_arrays(task: Any) -> dict[str, np.ndarray]:
-    return {name: np.asarray(getattr(task, name)) for name in ARRAYS}
+    """The task's arrays and its joint batches (:mod:`udora.oracle.joint`)."""
+    return {name: np.asarray(getattr(task, name)) for name in ARRAYS} | task.joint.to_arrays()
 
 
 register_run_kind(RunKind(REGRESSION, _regression_score, _regression_curves, _regression_arrays))

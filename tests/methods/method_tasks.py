@@ -18,8 +18,11 @@ def rbf_linear_gram(prior: HandPrior, A: np.ndarray, B: np.ndarray) -> np.ndarra
     return rbf["variance"] * np.exp(-0.5 * np.sum(diff**2, axis=-1)) + lin["variance"] * A @ B.T
 
 
-def dense_gp_posterior(prior: HandPrior, X: np.ndarray, y: np.ndarray, X_test: np.ndarray):
-    """Textbook conditioning in float64 numpy: mean ``(m,)`` and latent variance ``(m,)``.
+def dense_gp_posterior(
+    prior: HandPrior, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, full: bool = False
+):
+    """Textbook conditioning in float64 numpy: mean ``(m,)`` and latent variance ``(m,)``
+    (``full``: the latent covariance ``(m, m)``).
 
     ``A = K_SS + diag(s^2)``, ``m_S = m + K_xS A^-1 (y - m)``, ``s2_f = k(x,x) - K_xS A^-1 K_Sx``,
     in standardised units, then mapped to original units.
@@ -33,6 +36,9 @@ def dense_gp_posterior(prior: HandPrior, X: np.ndarray, y: np.ndarray, X_test: n
     Kxs = rbf_linear_gram(prior, Zt, Z)
     resid = (y - y_mean) / y_sd - prior.mean_value
     mean = prior.mean_value + Kxs @ np.linalg.solve(A, resid)
+    if full:
+        cov = rbf_linear_gram(prior, Zt, Zt) - Kxs @ np.linalg.solve(A, Kxs.T)
+        return y_mean + y_sd * mean, y_sd**2 * cov
     prior_var = np.diag(rbf_linear_gram(prior, Zt, Zt))
     var = prior_var - np.sum(Kxs * np.linalg.solve(A, Kxs.T).T, axis=1)
     return y_mean + y_sd * mean, y_sd**2 * var

@@ -48,3 +48,31 @@ def test_blr_ignores_the_seed_and_recovers_a_linear_law():
     X_test = np.array([[0.0, 0.0], [1.0, 1.0]])
     np.testing.assert_array_equal(a.predict(X_test).mean, b.predict(X_test).mean)
     np.testing.assert_allclose(a.predict(X_test).mean, [1.0, 3.0], atol=5e-3)
+
+
+def test_blr_joint_covariance_is_the_dense_function_space_covariance():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(50, 2)) * [2.0, 0.5]
+    y = X @ np.array([0.7, -1.0]) + 0.2 * rng.standard_normal(50)
+    alpha, sigma = 0.5, 0.4
+    blr = methods.get_method("blr", alpha=alpha, sigma=sigma).fit(X, y, seed=0)
+    batches = rng.normal(size=(4, 6, 2))
+    batches[:, 3] = batches[:, 0]  # a repeated input, as in a dyadic batch
+    joint = blr.predict_joint(batches)
+    x_mean, x_sd, y_sd = X.mean(0), X.std(0), y.std()
+
+    def design(A):
+        return np.hstack([(A - x_mean) / x_sd, np.ones((len(A), 1))])
+
+    Phi = design(X)
+    K = Phi @ Phi.T / alpha + sigma**2 * np.eye(50)
+    for b in range(4):
+        P = design(batches[b])
+        k_star = P @ Phi.T / alpha
+        cov = P @ P.T / alpha - k_star @ np.linalg.solve(K, k_star.T)
+        np.testing.assert_allclose(joint[b], y_sd**2 * cov, rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(
+        np.diagonal(joint, axis1=1, axis2=2).ravel(),
+        blr.predict(batches.reshape(-1, 2)).epistemic,
+        rtol=1e-10,
+    )

@@ -50,6 +50,21 @@ def test_identity_dkl_is_the_exact_gp(fitted):
     np.testing.assert_allclose(pred.aleatoric, sc.var_back(method.noise_var_), rtol=1e-12)
 
 
+def test_identity_dkl_joint_covariance_is_the_exact_gps(fitted):
+    method, task = fitted
+    sc = method.scaler_
+    batches = np.vstack([task.X_near[:20], task.X_far[:20]]).reshape(5, 8, -1).copy()
+    batches[:, 7] = batches[:, 2]  # a repeated input
+    joint = method.predict_joint(batches)
+    Z, v, ls = sc.x(task.X), method.kernel_variance_, method.lengthscale_
+    A = rbf(Z, Z, v, ls) + method.noise_var_ * np.eye(Z.shape[0])
+    for b in range(5):
+        Zb = sc.x(batches[b])
+        Kb = rbf(Zb, Z, v, ls)
+        cov = rbf(Zb, Zb, v, ls) - Kb @ np.linalg.solve(A, Kb.T)
+        np.testing.assert_allclose(joint[b], sc.var_back(cov), rtol=1e-5, atol=1e-10)
+
+
 def test_training_raises_the_marginal_likelihood(fitted):
     method, task = fitted
     sc = method.scaler_

@@ -30,6 +30,13 @@ def test_gp_oracle_equals_dense_numpy_posterior():
     np.testing.assert_allclose(pred.mean, mean, rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(pred.epistemic, var, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(pred.aleatoric, prior.noise_std(X_test) ** 2, rtol=1e-12)
+    # the joint covariance over batches, a repeated input among them: the dense one
+    batches = X_test[:60].reshape(6, 10, 2).copy()
+    batches[:, 9] = batches[:, 0]
+    joint = gp.predict_joint(batches)
+    for b in range(6):
+        _, cov = dense_gp_posterior(prior, task.X, task.y, batches[b], full=True)
+        np.testing.assert_allclose(joint[b], cov, rtol=1e-6, atol=1e-9)
 
 
 def test_gp_oracle_without_a_prior_says_how_to_give_one(task):
@@ -111,6 +118,15 @@ def test_gp_linear_hyperparameters_maximise_the_dense_marginal_likelihood():
     np.testing.assert_allclose(pred.mean, y.mean() + y.std() * mean, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(pred.epistemic, y.var() * var, rtol=1e-5, atol=1e-9)
     np.testing.assert_allclose(pred.aleatoric, y.var() * noise, rtol=1e-12)
+    # its joint covariance over batches (one repeated input) is the dense one
+    batches = X_test.reshape(4, 5, 2).copy()
+    batches[:, 4] = batches[:, 1]
+    joint = gp.predict_joint(batches)
+    for b in range(4):
+        Zb = (batches[b] - X.mean(0)) / X.std(0)
+        kb = s2 * Zb @ Z.T
+        cov = s2 * Zb @ Zb.T - kb @ np.linalg.solve(K, kb.T)
+        np.testing.assert_allclose(joint[b], y.var() * cov, rtol=1e-5, atol=1e-9)
 
 
 @pytest.mark.parametrize("mean", ["constant", pytest.param("zero", marks=pytest.mark.slow)])

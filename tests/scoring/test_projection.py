@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from tiny_presets import dense_posterior_covariance, matern32_task
 
 from udora.oracle.preset import parse_preset
 from udora.oracle.task import build_task
@@ -15,42 +16,13 @@ from udora.scoring.decomposition import decompose
 from udora.scoring.projection import project
 
 
-def _textbook_matern32(A, B, ls):
-    r = np.sqrt(np.sum(((A[:, None, :] - B[None, :, :]) / ls) ** 2, axis=-1))
-    return (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r)
-
-
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("proj")
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(140, 2)) * [1.0, 3.0] + 5.0
-    y = np.sin(X[:, 0]) + 0.05 * X[:, 1] ** 2 + 0.2 * rng.normal(size=140)
-    pd.DataFrame(X, columns=["a", "b"]).assign(target=y).to_csv(folder / "p.csv.gz", index=False)
-    preset = parse_preset(
-        {
-            "name": "p",
-            "suite": "test",
-            "source": {"file": "p.csv.gz"},
-            "features": ["a", "b"],
-            "pool_size": 140,
-            "n_train": 40,
-            "kernel": [{"type": "matern32", "variance": 1.0, "lengthscale": [0.7, 1.1]}],
-            "noise": {"std_min": 0.1, "std_max": 0.3},
-            "shift": [0.2, 0.2, 0.2, 0.2, 0.2],
-        },
-        "p.yaml",
-    )
-    return build_task(preset, 3, data_dir=folder)
+    return matern32_task(tmp_path_factory.mktemp("proj"), 140, 40, 3)
 
 
 def _dense_covariance(task):
-    """The posterior covariance over the pool from the textbook kernel (original units)."""
-    std = task.prior.standardiser
-    Z, S = std.x(task.X), task.train_idx
-    K = _textbook_matern32(Z, Z, np.array([0.7, 1.1]))
-    A = K[np.ix_(S, S)] + np.diag(task.noise_var[S] / std.y_sd**2)
-    return std.y_sd**2 * (K - K[:, S] @ np.linalg.solve(A, K[S, :]))
+    return dense_posterior_covariance(task)
 
 
 def test_cov_times_is_the_dense_posterior_covariance(task):

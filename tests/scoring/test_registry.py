@@ -28,6 +28,7 @@ def _arrays(n=300, seed=0, k=5):
     y = f + np.sqrt(noise_var) * rng.normal(size=n)
     members = post_mean + np.sqrt(post_var) * rng.normal(size=(k, n)) + 0.1 * rng.normal(size=n)
     task = {"f": f, "y": y, "noise_var": noise_var, "post_mean": post_mean, "post_var": post_var}
+    task |= _batches(rng, post_var)
     pred = {
         "mean": members.mean(axis=0),
         "aleatoric": noise_var * rng.uniform(0.5, 1.5, size=n),
@@ -35,6 +36,22 @@ def _arrays(n=300, seed=0, k=5):
         "member_means": members,
     }
     return task, pred
+
+
+def _batches(rng, post_var, per_design=10, tau=4):
+    """Joint batches of the three designs over a posterior covariance with diagonal
+    ``post_var`` (a correlation from random features)."""
+    n = post_var.shape[0]
+    F = rng.normal(size=(n, 3))
+    R = F @ F.T + np.eye(n)
+    R /= np.sqrt(np.outer(np.diag(R), np.diag(R)))
+    C = R * np.sqrt(np.outer(post_var, post_var))
+    idx = rng.integers(0, n, size=(3 * per_design, tau))
+    return {
+        "joint_idx": idx,
+        "joint_design": np.repeat(np.arange(3), per_design),
+        "joint_post_cov": C[idx[:, :, None], idx[:, None, :]],
+    }
 
 
 def _documented() -> set[str]:
@@ -106,6 +123,7 @@ def test_what_a_metric_does_not_need_cannot_move_it():
     # the oracle's arrays replaced by unrelated ones
     other = {k: rng.normal(size=n) for k in ("f", "post_mean")}
     other |= {k: rng.uniform(0.1, 1.0, size=n) for k in ("noise_var", "post_var")}
+    other["joint_post_cov"] = _batches(rng, other["post_var"])["joint_post_cov"]
     moved = _moved(base, score_arrays(**{**task, **other}, **pred))
     assert moved == declared("oracle")
     # the same total split otherwise (a fifth of it aleatoric, the rest epistemic)
@@ -121,7 +139,9 @@ def test_what_a_metric_does_not_need_cannot_move_it():
     assert moved == declared("total", "gaussian", "split") - {"aurc_total"}
     # without members
     without = score_arrays(**task, **{**pred, "member_means": None})
-    assert {k for k in without if np.isnan(without[k])} == declared("members")
+    # the members are this prediction's only covariance (no predict_joint)
+    assert {k for k in without if np.isnan(without[k])} == declared("members", "covariance")
+    assert declared("covariance") == {m for m in base if m.startswith("joint_")}
     # one aleatoric variance at every point (a homoscedastic method): only what needs a
     # varying AU is undefined, the AU's other metrics are still scored
     flat = {**pred, "aleatoric": np.full(n, 0.7)}

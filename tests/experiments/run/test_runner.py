@@ -69,11 +69,11 @@ def test_run_writes_result_and_predictions(tiny_preset, tmp_path):
     assert res.path.parts[-4:-1] == ("tiny", "blr", res.path.parent.name)
     rec = json.loads((res.path / "result.json").read_text())
     assert rec["config"]["alpha"] == 2.0 and rec["seed"] == 3 and rec["status"] == "ok"
-    assert set(rec["timings"]) == {"oracle", "fit", "predict", "score"}
+    assert set(rec["timings"]) == {"oracle", "fit", "predict", "predict_joint", "score"}
     assert {"udora", "jax"} <= set(rec["versions"])
     # metrics stored in result.json equal a recomputation from predictions.npz + a new task
     with np.load(res.path / "predictions.npz") as z:
-        pred = Prediction(z["mean"], z["aleatoric"], z["epistemic"])
+        pred = Prediction(z["mean"], z["aleatoric"], z["epistemic"], None, z["joint_epistemic"])
     task = build_task(load_preset(path), 3, data_dir=data)
     again = score(task, pred)
     for key, value in rec["metrics"].items():
