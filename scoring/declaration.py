@@ -26,7 +26,9 @@ Better = Literal["higher", "lower", "closest"]
 # correlation with it is undefined otherwise, as for a method that declares
 # ``aleatoric = "constant"``, docs/adding_a_method.md); "members" (the member means);
 # "brier" (a classification method's Brier-scale AU/EU, from members or a closed form);
-# "covariance" (a joint predictive over the task's batches: members, or predict_joint).
+# "covariance" (a joint predictive over the task's batches: members, or predict_joint);
+# "acquisition" (the exact values of labelling each candidate, built only when asked for:
+# udora.oracle.acquisition, so not in result.json of a plain run).
 Need = Literal[
     "oracle",
     "outcomes",
@@ -40,6 +42,7 @@ Need = Literal[
     "members",
     "brier",
     "covariance",
+    "acquisition",
 ]
 # "ranked": ranked with the rankings' statistics (docs/rankings.md); "leaderboard": a
 # default column of the HTML leaderboard; "headline": a column of report.md's headline

@@ -381,6 +381,34 @@ def _joint() -> Iterator[Metric]:
         )
 
 
+def _acquisition() -> Iterator[Metric]:
+    """A method's choice of where to label against the exact values (docs/metrics.md,
+    "Acquisition"); computed by udora.scoring.acquisition when asked for."""
+    from udora.oracle.acquisition import VALUES
+    from udora.scoring.acquisition import BATCH_VALUES, SCORES
+
+    needs = _ORACLE | {"split", "acquisition"}
+    label = {"eu": "largest EU", "bald": "its BALD"}
+    for score in SCORES:
+        for value in VALUES:
+            yield Metric(
+                f"acq_spearman_{score}_{value}",
+                f"{label[score]} vs exact {value.replace('_', ' ')} Spearman",
+                "1",
+                "higher",
+                needs,
+            )
+    for score in SCORES:
+        for value in BATCH_VALUES:
+            yield Metric(
+                f"acq_batch_{score}_{value}",
+                f"top-k by {label[score]}: share of the greedy {value.replace('_', ' ')}",
+                "1",
+                "higher",
+                needs,
+            )
+
+
 METRICS: tuple[Metric, ...] = (
     *_mean_agreement(),
     *_agreement(),
@@ -390,6 +418,7 @@ METRICS: tuple[Metric, ...] = (
     *_utilities(),
     *_blocks(),
     *_joint(),
+    *_acquisition(),
 )
 _BY_NAME = {m.name: m for m in METRICS}
 _ADDED: dict[str, Metric] = {}  # declared by another task kind's module (register_metric)
@@ -440,5 +469,6 @@ def names(task: TaskKind = "regression", role: Role | None = None) -> tuple[str,
 
 def scored(task: TaskKind = "regression") -> tuple[str, ...]:
     """The names :func:`udora.scoring.score` returns for a task kind: every metric but
-    the block scores, which need the covariates."""
-    return tuple(m.name for m in metrics(task) if "joint" not in m.needs)
+    the block scores, which need the covariates, and the acquisition metrics, whose
+    oracle is built only when asked for."""
+    return tuple(m.name for m in metrics(task) if not {"joint", "acquisition"} & m.needs)

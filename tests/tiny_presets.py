@@ -116,11 +116,12 @@ def matern32_task(folder, rows, n_train, seed, truth=None):
     return build_task(parse_preset(config, "p.yaml"), seed, data_dir=folder)
 
 
-def dense_posterior_covariance(task):
+def dense_posterior_covariance(task, extra=()):
     """The posterior covariance over the pool of a :func:`matern32_task`, from the
-    textbook kernel and a dense solve (original units), (N, N)."""
+    textbook kernel and a dense solve (original units), (N, N); ``extra`` pool indices
+    are conditioned on as further noisy observations."""
     std = task.prior.standardiser
-    Z, S = std.x(task.X), task.train_idx
+    Z, S = std.x(task.X), np.concatenate([task.train_idx, np.asarray(extra, dtype=np.int64)])
     ls = np.array([0.7, 1.1])
     r = np.sqrt(np.sum(((Z[:, None, :] - Z[None, :, :]) / ls) ** 2, axis=-1))
     K = (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r)

@@ -86,7 +86,12 @@ def test_the_scorer_returns_exactly_the_registered_regression_metrics():
     # the block scores are the one family the scorer leaves to `udora meta`
     joint = {m.name for m in reg.metrics() if "joint" in m.needs}
     assert joint == {"energy_score_block", "variogram_score_block"}
-    assert set(reg.names()) == set(reg.scored()) | joint
+    # and the acquisition metrics, computed when asked for (udora.scoring.acquisition)
+    from udora.scoring.acquisition import acquisition_names
+
+    acquisition = {m.name for m in reg.metrics() if "acquisition" in m.needs}
+    assert acquisition == set(acquisition_names())
+    assert set(reg.names()) == set(reg.scored()) | joint | acquisition
 
 
 def test_docs_name_exactly_the_registered_metrics():
