@@ -100,11 +100,18 @@ def values_from(
     }
 
 
-def acquisition_oracle(task: Any, evaluation_fraction: float = 0.5) -> AcquisitionOracle:
+def acquisition_oracle(
+    task: Any,
+    evaluation_fraction: float = 0.5,
+    split: tuple[np.ndarray, np.ndarray] | None = None,
+) -> AcquisitionOracle:
     """The exact values of ``task``'s candidates (a regression
     :class:`~udora.oracle.task.OracleTask`); costs ``O(n^2 N + N^2)`` (the posterior
-    covariance among the pool's outside points)."""
-    cand, evaluation = split_pool(task, evaluation_fraction)
+    covariance among the pool's outside points). ``split``: ``(candidates, evaluation)``
+    pool indices to use instead of :func:`split_pool` (an active-learning round's
+    remaining candidates)."""
+    cand, evaluation = split if split is not None else split_pool(task, evaluation_fraction)
+    cand, evaluation = np.asarray(cand, np.int64), np.asarray(evaluation, np.int64)
     cov_cc = task.posterior_cross(cand, cand)
     cov_ec = task.posterior_cross(evaluation, cand)
     noise = np.asarray(task.noise_var, np.float64)

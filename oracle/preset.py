@@ -89,6 +89,9 @@ class Preset(_Frozen):
     noise: Noise
     shift: tuple[float, float, float, float, float]
     truth: Truth = Truth()
+    # Pool points added to the training sample with their realised outcomes (an
+    # active-learning round, experiments/studies/acquire.py); empty for a preset's own task.
+    acquired: tuple[int, ...] = ()
     paper: dict[str, Any] = Field(default_factory=dict)
     fit: dict[str, Any] | None = None  # how the kernel was fitted (oracle/fit.py); a record
     # The paper-constrained variant (oracle/fit_paper.py), selected by ``kernel=paper``:
@@ -129,6 +132,12 @@ class Preset(_Frozen):
         if self.n_train > self.pool_size:
             raise ValueError(
                 f"n_train ({self.n_train}) must not exceed pool_size ({self.pool_size})"
+            )
+        bad = [i for i in self.acquired if not 0 <= i < self.pool_size]
+        if bad or len(set(self.acquired)) != len(self.acquired):
+            raise ValueError(
+                f"acquired: expected distinct pool indices 0..{self.pool_size - 1}, got "
+                f"{bad[:5] or 'repeats'}"
             )
         try:
             specs = parse_kernel(list(self.kernel), self.d)

@@ -243,6 +243,10 @@ def build_task(
     f, jitter, joint = truth.draw_prior(Z, idx, stream(seed, "function"), joint_limit)
     y_train = f[idx] + sigma[idx] * stream(seed, "noise_train").standard_normal(idx.size)
     y_pool = f + sigma * stream(seed, "noise_pool").standard_normal(N)
+    if preset.acquired:  # labelled with their realised outcomes; f and y stay the task's
+        acquired = np.asarray(preset.acquired, dtype=np.int64)
+        idx = np.concatenate([idx, acquired])
+        y_train = np.concatenate([y_train, y_pool[acquired]])
     t1 = time.perf_counter()
     cond = truth.condition(Z[idx], y_train, sigma[idx] ** 2)
     post_mean, post_var = cond.predict(Z)

@@ -90,13 +90,11 @@ def tiny_classification_preset(root, classes=3, rows=90, **fields):
     return load_preset(path), data
 
 
-def matern32_task(folder, rows, n_train, seed, truth=None):
-    """A regression task on a synthetic two-feature table of ``rows`` points (all in the
-    pool), ``n_train`` training draws, a Matern-3/2 kernel with lengthscales [0.7, 1.1]
-    (:func:`dense_posterior_covariance` recomputes its posterior with numpy)."""
-    from udora.oracle.preset import parse_preset
-    from udora.oracle.task import build_task
-
+def matern32_preset(folder, rows, n_train, truth=None):
+    """Write ``folder/p.csv.gz`` (a synthetic two-feature table of ``rows`` points) and
+    ``folder/p.yaml``, a preset with all of them in the pool, ``n_train`` training draws
+    and a Matern-3/2 kernel with lengthscales [0.7, 1.1] (:func:`dense_posterior_covariance`
+    recomputes its posterior with numpy); returns the YAML's path."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(rows, 2)) * [1.0, 3.0] + 5.0
     y = np.sin(X[:, 0]) + 0.05 * X[:, 1] ** 2 + 0.2 * rng.normal(size=rows)
@@ -113,7 +111,18 @@ def matern32_task(folder, rows, n_train, seed, truth=None):
         "shift": [0.2, 0.2, 0.2, 0.2, 0.2],
         **({"truth": truth} if truth else {}),
     }
-    return build_task(parse_preset(config, "p.yaml"), seed, data_dir=folder)
+    path = folder / "p.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def matern32_task(folder, rows, n_train, seed, truth=None):
+    """The task of :func:`matern32_preset` at ``seed``."""
+    from udora.oracle.preset import load_preset
+    from udora.oracle.task import build_task
+
+    path = matern32_preset(folder, rows, n_train, truth)
+    return build_task(load_preset(path), seed, data_dir=folder)
 
 
 def dense_posterior_covariance(task, extra=()):

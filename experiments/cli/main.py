@@ -15,7 +15,7 @@ from udora.experiments.cli.grid import bench_cmd, run_cmd
 from udora.experiments.cli.meta import meta_cmd
 from udora.experiments.cli.open import export_cmd, score_cmd
 from udora.experiments.cli.report import release_app, report_cmd
-from udora.experiments.cli.study import ablate_cmd, robustness_cmd
+from udora.experiments.cli.study import ablate_cmd, acquire_cmd, robustness_cmd
 from udora.experiments.cli.tuning import sweep_app, tune_cmd
 
 app = typer.Typer(
@@ -32,6 +32,7 @@ app.add_typer(release_app, name="release")
 app.command("tune")(tune_cmd)
 app.command("ablate")(ablate_cmd)
 app.command("robustness")(robustness_cmd)
+app.command("acquire")(acquire_cmd)
 app.command("diagnose")(diagnose_cmd)
 app.command("meta")(meta_cmd)
 app.command("run")(run_cmd)

@@ -211,3 +211,64 @@ def robustness_cmd(
             )
         path = write_robustness_page(results, docs, ref, other, boot, page)
     console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
+
+
+def acquire_cmd(
+    suite: Annotated[str, typer.Option(help="dev, heldout or all (regression only).")] = "dev",
+    presets: Annotated[str | None, typer.Option(help="Comma-separated presets.")] = None,
+    methods_: Annotated[
+        str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")
+    ] = None,
+    seeds: Annotated[str, typer.Option(help="Comma-separated task seeds.")] = "0",
+    strategies: Annotated[
+        str, typer.Option(help="Comma-separated: eu, bald, random, exact (gp_oracle only).")
+    ] = "eu,bald,random,exact",
+    rounds: Annotated[int, typer.Option(help="Rounds of labelling after the first fit.")] = 3,
+    batch: Annotated[int, typer.Option(help="Points labelled per round.")] = 50,
+    tuned: Annotated[
+        Path | None, opts.path_option("Folder of tuned configs (as bench --tuned).", "--tuned")
+    ] = None,
+    jobs: opts.Jobs = None,
+    out: Annotated[Path, opts.path_option("Results folder.")] = Path("acquisition"),
+    data_dir: Annotated[Path | None, typer.Option(help="Folder of <preset>.csv.gz.")] = None,
+    timeout: opts.Timeout = None,
+) -> None:
+    """The active-learning study: rounds of labelling chosen by each method's EU, its BALD,
+    at random (and the exact value for gp_oracle), scored under the exact posterior
+    (docs/joint_and_acquisition.md). Resumes; writes OUT/acquisition.parquet."""
+    from udora import methods as registry
+    from udora.experiments.grid.bench import methods_for, suite_presets
+    from udora.experiments.run.checks import check_out_dir
+    from udora.experiments.studies.acquire import make_chains, run_acquisition
+    from udora.oracle.preset import load_preset
+
+    with user_errors(console):
+        names = opts.names(presets, "--presets", console, "preset names") or suite_presets(suite)
+        kinds = {load_preset(n).kind for n in names}
+        if kinds != {"regression"}:
+            raise UserError(f"--presets: the study needs regression presets; got kinds {kinds}")
+        chosen = opts.names(methods_, "--methods", console, "method names")
+        chosen = chosen or methods_for(names, registry.list_methods())
+        spec = opts.executor_spec("local", jobs, None, None, timeout)
+        check_out_dir(out)
+        try:
+            chains = make_chains(
+                names, chosen, opts.seeds(seeds, console), tuple(strategies.split(","))
+            )
+        except ValueError as err:
+            raise UserError(f"--strategies: {err}") from None
+        if rounds < 0 or batch < 1:
+            raise UserError(f"--rounds must be >= 0 and --batch >= 1; got {rounds}, {batch}")
+        summary, path = run_acquisition(
+            chains,
+            out,
+            rounds=rounds,
+            batch=batch,
+            tuned=tuned,
+            data_dir=data_dir,
+            executor=spec,
+            console=console,
+        )
+    console.print(f"{summary.line()}; rows in {path}", highlight=False, markup=False)
+    if not summary.ok:
+        raise typer.Exit(1)

@@ -157,13 +157,16 @@ class ResolvedRun:
 def task_identity(preset: Preset) -> dict[str, Any]:
     """The preset fields that reach the task (:data:`TASK_FIELDS`), as JSON values; the
     ground-truth family (``truth``) only when it is not the default GP, so every task of
-    the GP family keeps the hash it had before families existed."""
+    the GP family keeps the hash it had before families existed, and the acquired points
+    only when there are some."""
     if preset.kind != REGRESSION:  # another kind: its schema says what reaches the task
         fields = preset.model_dump(mode="json", include=set(type(preset).TASK_FIELDS))
         return {**fields, "kind": preset.kind}
     fields = preset.model_dump(mode="json", include=set(TASK_FIELDS))
     if preset.truth.family != "gp":
         fields["truth"] = preset.truth.model_dump(mode="json")
+    if preset.acquired:  # an active-learning round: its task covers the acquired points
+        fields["acquired"] = list(preset.acquired)
     return fields
 
 
