@@ -90,7 +90,7 @@ class Preset(_Frozen):
     shift: tuple[float, float, float, float, float]
     truth: Truth = Truth()
     # Pool points added to the training sample with their realised outcomes (an
-    # active-learning round, experiments/studies/acquire.py); empty for a preset's own task.
+    # active-learning round, experiments/acquisition/study.py); empty for a preset's own task.
     acquired: tuple[int, ...] = ()
     paper: dict[str, Any] = Field(default_factory=dict)
     fit: dict[str, Any] | None = None  # how the kernel was fitted (oracle/fit.py); a record

@@ -37,6 +37,7 @@ LAYERS = [
         "udora.experiments.rankings",
         "udora.experiments.publish",
         "udora.experiments.classification",
+        "udora.experiments.acquisition",
     ),
     ("udora.experiments.report",),
     ("udora.experiments.cli",),

@@ -237,9 +237,9 @@ def acquire_cmd(
     at random (and the exact value for gp_oracle), scored under the exact posterior
     (docs/joint_and_acquisition.md). Resumes; writes OUT/acquisition.parquet."""
     from udora import methods as registry
+    from udora.experiments.acquisition.study import make_chains, run_acquisition
     from udora.experiments.grid.bench import methods_for, suite_presets
     from udora.experiments.run.checks import check_out_dir
-    from udora.experiments.studies.acquire import make_chains, run_acquisition
     from udora.oracle.preset import load_preset
 
     with user_errors(console):

@@ -37,7 +37,7 @@ def extra_capability(tmp_path, monkeypatch):
 
 
 def test_the_shipped_sections_come_in_their_order():
-    names = ["rankings", "tuning", "ablation", "meta", "diagnostics", "classification"]
+    names = ["rankings", "tuning", "ablation", "meta", "joint", "diagnostics", "classification"]
     assert [s.name for s in sections.registered()] == names
 
 

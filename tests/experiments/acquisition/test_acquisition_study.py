@@ -1,4 +1,4 @@
-"""The active-learning study (experiments.studies.acquire): a round's task is the base
+"""The active-learning study (experiments.acquisition.study): a round's task is the base
 task conditioned on the acquired points with their realised outcomes (checked against a
 dense numpy posterior), its hash covers them, each strategy picks what it says from the
 previous round's prediction, and a second call resumes without fitting again."""
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from tiny_presets import dense_posterior_covariance, matern32_preset
 
-from udora.experiments.studies.acquire import make_chains, run_acquisition
+from udora.experiments.acquisition.study import make_chains, run_acquisition
 from udora.experiments.tasks import arrays as oracle_arrays
 from udora.oracle.acquisition import split_pool
 from udora.oracle.preset import load_preset

@@ -14,7 +14,10 @@ isolated): its preset carries the acquired points (``acquired``), so its task ha
 them. After each round the study records, on the evaluation set only, the method's
 posterior risk (the squared-error EU target plus AU: ``s2_f + (mu - m_S)^2 + sigma^2``,
 under the round's own posterior) and its error to ``f``, ``(mu - f)^2``; at round 0 also
-its acquisition metrics (:func:`udora.scoring.acquisition.acquisition_metrics`).
+its acquisition metrics (:func:`udora.scoring.acquisition.acquisition_metrics`). Each
+row also carries the round's run metrics of :data:`RUN_METRICS` and, for a round followed
+by another, ``picked_noise_ratio``: the mean noise variance of the points it chose over
+that of the candidates left.
 
 The rows go to ``<out>/acquisition.parquet`` (one per chain and round; a chain whose
 round failed stops there, its failure recorded).
@@ -33,6 +36,12 @@ from udora.oracle.streams import stream
 STRATEGIES = ("eu", "bald", "random", "exact")
 EXACT_ONLY = "gp_oracle"  # the one method whose strategy may be the exact value
 ROWS = "acquisition.parquet"
+# the round's own run metrics each row carries (its pointwise EU ranking and joint metrics)
+RUN_METRICS = (
+    "spearman_eu",
+    "spearman_au",
+    *(f"joint_{m}_{d}" for d in ("dyadic", "neighbour", "random") for m in ("excess", "share")),
+)
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,19 @@ def evaluation_scores(
     }
 
 
+def design_correlations(stored: Any) -> dict[str, float]:
+    """``tc_<design>``: the mean total correlation (nats) of the posterior predictive over
+    each design's batches of a stored task (:mod:`udora.scoring.joint`)."""
+    from udora.oracle.joint import DESIGNS
+    from udora.scoring.joint import total_correlation
+
+    j = stored.joint
+    t = j.idx.shape[1]
+    P = j.post_cov + stored.noise_var[j.idx][..., None] * np.eye(t)
+    tc = total_correlation(P)
+    return {f"tc_{d}": float(np.mean(tc[j.design == k])) for k, d in enumerate(DESIGNS)}
+
+
 def run_acquisition(
     chains: list[Chain],
     out: str | Path,
@@ -122,7 +144,6 @@ def run_acquisition(
     from udora.experiments.run.execute import cached_task
     from udora.experiments.run.overrides import Overrides
     from udora.experiments.run.records import read_run
-    from udora.experiments.studies.runner import _add
     from udora.experiments.tasks import arrays as oracle_arrays
     from udora.oracle.acquisition import acquisition_oracle
     from udora.oracle.atomic import write_parquet
@@ -163,7 +184,9 @@ def run_acquisition(
             config_sources=sources,
             executor=executor,
         )
-        _add(total, part)
+        for field in ("done", "skipped", "failed", "not_run"):
+            setattr(total, field, getattr(total, field) + getattr(part, field))
+        total.interrupted = total.interrupted or part.interrupted
         if part.interrupted:
             break
         survivors = []
@@ -189,6 +212,9 @@ def run_acquisition(
             oracle0 = base_oracle[(c.preset, c.seed)]
             stored = oracle_arrays.load(out, run.task_hash)
             row |= evaluation_scores(stored, prediction, oracle0.evaluation)
+            metrics = found.record.metrics
+            row |= {k: (np.nan if metrics.get(k) is None else metrics[k]) for k in RUN_METRICS}
+            row |= design_correlations(stored)
             if r == 0:
                 key = (c.preset, c.method, c.seed)
                 if key not in first_metrics:
@@ -207,6 +233,11 @@ def run_acquisition(
                     c, remaining, prediction, batch, rngs[c], round_task, oracle0.evaluation
                 )
                 acquired[c] = [*acquired[c], *map(int, picked)]
+                # how noisy the chosen points are, against the candidates left to choose from
+                noise = stored.noise_var
+                row["picked_noise_ratio"] = float(
+                    np.mean(noise[picked]) / np.mean(noise[remaining])
+                )
         alive = survivors
     path = Path(out) / ROWS
     write_parquet(path, pd.DataFrame(rows))
