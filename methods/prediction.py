@@ -217,7 +217,9 @@ def prediction_type(kind: str) -> type:
 def stored(returned: Any, kind: str, n: int) -> Any:
     """The prediction the runner keeps of what a method returned for ``n`` points.
 
-    The kind's fields are copied out of ``returned`` (any object that has them), then
+    The kind's fields are copied out of ``returned`` (any object that has them; a field
+    over batches of points, such as ``joint_epistemic``, never: the runner fills it from
+    the method's ``predict_joint`` and checks it against the batches), then
     validated by the kind's prediction type, and every array must describe ``n`` points
     (its last axis, or the axis the type's ``POINT_AXES`` names for that field). What
     this returns is what is scored and written.
@@ -230,7 +232,10 @@ def stored(returned: Any, kind: str, n: int) -> Any:
     if returned is None:
         raise PredictionError(f"predict returned None, expected a {cls.__name__}")
     arrays: dict[str, Any] = {}
+    axes = getattr(cls, "POINT_AXES", {})  # the axis over the points, the last by default
     for name in (*cls.FIELDS, *cls.OPTIONAL):
+        if name in axes and axes[name] is None:  # over batches: the runner fills it
+            continue
         try:
             value = getattr(returned, name)
         except AttributeError:
@@ -243,11 +248,8 @@ def stored(returned: Any, kind: str, n: int) -> Any:
         if value is not None:
             arrays[name] = _real_array(cls.__name__, name, value)
     out = cls(**arrays)
-    axes = getattr(cls, "POINT_AXES", {})  # the axis over the points, the last by default
     for name, arr in to_arrays(out).items():
         axis = axes.get(name, -1)
-        if axis is None:  # over batches of points: checked against the batches by the runner
-            continue
         points = arr.shape[axis] if arr.ndim > max(axis, -axis - 1) else 0
         if points != n:
             raise PredictionError(

@@ -91,6 +91,8 @@ class Preset(_Frozen):
     truth: Truth = Truth()
     # Pool points added to the training sample with their realised outcomes (an
     # active-learning round, experiments/acquisition/study.py); empty for a preset's own task.
+    # Those outcomes are the pool's y, so the realised-outcome metrics at these points are
+    # in-sample; the study scores on held-out points only.
     acquired: tuple[int, ...] = ()
     paper: dict[str, Any] = Field(default_factory=dict)
     fit: dict[str, Any] | None = None  # how the kernel was fitted (oracle/fit.py); a record

@@ -40,6 +40,12 @@ def joint_names(designs: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"joint_{m}_{d}" for d in designs for m in STATISTICS)
 
 
+def predictive_covariance(post_cov: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """``P = S + diag(noise)``, the posterior predictive covariance of the outcomes at
+    each batch: (B, t, t), (B, t) -> (B, t, t)."""
+    return post_cov + noise[..., None] * np.eye(post_cov.shape[-1])
+
+
 def _chol(C: np.ndarray) -> np.ndarray:
     """Lower Cholesky factors of a stack of SPD matrices (..., t, t)."""
     return np.linalg.cholesky(C)
@@ -75,7 +81,7 @@ def expected_joint_nll(
     closed form of the module doc: means (B, t), ``S`` and ``Sigma`` (B, t, t), ``noise``
     (B, t) -> (B,) nats."""
     t = m.shape[-1]
-    P = S + noise[..., None] * np.eye(t)
+    P = predictive_covariance(S, noise)
     Ls = _chol(Sigma)
     A = np.linalg.solve(Ls, _chol(P))
     r = np.linalg.solve(Ls, (m - mu)[..., None])[..., 0]
@@ -141,8 +147,7 @@ def batch_parts(
         post_cov: the posterior covariance of ``f``, (B, t, t). Sigma: the method's
             predictive covariance of the outcomes, (B, t, t).
     """
-    t = post_mean.shape[-1]
-    P = post_cov + noise_var[..., None] * np.eye(t)
+    P = predictive_covariance(post_cov, noise_var)
     p = np.diagonal(P, axis1=-2, axis2=-1)
     s = np.diagonal(Sigma, axis1=-2, axis2=-1)
     marginal = 0.5 * (np.log(s / p) + (p + (post_mean - mean) ** 2) / s - 1.0)
@@ -151,6 +156,26 @@ def batch_parts(
         "marginal_excess": np.sum(marginal, axis=-1),
         "tc": total_correlation(P),
     }
+
+
+def _check_batches(
+    idx: np.ndarray, design: np.ndarray, post_cov: np.ndarray, n: int, k: int
+) -> np.ndarray:
+    """``idx`` as integers, after checking the batches' arrays against each other and the
+    pool of ``n`` points (a ValueError naming the array)."""
+    idx, design = np.asarray(idx), np.asarray(design)
+    if (
+        idx.ndim != 2
+        or idx.dtype.kind not in "iu"
+        or (idx.size and not ((idx >= 0) & (idx < n)).all())
+    ):
+        raise ValueError(f"joint_idx: expected (B, tau) integers in 0..{n - 1}, got {idx.shape}")
+    B, t = idx.shape
+    if design.shape != (B,) or design.dtype.kind not in "iu" or not np.isin(design, range(k)).all():
+        raise ValueError(f"joint_design: expected ({B},) integers in 0..{k - 1}")
+    if np.shape(post_cov) != (B, t, t):
+        raise ValueError(f"joint_post_cov: expected shape {(B, t, t)}, got {np.shape(post_cov)}")
+    return idx
 
 
 def joint_metrics(
@@ -184,7 +209,7 @@ def joint_metrics(
     out = dict.fromkeys(joint_names(designs), float("nan"))
     if eu_cov is None and member_means is None:
         return out
-    idx = np.asarray(idx)
+    idx = _check_batches(idx, design, post_cov, len(np.asarray(post_mean)), len(designs))
     e = np.asarray(epistemic, np.float64)[idx]
     if eu_cov is None:
         eu_cov = member_covariance(np.asarray(member_means, np.float64)[:, idx], e)

@@ -27,6 +27,8 @@ def relative_risk(rows: pd.DataFrame) -> pd.DataFrame:
     """(method, strategy, round) -> mean over presets of the seed-mean risk over the same
     chain's round-0 risk."""
     ok = rows[rows["status"] == "ok"]
+    if ok.empty or "risk" not in ok:
+        return pd.DataFrame()
     keys = ["preset", "method", "seed", "strategy"]
     first = ok[ok["round"] == 0].set_index(keys)["risk"]
     rel = ok.set_index(keys)["risk"] / first.reindex(ok.set_index(keys).index).to_numpy()

@@ -31,17 +31,16 @@ from typing import Any
 
 import numpy as np
 
+from udora.oracle.joint import DESIGNS
 from udora.oracle.streams import stream
+from udora.scoring.acquisition import BATCH
+from udora.scoring.joint import joint_names, predictive_covariance
 
 STRATEGIES = ("eu", "bald", "random", "exact")
 EXACT_ONLY = "gp_oracle"  # the one method whose strategy may be the exact value
 ROWS = "acquisition.parquet"
 # the round's own run metrics each row carries (its pointwise EU ranking and joint metrics)
-RUN_METRICS = (
-    "spearman_eu",
-    "spearman_au",
-    *(f"joint_{m}_{d}" for d in ("dyadic", "neighbour", "random") for m in ("excess", "share")),
-)
+RUN_METRICS = ("spearman_eu", "spearman_au", *joint_names(DESIGNS))
 
 
 @dataclass(frozen=True)
@@ -61,6 +60,8 @@ def make_chains(
     unknown = [s for s in strategies if s not in STRATEGIES]
     if unknown:
         raise ValueError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")
+    if len(set(strategies)) != len(strategies):
+        raise ValueError(f"a strategy is given twice: {', '.join(strategies)}")
     return [
         Chain(p, m, int(s), strategy)
         for p in presets
@@ -115,13 +116,10 @@ def evaluation_scores(
 def design_correlations(stored: Any) -> dict[str, float]:
     """``tc_<design>``: the mean total correlation (nats) of the posterior predictive over
     each design's batches of a stored task (:mod:`udora.scoring.joint`)."""
-    from udora.oracle.joint import DESIGNS
     from udora.scoring.joint import total_correlation
 
     j = stored.joint
-    t = j.idx.shape[1]
-    P = j.post_cov + stored.noise_var[j.idx][..., None] * np.eye(t)
-    tc = total_correlation(P)
+    tc = total_correlation(predictive_covariance(j.post_cov, stored.noise_var[j.idx]))
     return {f"tc_{d}": float(np.mean(tc[j.design == k])) for k, d in enumerate(DESIGNS)}
 
 
@@ -130,7 +128,7 @@ def run_acquisition(
     out: str | Path,
     *,
     rounds: int = 3,
-    batch: int = 50,
+    batch: int = BATCH,
     tuned: str | Path | None = None,
     data_dir: str | Path | None = None,
     executor: Any = None,
@@ -154,17 +152,19 @@ def run_acquisition(
         raise ValueError(f"rounds must be >= 0 and batch >= 1; got {rounds} and {batch}")
     configs, sources = None, None
     if tuned is not None:
-        from udora.experiments.tuning.tuned_files import tuned_configs
+        from udora.experiments.tuning.tuned_files import check_tuned_preset_fields, tuned_configs
 
         methods = sorted({c.method for c in chains})
         configs, sources, _ = tuned_configs(tuned, sorted({c.preset for c in chains}), methods)
+        check_tuned_preset_fields(sources, {})  # tuned with a preset field held: refused
     bases = {(c.preset, c.seed) for c in chains}
     base_oracle = {
         key: acquisition_oracle(cached_task(load_preset(key[0]), key[1], data_dir))
         for key in sorted(bases)
     }
     acquired: dict[Chain, list[int]] = {c: [] for c in chains}
-    rngs = {c: stream(c.seed, f"acquire_random {c.preset} {c.method}") for c in chains}
+    names = {p: load_preset(p).name for p in {c.preset for c in chains}}  # a path or a name
+    rngs = {c: stream(c.seed, f"acquire_random {names[c.preset]} {c.method}") for c in chains}
     alive = list(chains)
     total, rows = GridSummary(), []
     first_metrics: dict[tuple[str, str, int], dict[str, float]] = {}

@@ -17,6 +17,7 @@ from rich.console import Console
 from udora.errors import UserError
 from udora.experiments.cli import options as opts
 from udora.experiments.cli.errors import user_errors
+from udora.scoring.acquisition import BATCH
 
 console = Console()
 
@@ -224,7 +225,7 @@ def acquire_cmd(
         str, typer.Option(help="Comma-separated: eu, bald, random, exact (gp_oracle only).")
     ] = "eu,bald,random,exact",
     rounds: Annotated[int, typer.Option(help="Rounds of labelling after the first fit.")] = 3,
-    batch: Annotated[int, typer.Option(help="Points labelled per round.")] = 50,
+    batch: Annotated[int, typer.Option(help="Points labelled per round.")] = BATCH,
     tuned: Annotated[
         Path | None, opts.path_option("Folder of tuned configs (as bench --tuned).", "--tuned")
     ] = None,

@@ -99,8 +99,23 @@ def _score_on(
         from udora.experiments.open import classification
 
         return classification.score(predictions, o)
+    if getattr(predictions, "joint_epistemic", None) is not None:
+        _same_batches(task, o.joint)
     metrics, curves = _score_regression(predictions, o)
     return metrics, {}, curves
+
+
+def _same_batches(task: PublicTask, batches: Any) -> None:
+    """A covariance over the exported batches is scored only on the same batches."""
+    if task.joint_idx is None or not (
+        np.array_equal(task.joint_idx, batches.idx)
+        and np.array_equal(task.joint_design, batches.design)
+    ):
+        raise UserError(
+            f"{task.preset}, seed {task.seed}: field 'joint_epistemic' needs the task's joint "
+            "batches, and the exported joint.npz is missing or holds other batches than this "
+            "udora builds (another design version?); export the task again"
+        )
 
 
 def _score_regression(
@@ -124,7 +139,7 @@ def _score_regression(
                     Prediction(p.mean, p.aleatoric, p.epistemic), p.joint_epistemic, batches.idx
                 )
             except PredictionError as err:
-                raise UserError(f"predictions: {err}") from None
+                raise UserError(f"predictions, field 'joint_epistemic': {err}") from None
         arrays = {
             **truth,
             **batches.to_arrays(),
@@ -253,7 +268,10 @@ def _arrays(predictions: Any) -> dict[str, np.ndarray]:
     """What the run folder's ``predictions.npz`` keeps of ``predictions``."""
     if hasattr(predictions, "arrays"):  # classification: the prediction type's fields
         return predictions.arrays()
-    names = ("mean", "aleatoric", "epistemic", "member_means", "samples", "quantiles", "levels")
+    names = (
+        *("mean", "aleatoric", "epistemic", "member_means", "joint_epistemic"),
+        *("samples", "quantiles", "levels"),
+    )
     arrays = {k: v for k in names if (v := getattr(predictions, k)) is not None}
     if not predictions.split:
         arrays["total"] = predictions.total

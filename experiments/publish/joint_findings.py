@@ -33,8 +33,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, rankdata
 
+from udora.oracle.joint import DESIGNS
+
 BOOT = 2000
-DESIGNS = ("neighbour", "dyadic", "random")
 
 
 def seed_means(rows: pd.DataFrame, col: str, strategy: str | None, round_: int) -> pd.DataFrame:
@@ -51,7 +52,10 @@ def seed_means(rows: pd.DataFrame, col: str, strategy: str | None, round_: int) 
 def boot(
     values: np.ndarray, stat: Callable[[np.ndarray], float], seed: int = 0
 ) -> tuple[float, float, float]:
-    """``stat`` of a (presets, ...) array and its 95 % interval over resampled presets."""
+    """``stat`` of a (presets, ...) array and its 95 % interval over resampled presets.
+    On numpy arrays, not :class:`~udora.experiments.publish.claim_data.ClaimData`'s
+    release tables: the study's rows are not a release table, and 2000 draws of a pandas
+    statistic take tens of seconds."""
     rng = np.random.default_rng(seed)
     n = len(values)
     draws = [stat(values[rng.integers(0, n, n)]) for _ in range(BOOT)]
@@ -114,7 +118,9 @@ def j2(rows: pd.DataFrame) -> dict[str, tuple[float, float, float]]:
 
 def j3(rows: pd.DataFrame) -> pd.DataFrame:
     """Rule J3 (module doc): per method the first batch's noise ratio by largest EU and by
-    BALD, the difference with its interval, and the answer."""
+    BALD, the difference with its interval, and the answer (empty without a second round)."""
+    if "picked_noise_ratio" not in rows:
+        return pd.DataFrame(columns=["eu", "bald", "difference", "lo", "hi", "answer"])
     eu = seed_means(rows, "picked_noise_ratio", "eu", 0)
     bald = seed_means(rows, "picked_noise_ratio", "bald", 0)
     out = []

@@ -2,7 +2,10 @@
 
 A run writes ``<results>/oracle/<task_hash>.npz`` (the pool ``X`` (N, d), ``train_idx``
 (n,), ``y_train`` (n,), ``f``, ``y``, ``noise_var``, ``post_mean``, ``post_var`` (N,)
-each, float64) and ``<task_hash>.json`` (the preset config, seed, the task's meta with its
+each, float64), for a regression task its joint batches beside them
+(``<task_hash>-joint.npz``: ``joint_idx``, ``joint_design``, ``joint_post_cov``, written
+when missing, so a folder stored before them gains them with its next run) and
+``<task_hash>.json`` (the preset config, seed, the task's meta with its
 data source, and the sha256 of the ``.npz``) when they are not there yet; both appear
 whole or not at all (written beside, then renamed). Analyses that rescore stored
 predictions (``udora meta``) read them instead of building the Gaussian process again
@@ -84,7 +87,15 @@ def store(
     }
     if arrays is None:
         arrays = {name: np.asarray(getattr(task, name)) for name in ARRAYS}
+    batches = getattr(task, "joint", None)  # a regression task's joint batches
+    if batches is not None:  # beside, so that a folder stored before them gains them
+        _write(root, joint_key(task_hash), batches.to_arrays(), {"task_hash": task_hash})
     return _write(root, task_hash, arrays, entry)
+
+
+def joint_key(task_hash: str) -> str:
+    """The stored name of a task's joint batches, ``<task_hash>-joint``."""
+    return f"{task_hash}-joint"
 
 
 def checksum(root: str | Path, task_hash: str) -> str | None:
@@ -176,20 +187,14 @@ def load(root: str | Path, task_hash: str) -> StoredTask | None:
         ValueError: naming the file, when the record cannot be read, the arrays do not
             match its checksum (truncated or changed) or miss a field.
     """
-    found = _read(root, task_hash, None, "rebuild the task")
+    found = _read(root, task_hash, ARRAYS, "rebuild the task")
     if found is None:
         return None
-    entry, stored = found
+    entry, arrays = found
     npz, record = paths(root, task_hash)
-    missing = [name for name in ARRAYS if name not in stored]
-    if missing:
-        raise UserError(
-            f"{npz}: misses the arrays {', '.join(missing)}; delete it and {record.name} "
-            "to rebuild the task"
-        )
-    arrays = {name: stored[name] for name in ARRAYS}
     reading.shaped(npz, arrays, SHAPES)
-    joint = JointBatches.from_arrays(stored) if "joint_idx" in stored else None
+    batches = _read(root, joint_key(task_hash), None, "store them again with a run")
+    joint = None if batches is None else JointBatches.from_arrays(batches[1])
     seed, config, meta = entry.get("seed"), entry.get("preset_config"), entry.get("meta", {})
     if not (isinstance(seed, int) and isinstance(config, dict) and isinstance(meta, dict)):
         raise UserError(

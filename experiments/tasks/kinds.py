@@ -122,8 +122,7 @@ def _regression_curves(task: Any, prediction: Any) -> dict[str, np.ndarray]:
 
 
 def _regression_arrays(task: Any) -> dict[str, np.ndarray]:
-    """The task's arrays and its joint batches (:mod:`udora.oracle.joint`)."""
-    return {name: np.asarray(getattr(task, name)) for name in ARRAYS} | task.joint.to_arrays()
+    return {name: np.asarray(getattr(task, name)) for name in ARRAYS}
 
 
 register_run_kind(RunKind(REGRESSION, _regression_score, _regression_curves, _regression_arrays))

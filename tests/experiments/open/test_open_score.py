@@ -4,6 +4,7 @@
 import json
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -376,3 +377,26 @@ def test_an_exported_file_changed_after_the_export_is_refused(world, tmp_path):
     (copy / "train.csv").write_text("\n".join(text) + "\n")
     with pytest.raises(UserError, match=r"train.csv: does not match the SHA-256 in task.json"):
         read_task(copy)
+
+
+def test_an_external_joint_covariance_is_kept_checked_and_rescored(world, tmp_path):
+    root, data, run_dir = world
+    task = read_task(root / "task")
+    with np.load(run_dir / "predictions.npz") as z:
+        arrays = {k: z[k] for k in z.files} | {"task_hash": np.array(task.task_hash)}
+    scored = score_file(run_dir / "predictions.npz", task, "blr_joint", tmp_path / "ext", data)
+    with np.load(Path(scored["path"]) / "predictions.npz") as z:  # the run folder keeps it
+        np.testing.assert_array_equal(z["joint_epistemic"], arrays["joint_epistemic"])
+    # a covariance whose diagonal is not the file's EU, or of the wrong shape, is refused
+    wrong = dict(arrays, joint_epistemic=2.0 * arrays["joint_epistemic"])
+    np.savez(tmp_path / "wrong.npz", **wrong)
+    with pytest.raises(UserError, match="field 'joint_epistemic': predict_joint: the variance"):
+        score_file(tmp_path / "wrong.npz", task, "wrong", None, data)
+    np.savez(tmp_path / "flat.npz", **dict(arrays, joint_epistemic=np.ones((300, 10))))
+    with pytest.raises(UserError, match=r"joint_epistemic: expected shape \(B, tau, tau\)"):
+        score_file(tmp_path / "flat.npz", task, "flat", None, data)
+    # exported batches that are not this udora's: export again
+    other = dict(vars(task))
+    other["joint_idx"] = task.joint_idx[::-1].copy()
+    with pytest.raises(UserError, match="holds other batches than this udora builds"):
+        score_file(run_dir / "predictions.npz", type(task)(**other), "other", None, data)

@@ -86,3 +86,50 @@ def test_a_joint_covariance_that_is_not_the_pointwise_eu_fails_the_run(tiny_pres
     assert res.status == "failed"
     assert "predict_joint: the variance of batch 0, point 0 is 2" in res.error
     assert "the diagonal must be the pointwise EU" in res.error
+
+
+class _CovarianceInPredict(UQMethod):
+    """Returns a joint_epistemic from predict, without predict_joint."""
+
+    Config = _Config
+
+    def fit(self, X, y, *, seed, knowledge=None):
+        self.mu_ = float(np.mean(y))
+        return self
+
+    def predict(self, X):
+        n = X.shape[0]
+        p = Prediction(np.full(n, self.mu_), np.ones(n), np.ones(n))
+        return type(
+            "P",
+            (),
+            {
+                **{k: getattr(p, k) for k in ("mean", "aleatoric", "epistemic")},
+                "member_means": None,
+                "joint_epistemic": np.ones((3, 2, 2)),
+            },
+        )()
+
+
+def test_a_covariance_from_predict_is_not_taken(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    register("test_cov_in_predict")(_CovarianceInPredict)
+    try:
+        res = run_one(path, "test_cov_in_predict", 0, {}, tmp_path, data_dir=data)
+    finally:
+        unregister("test_cov_in_predict")
+    assert res.status == "ok"
+    with np.load(res.path / "predictions.npz") as z:
+        assert "joint_epistemic" not in z.files
+
+
+def test_a_folder_stored_before_the_batches_gains_them(tiny_preset, tmp_path):
+    path, data = tiny_preset
+    out = tmp_path / "out"
+    first = run_one(path, "blr", 0, {}, out, data_dir=data)
+    key = oracle_arrays.joint_key(first.run.task_hash)
+    for suffix in (".npz", ".json"):  # as a folder written before joint batches existed
+        (out / "oracle" / f"{key}{suffix}").unlink()
+    assert oracle_arrays.load(out, first.run.task_hash).joint is None
+    run_one(path, "blr", 0, {"alpha": 2.0}, out, data_dir=data)
+    assert oracle_arrays.load(out, first.run.task_hash).joint.idx.shape == (300, 10)
