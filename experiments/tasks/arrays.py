@@ -3,7 +3,7 @@
 A run writes ``<results>/oracle/<task_hash>.npz`` (the pool ``X`` (N, d), ``train_idx``
 (n,), ``y_train`` (n,), ``f``, ``y``, ``noise_var``, ``post_mean``, ``post_var`` (N,)
 each, float64), for a regression task its joint batches beside them
-(``<task_hash>-joint.npz``: ``joint_idx``, ``joint_design``, ``joint_post_cov``, written
+(``joint/<task_hash>.npz``: ``joint_idx``, ``joint_design``, ``joint_post_cov``, written
 when missing, so a folder stored before them gains them with its next run) and
 ``<task_hash>.json`` (the preset config, seed, the task's meta with its
 data source, and the sha256 of the ``.npz``) when they are not there yet; both appear
@@ -40,6 +40,7 @@ from udora.oracle.files import ARRAYS, SHAPES
 from udora.oracle.joint import JointBatches
 
 FOLDER = "oracle"
+JOINT = "joint"  # oracle/joint/<task_hash>.npz: a regression task's joint batches
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,10 @@ class StoredTask:
     joint: JointBatches | None = None  # stored by runs since the joint metrics (issue 47)
 
 
-def paths(root: str | Path, task_hash: str) -> tuple[Path, Path]:
-    """``(arrays .npz, record .json)`` of ``task_hash`` under the results folder ``root``."""
-    folder = Path(root) / FOLDER
+def paths(root: str | Path, task_hash: str, sub: str = "") -> tuple[Path, Path]:
+    """``(arrays .npz, record .json)`` of ``task_hash`` under the results folder ``root``
+    (in ``oracle/<sub>/`` for a part stored apart, such as :data:`JOINT`)."""
+    folder = Path(root) / FOLDER / sub if sub else Path(root) / FOLDER
     inside(root, folder / check_name(task_hash, "task hash"))  # a planted link leads nowhere
     return folder / f"{task_hash}.npz", folder / f"{task_hash}.json"
 
@@ -89,13 +91,8 @@ def store(
         arrays = {name: np.asarray(getattr(task, name)) for name in ARRAYS}
     batches = getattr(task, "joint", None)  # a regression task's joint batches
     if batches is not None:  # beside, so that a folder stored before them gains them
-        _write(root, joint_key(task_hash), batches.to_arrays(), {"task_hash": task_hash})
+        _write(root, task_hash, batches.to_arrays(), {"task_hash": task_hash}, JOINT)
     return _write(root, task_hash, arrays, entry)
-
-
-def joint_key(task_hash: str) -> str:
-    """The stored name of a task's joint batches, ``<task_hash>-joint``."""
-    return f"{task_hash}-joint"
 
 
 def checksum(root: str | Path, task_hash: str) -> str | None:
@@ -107,10 +104,12 @@ def checksum(root: str | Path, task_hash: str) -> str | None:
         return None
 
 
-def _write(root: str | Path, name: str, arrays: dict[str, np.ndarray], entry: dict) -> Path:
+def _write(
+    root: str | Path, name: str, arrays: dict[str, np.ndarray], entry: dict, sub: str = ""
+) -> Path:
     """``<name>.npz`` of ``arrays`` then ``<name>.json`` of ``entry`` and the archive's
     sha256, each atomically, unless both are there; the ``.npz``."""
-    npz, record = paths(root, name)
+    npz, record = paths(root, name, sub)
     if record.is_file() and npz.is_file():
         return npz
     npz.parent.mkdir(parents=True, exist_ok=True)
@@ -122,7 +121,7 @@ def _write(root: str | Path, name: str, arrays: dict[str, np.ndarray], entry: di
 
 
 def _read(
-    root: str | Path, name: str, fields: tuple[str, ...] | None, again: str
+    root: str | Path, name: str, fields: tuple[str, ...] | None, again: str, sub: str = ""
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     """``(entry, {field: array})`` of ``<name>`` under ``root`` (every stored array when
     ``fields`` is None), or None when its record is not there. ``again`` says what
@@ -132,7 +131,7 @@ def _read(
         ValueError: naming the file, when the record cannot be read, the archive does not
             match its checksum (truncated or changed) or misses a field.
     """
-    npz, record = paths(root, name)
+    npz, record = paths(root, name, sub)
     if not record.is_file():
         return None
     try:
@@ -193,7 +192,7 @@ def load(root: str | Path, task_hash: str) -> StoredTask | None:
     entry, arrays = found
     npz, record = paths(root, task_hash)
     reading.shaped(npz, arrays, SHAPES)
-    batches = _read(root, joint_key(task_hash), None, "store them again with a run")
+    batches = _read(root, task_hash, None, "store them again with a run", JOINT)
     joint = None if batches is None else JointBatches.from_arrays(batches[1])
     seed, config, meta = entry.get("seed"), entry.get("preset_config"), entry.get("meta", {})
     if not (isinstance(seed, int) and isinstance(config, dict) and isinstance(meta, dict)):

@@ -127,9 +127,8 @@ def test_a_folder_stored_before_the_batches_gains_them(tiny_preset, tmp_path):
     path, data = tiny_preset
     out = tmp_path / "out"
     first = run_one(path, "blr", 0, {}, out, data_dir=data)
-    key = oracle_arrays.joint_key(first.run.task_hash)
-    for suffix in (".npz", ".json"):  # as a folder written before joint batches existed
-        (out / "oracle" / f"{key}{suffix}").unlink()
+    for stored in oracle_arrays.paths(out, first.run.task_hash, oracle_arrays.JOINT):
+        stored.unlink()  # as a folder written before joint batches existed
     assert oracle_arrays.load(out, first.run.task_hash).joint is None
     run_one(path, "blr", 0, {"alpha": 2.0}, out, data_dir=data)
     assert oracle_arrays.load(out, first.run.task_hash).joint.idx.shape == (300, 10)
