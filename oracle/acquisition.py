@@ -81,6 +81,18 @@ def split_pool(task: Any, evaluation_fraction: float = 0.5) -> tuple[np.ndarray,
     return np.sort(order[cut:]), np.sort(order[:cut])
 
 
+def bald_of(var_c: np.ndarray, noise_c: np.ndarray) -> np.ndarray:
+    """BALD ``1/2 log(1 + k(x, x) / s2(x))`` of candidates with posterior variances and
+    noise variances (C,) -> (C,)."""
+    return 0.5 * np.log1p(var_c / noise_c)
+
+
+def variance_reduction_of(cov_ec: np.ndarray, var_c: np.ndarray, noise_c: np.ndarray) -> np.ndarray:
+    """``mean_E k(x*, x)^2 / (k(x, x) + s2(x))``: cross-covariance (E, C), the candidates'
+    variances and noise (C,) -> (C,)."""
+    return np.mean(cov_ec**2, axis=0) / (var_c + noise_c)
+
+
 def values_from(
     cov_cc_diag: np.ndarray,
     cov_ec: np.ndarray,
@@ -94,8 +106,8 @@ def values_from(
     total_c = cov_cc_diag + noise_c
     rho2 = cov_ec**2 / (total_c[None, :] * (var_e + noise_e)[:, None])
     return {
-        "variance_reduction": np.mean(cov_ec**2, axis=0) / total_c,
-        "bald": 0.5 * np.log1p(cov_cc_diag / noise_c),
+        "variance_reduction": variance_reduction_of(cov_ec, cov_cc_diag, noise_c),
+        "bald": bald_of(cov_cc_diag, noise_c),
         "epig": np.mean(-0.5 * np.log1p(-np.minimum(rho2, 1.0 - 1e-15)), axis=0),
     }
 
@@ -158,10 +170,7 @@ def greedy_batch(oracle: AcquisitionOracle, k: int, value: str = "bald") -> np.n
     free = np.ones(C.shape[0], dtype=bool)
     for _ in range(min(k, C.shape[0])):
         diag = np.maximum(np.diag(C), 0.0)
-        if value == "bald":
-            score = 0.5 * np.log1p(diag / noise)
-        else:
-            score = np.mean(EC**2, axis=0) / (diag + noise)
+        score = bald_of(diag, noise) if value == "bald" else variance_reduction_of(EC, diag, noise)
         score = np.where(free, score, -np.inf)
         j = int(np.argmax(score))
         chosen.append(j)

@@ -7,9 +7,9 @@ posterior covariance ``S`` (tau, tau) of ``f`` there, with the posterior mean an
 variances the task already has. Three designs, ``per_design`` batches each, every batch's
 first point an *anchor*:
 
-- ``dyadic`` (Osband et al., 2022, "dyadic sampling"): two anchors, the first of them then
-  ``tau - 1`` draws with replacement from the two, so inputs repeat and the noise of repeated draws is
-  independent;
+- ``dyadic`` (Osband et al., 2022, "dyadic sampling"): two anchors, the first of them
+  then ``tau - 1`` draws with replacement from the two, so inputs repeat and the noise of
+  repeated draws is independent;
 - ``neighbour``: an anchor and the ``tau - 1`` other pool points most correlated with it
   under the task's posterior (``S_ax / sqrt(S_aa S_xx)``), not the nearest in covariates;
 - ``random``: an anchor and ``tau - 1`` other pool points drawn uniformly without
