@@ -240,6 +240,7 @@ def acquire_cmd(
     from udora import methods as registry
     from udora.experiments.acquisition.study import make_chains, run_acquisition
     from udora.experiments.grid.bench import methods_for, suite_presets
+    from udora.experiments.run import interrupts
     from udora.experiments.run.checks import check_out_dir
     from udora.oracle.preset import load_preset
 
@@ -260,16 +261,27 @@ def acquire_cmd(
             raise UserError(f"--strategies: {err}") from None
         if rounds < 0 or batch < 1:
             raise UserError(f"--rounds must be >= 0 and --batch >= 1; got {rounds}, {batch}")
-        summary, path = run_acquisition(
-            chains,
-            out,
-            rounds=rounds,
-            batch=batch,
-            tuned=tuned,
-            data_dir=data_dir,
-            executor=spec,
-            console=console,
-        )
-    console.print(f"{summary.line()}; rows in {path}", highlight=False, markup=False)
+        with interrupts.catch_interrupts():
+            try:
+                summary, path = run_acquisition(
+                    chains,
+                    out,
+                    rounds=rounds,
+                    batch=batch,
+                    tuned=tuned,
+                    data_dir=data_dir,
+                    executor=spec,
+                    console=console,
+                )
+            except KeyboardInterrupt:  # before a round's grid started: nothing ran
+                interrupts.ignore_from_now()
+                console.print("interrupted: finished rounds are kept; rerun to resume")
+                raise typer.Exit(interrupts.exit_code()) from None
+            if summary.interrupted:  # a further Ctrl-C must not kill the exit
+                interrupts.ignore_from_now()
+    done = "interrupted: " if summary.interrupted else ""
+    console.print(f"{done}{summary.line()}; rows in {path}", highlight=False, markup=False)
+    if summary.interrupted:
+        raise typer.Exit(interrupts.exit_code())
     if not summary.ok:
         raise typer.Exit(1)
