@@ -148,7 +148,7 @@ def findings_page(rows: pd.DataFrame, command: str) -> str:
         "## Findings",
         "",
         f"From {len(rows)} rows ({rows['preset'].nunique()} presets, seeds "
-        f"{sorted(rows['seed'].unique())}, {rows['method'].nunique()} methods, "
+        f"{sorted(int(s) for s in rows['seed'].unique())}, {rows['method'].nunique()} methods, "
         f"{int(rows['round'].max())} rounds). Regenerate: `{command}`.",
         "",
         "### J1: which methods' joint predictives capture the posterior's correlations?",
