@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import pandas as pd
 
 from udora.errors import UserError
 from udora.experiments.publish.artefact import (
@@ -96,14 +97,15 @@ def write_report(
         out = (
             Path("release-report") if str(results_dir) == SHIPPED else Path(results_dir) / "report"
         )
+    loaded, (table, rounds) = table, _without_study_rounds(table)
     _check_report_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     write_text(out / MARKER, "written by udora report; a later report may replace its files\n")
-    write_parquet(out / "results.parquet", table)
-    write_text(out / "results.csv", table.to_csv(index=False))
+    write_parquet(out / "results.parquet", loaded)
+    write_text(out / "results.csv", loaded.to_csv(index=False))
 
     everything, table = table, of_kind(table, REGRESSION)
-    lines = _header(everything, skipped)
+    lines = _header(everything, skipped) + rounds
     if not table.empty:  # the regression core: leaderboard, figures, per-preset tables
         step(f"tables and figures of {plural(len(table), 'run')}")
         images = _regression_core(table, curves, out, lines)
@@ -188,6 +190,28 @@ def _check_report_folder(out: Path) -> None:
             f"({', '.join(clash[:5])}{', ...' if len(clash) > 5 else ''}); give a new or "
             "empty folder"
         )
+
+
+def _without_study_rounds(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The runs every section reads, without an active-learning study's later rounds
+    (``n_acquired`` > 0: ``udora acquire``'s refits after labelling, each its own task and
+    config), which its section reports from the study's rows; and report.md's line saying
+    how many were left to it (none when there are none)."""
+    later = table["n_acquired"] > 0 if "n_acquired" in table else pd.Series(False, table.index)
+    if not later.any():
+        return table, []
+    if later.all():
+        raise UserError(
+            "every run of this folder is a later round of an active-learning study "
+            "(its preset sets acquired); report the study's folder, which holds its round 0"
+        )
+    line = (
+        f"{plural(int(later.sum()), 'run')} of an active-learning study's later rounds "
+        "(each a refit after labelling, its preset's `acquired` set) are reported in its "
+        "section only (Active learning), from the study's rows; the tables and rankings "
+        "read its round 0."
+    )
+    return table[~later], [line, ""]
 
 
 def _header(table, skipped: list[str]) -> list[str]:

@@ -210,6 +210,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     the run was scored on), ``udora_version``, ``source_sha256`` and
     ``commit`` and ``dirty`` (the code, :mod:`udora.experiments.run.provenance`; None in
     records written before udora recorded them), ``cpus`` (the cores the run's process could use),
+    ``n_acquired`` (the pool points an active-learning round added to the training sample,
+    the preset field ``acquired``; 0 for every other run),
     ``config_base`` (the label without a ``method_seed`` override,
     which the noise floor groups by), one typed column per override field (``width``,
     ``preset.n_train``, ``method_seed``, ``preset.truth.features``; :func:`override_cells`,
@@ -265,6 +267,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "commit": rec.code.commit if rec.code else None,
             "dirty": rec.code.dirty if rec.code else None,
             "cpus": rec.compute.cpus if rec.compute else None,
+            "n_acquired": len(rec.preset_config.get("acquired") or ()),
             **tuning,
         }
         cells = {}

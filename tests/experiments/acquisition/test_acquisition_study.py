@@ -88,3 +88,20 @@ def test_bad_acquired_points_are_refused_naming_the_field(study, acquired):
     _, path, *_ = study
     with pytest.raises((PresetError, ValueError), match="acquired: expected distinct pool"):
         load_preset(path).with_overrides({"acquired": acquired})
+
+
+def test_the_report_leaves_the_later_rounds_to_the_study_section(study):
+    from udora.experiments.report.write import write_report
+
+    folder, _, _, out, _, rows = study
+    later = rows[rows["round"] > 0].drop_duplicates(["method", "task_hash"])
+    first = rows[rows["round"] == 0].drop_duplicates(["method", "task_hash"])
+    report = write_report(out, out_dir=out / "report", data_dir=str(folder))
+    text = report.read_text()
+    assert f"{len(later)} runs of an active-learning study's later rounds" in text
+    assert text.splitlines()[2].startswith(f"{len(first)} runs ({len(first)} ok")
+    assert "## Active learning" in text
+    assert "acquired=" not in text  # no later round's config in any table
+    kept = pd.read_parquet(out / "report" / "results.parquet")  # every run, as loaded
+    assert len(kept) == len(later) + len(first)
+    assert sorted(kept["n_acquired"].unique()) == sorted(rows["n_acquired"].unique())

@@ -77,3 +77,19 @@ def test_the_page_states_each_answer_and_how_to_regenerate_it():
     page = findings_page(_rows(), "udora acquire ...")
     assert page.count("**predicts**") == 2 and "udora acquire ..." in page
     assert "| c | diagonal (0 by construction) | 0 | 0 | 0 |" in page
+
+
+def test_the_shipped_findings_regenerate_from_the_shipped_rows():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    rows_path = root / "docs" / "data" / "joint_and_acquisition" / "acquisition.parquet"
+    page = (root / "docs" / "joint_and_acquisition.md").read_text()
+    command = (
+        "python -m udora.experiments.publish.joint_findings "
+        "docs/data/joint_and_acquisition/acquisition.parquet docs/joint_and_acquisition.md"
+    )
+    rows = pd.read_parquet(rows_path)
+    assert len(rows) == 7 * 3 * (12 * 3 + 4) * 4  # presets x seeds x chains x rounds 0-3
+    assert (rows["status"] == "ok").all()
+    assert page.split("## Findings")[1] == findings_page(rows, command).split("## Findings")[1]
