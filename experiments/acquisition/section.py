@@ -10,6 +10,7 @@ import pandas as pd
 
 from udora.experiments.acquisition.study import ROWS
 from udora.experiments.results.sections import ReportContext, ReportSection
+from udora.experiments.run.words import plural
 from udora.oracle.joint import DESIGNS
 
 
@@ -78,10 +79,11 @@ def _write(ctx: ReportContext) -> list[str]:
     if path.is_file():
         rows = pd.read_parquet(path)
         curves = relative_risk(rows)
+        presets = plural(rows["preset"].nunique(), "preset")
         lines += [
             "## Active learning",
             "",
-            f"`udora acquire` rows ({len(rows)}; {rows['preset'].nunique()} presets): the "
+            f"`udora acquire` rows ({len(rows)}; {presets}): the "
             "posterior risk on the evaluation set after each round, over the same chain's "
             "round-0 risk, mean over presets of seed means.",
             "",
