@@ -126,6 +126,67 @@ def claims_cmd(
     console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
 
 
+@release_app.command("disagreements")
+def disagreements_cmd(
+    release: Annotated[str, typer.Argument(help="A release folder, or 'release' (shipped).")],
+    swap: Annotated[
+        list[Path] | None,
+        typer.Option(help="Results folders whose ok rows replace the release's (repeatable)."),
+    ] = None,
+    method_seed: Annotated[
+        int | None, typer.Option(help="Take only the swapped rows fitted with this method_seed.")
+    ] = None,
+    claims: Annotated[
+        str, typer.Option(help="Comma-separated claim ids to bootstrap.")
+    ] = "c1,c5,c6,c9,c11,c12,c15",
+    boot: Annotated[int, typer.Option(min=1, help="Bootstrap replicates.")] = 1000,
+    mode: Annotated[str, typer.Option(help="Resample: both, presets or seeds.")] = "both",
+    inner: Annotated[
+        int, typer.Option(min=1, help="Draws of a rule's own interval in each replicate.")
+    ] = 2000,
+    seed: Annotated[int, typer.Option(help="The bootstrap's seed.")] = 48,
+) -> None:
+    """Every claim's verdict on RELEASE and, with --swap, with those runs in place of the
+    release's rows; then the bootstrap probability that each of --claims passes
+    (docs/paper_disagreements.md)."""
+    import pandas as pd
+
+    from udora.experiments.publish import disagreements as dis
+    from udora.experiments.publish.artefact import read_release, release_folder
+    from udora.experiments.publish.reproduction import evaluate
+    from udora.experiments.results.sections import markdown_table
+    from udora.experiments.results.store import load_runs
+
+    with user_errors(console, "interrupted"):
+        folder = release_folder(release)
+        if folder is None:
+            raise FileNotFoundError(f"{release}: not a release folder (no manifest.json)")
+        table = dis.claim_rows(read_release(folder)[0])
+        scored = table
+        if swap:
+            new = pd.concat([load_runs(d)[0] for d in swap], ignore_index=True)
+            scored = dis.swap(table, new, method_seed)
+        verdicts = pd.DataFrame(
+            {"claim": c.id, "release": v.verdict, "ours": v.ours} for c, v in evaluate(table)
+        )
+        if swap:
+            after = [(v.verdict, v.ours) for _, v in evaluate(scored)]
+            verdicts["swapped"], verdicts["ours"] = zip(*after, strict=True)
+            verdicts = verdicts[["claim", "release", "swapped", "ours"]]  # ours: swapped's
+        console.print(
+            markdown_table(verdicts, index=False), highlight=False, markup=False, soft_wrap=True
+        )
+        ids = tuple(c.strip() for c in claims.split(",") if c.strip())
+        probs = dis.pass_probability(scored, ids, boot, mode, seed, inner)
+        console.print(
+            f"bootstrap: {boot} replicates, mode {mode}, seed {seed}, inner {inner}\n"
+            + markdown_table(probs),
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+
+
 @release_app.command("page")
 def page_cmd(
     release: Annotated[str, typer.Argument(help="A release folder, or 'release' (shipped).")],

@@ -36,9 +36,10 @@ def verdict(passed: list[bool], partial: bool = False) -> str:
 
 class ClaimData:
     """The release's ok primary rows, one config per method: ``method@tuned`` when the
-    table has it, else the bare method (a method with nothing to tune)."""
+    table has it, else the bare method (a method with nothing to tune). ``n_boot``: the
+    draws of :meth:`ci`'s intervals."""
 
-    def __init__(self, table: pd.DataFrame, seed: int = 0) -> None:
+    def __init__(self, table: pd.DataFrame, seed: int = 0, n_boot: int = 2000) -> None:
         ok = table[table["status"] == "ok"]
         keep = []
         for method, part in ok.groupby("method"):
@@ -46,6 +47,7 @@ class ClaimData:
             keep.append(tuned if len(tuned) else part[part["config"] == method])
         self.table = pd.concat(keep) if keep else ok.iloc[:0]
         self.seed = seed
+        self.n_boot = n_boot
 
     def presets(self, suite: str) -> list[str]:
         return sorted(self.table.loc[self.table["suite"] == suite, "preset"].unique())
@@ -76,13 +78,14 @@ class ClaimData:
         v = self.v(SUITES[0], "spearman_au")
         return tuple(m for m in P14 if v[m].notna().all())
 
-    def ci(self, values: pd.DataFrame, stat, n_boot: int = 2000) -> tuple[float, float]:
-        """95 % percentile interval of ``stat(values)`` over presets resampled."""
+    def ci(self, values: pd.DataFrame, stat) -> tuple[float, float]:
+        """95 % percentile interval of ``stat(values)`` over presets resampled
+        (:attr:`n_boot` draws)."""
         rng = np.random.default_rng(self.seed)
         x = values.to_numpy()
         draws = [
             stat(pd.DataFrame(x[rng.integers(0, len(x), len(x))], columns=values.columns))
-            for _ in range(n_boot)
+            for _ in range(self.n_boot)
         ]
         lo, hi = np.nanpercentile(np.asarray(draws, dtype=float), [2.5, 97.5])
         return float(lo), float(hi)

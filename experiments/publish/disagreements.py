@@ -1,0 +1,125 @@
+"""Where udora and the paper disagree (docs/paper_disagreements.md): the release table with
+an experiment's rows in place of the release's ("the swap"), and the bootstrap probability
+that a claim passes when the held-out presets and their task seeds are resampled.
+
+Both read the table as the claims do (:class:`~udora.experiments.publish.claim_data.ClaimData`:
+one config per method, seed means per preset, means over presets) and judge each replicate
+with the claim's own rule (:data:`~udora.experiments.publish.reproduction.CLAIMS`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from udora.errors import UserError
+from udora.experiments.publish.artefact import primary_rows
+from udora.experiments.publish.claim_data import SUITES, ClaimData
+from udora.experiments.publish.reproduction import CLAIMS
+
+MODES = ("both", "presets", "seeds")
+VERDICTS = ("PASS", "PARTIAL", "FAIL", "ERROR")
+KEY = ["preset", "method", "seed"]
+
+
+def claim_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows claims read: primary (no package copy of a preset's data), without the
+    noise floor's ``method_seed`` variants."""
+    rows = primary_rows(table)
+    if "method_seed" in rows:
+        rows = rows[rows["method_seed"].isna()]
+    return rows
+
+
+def swap(release: pd.DataFrame, new: pd.DataFrame, method_seed: int | None = None) -> pd.DataFrame:
+    """The release's claim rows with every ok row of ``new`` in place of the release row of
+    the same (preset, method, seed) of that method's claim config (``method@tuned``; the
+    bare method for one without a tuned config), relabelled as that config.
+
+    ``method_seed``: take only the rows of ``new`` fitted with that ``method_seed`` (a fit
+    seed's replicate of the method); without it, rows with a ``method_seed`` are refused.
+    Raises UserError naming the presets ``new`` has that the release has not, or when no
+    row of ``new`` replaces a release row.
+    """
+    base = claim_rows(release)
+    rows = primary_rows(new)
+    rows = rows[rows["status"] == "ok"]
+    seeded = rows["method_seed"].notna() if "method_seed" in rows else pd.Series(False, rows.index)
+    if method_seed is None and seeded.any():
+        raise UserError(
+            "the new rows set method_seed (fit-seed replicates): give --method-seed to take "
+            "one replicate as the method's rows"
+        )
+    if method_seed is not None:
+        rows = rows[seeded & (rows.get("method_seed") == method_seed)]
+    unknown = sorted(set(rows["preset"]) - set(base["preset"]))
+    if unknown:
+        raise UserError(f"presets not in the release: {', '.join(unknown)}")
+    configs = set(base["config"])
+    label = {m: f"{m}@tuned" if f"{m}@tuned" in configs else m for m in base["method"].unique()}
+    rows = rows.assign(config=rows["method"].map(label))
+    rows = rows[rows["config"].notna()]
+    hit = base.set_index(KEY).index.isin(rows.set_index(KEY).index) & (
+        base["config"] == base["method"].map(label)
+    )
+    if not hit.any():
+        raise UserError("no new row replaces a release row (same preset, method and seed)")
+    return pd.concat([base[~hit], rows[base.columns.intersection(rows.columns)]], ignore_index=True)
+
+
+def replicate(table: pd.DataFrame, rng: np.random.Generator, mode: str) -> pd.DataFrame:
+    """One bootstrap replicate of ``table``'s held-out rows (the suite the rules judge):
+    ``presets`` draws the presets with replacement (a preset drawn twice counts twice, as
+    :meth:`ClaimData.ci` treats a repeated row); ``seeds`` draws each preset's task seeds
+    with replacement, the same draw for every method (the methods share their tasks, so
+    the pairing is kept); ``both`` does the first, then the second inside each drawn preset.
+    The other suites' rows are kept as they are."""
+    judged = table["suite"] == SUITES[0]
+    held, rest = table[judged], table[~judged]
+    presets = sorted(held["preset"].unique())
+    seeds = sorted(held["seed"].unique())
+    drawn = list(rng.choice(presets, len(presets))) if mode in ("both", "presets") else presets
+    parts = []
+    for k, preset in enumerate(drawn):
+        part = held[held["preset"] == preset]
+        if mode in ("both", "seeds"):
+            pick = rng.choice(seeds, len(seeds))
+            part = pd.concat([part[part["seed"] == s].assign(seed=j) for j, s in enumerate(pick)])
+        parts.append(part.assign(preset=f"{preset}#{k}"))
+    return pd.concat([rest, *parts], ignore_index=True)
+
+
+def pass_probability(
+    table: pd.DataFrame,
+    claims: tuple[str, ...],
+    n_boot: int = 1000,
+    mode: str = "both",
+    seed: int = 48,
+    inner: int = 2000,
+) -> pd.DataFrame:
+    """(claims, counts of each verdict, ``p_pass``, ``p_pass_or_partial``) over ``n_boot``
+    replicates (:func:`replicate`) of ``table``'s claim rows; ``inner``: the draws of a
+    rule's own interval inside each replicate (:meth:`ClaimData.ci`). A rule that cannot be
+    computed on a replicate counts as ERROR. Raises UserError for an unknown claim or mode."""
+    if mode not in MODES:
+        raise UserError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    by_id = {c.id.lower(): c for c in CLAIMS}
+    unknown = [c for c in claims if c.lower() not in by_id]
+    if unknown:
+        raise UserError(f"unknown claims {', '.join(unknown)}; known: {', '.join(by_id)}")
+    rows = claim_rows(table)
+    rng = np.random.default_rng(seed)
+    counts = {c: dict.fromkeys(VERDICTS, 0) for c in claims}
+    for _ in range(n_boot):
+        data = ClaimData(replicate(rows, rng, mode), n_boot=inner)
+        for c in claims:
+            try:
+                found = by_id[c.lower()].check(data).verdict
+            except (ValueError, IndexError, KeyError, TypeError):
+                found = "ERROR"
+            counts[c][found] += 1
+    out = pd.DataFrame.from_dict(counts, orient="index")
+    out["p_pass"] = out["PASS"] / n_boot
+    out["p_pass_or_partial"] = (out["PASS"] + out["PARTIAL"]) / n_boot
+    out.index.name = "claim"
+    return out

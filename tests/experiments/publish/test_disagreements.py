@@ -1,0 +1,117 @@
+"""The swap and the claims' bootstrap (experiments.publish.disagreements) on the shipped
+release table: a swapped row is what the claims read, a replicate resamples what it says
+(the same seed draw for every method), and a claim decided on every seed has a pass
+probability of exactly 0 or 1 when only seeds are resampled."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from udora.errors import UserError
+from udora.experiments.publish import disagreements as dis
+from udora.experiments.publish.artefact import read_release, release_folder
+from udora.experiments.publish.claim_data import ClaimData
+from udora.experiments.publish.reproduction import evaluate
+
+
+@pytest.fixture(scope="module")
+def release() -> pd.DataFrame:
+    return read_release(release_folder("release"))[0]
+
+
+def _new_rows(release: pd.DataFrame, method: str, shift: float) -> pd.DataFrame:
+    rows = dis.claim_rows(release)
+    rows = rows[(rows["method"] == method) & (rows["suite"] == "heldout")].copy()
+    rows["spearman_eu"] += shift
+    return rows.assign(config=f"{method}[dropout=0.35]")  # as a results folder labels it
+
+
+def test_a_swapped_row_is_what_the_claims_read(release):
+    base = dis.claim_rows(release)
+    swapped = dis.swap(release, _new_rows(release, "nn_dropout", 0.5))
+    assert len(swapped) == len(base)
+    before, after = ClaimData(base), ClaimData(swapped)
+    assert after.M("heldout", "spearman_eu")["nn_dropout"] == pytest.approx(
+        before.M("heldout", "spearman_eu")["nn_dropout"] + 0.5, abs=1e-12
+    )
+    others = [m for m in before.M("heldout", "spearman_eu").index if m != "nn_dropout"]
+    pd.testing.assert_series_equal(
+        before.M("heldout", "spearman_eu")[others], after.M("heldout", "spearman_eu")[others]
+    )
+    assert (
+        after.M("dev", "spearman_eu")["nn_dropout"] == before.M("dev", "spearman_eu")["nn_dropout"]
+    )
+
+
+def test_the_swap_refuses_rows_it_cannot_place(release):
+    seeded = _new_rows(release, "swag", 0.0).assign(method_seed=1.0)
+    with pytest.raises(UserError, match="method_seed"):
+        dis.swap(release, seeded)
+    picked = dis.swap(release, pd.concat([seeded, seeded.assign(method_seed=2.0)]), 1)
+    assert len(picked) == len(dis.claim_rows(release))
+    with pytest.raises(UserError, match="presets not in the release: nowhere"):
+        dis.swap(release, _new_rows(release, "swag", 0.0).assign(preset="nowhere"))
+
+
+@pytest.mark.parametrize("mode", ["presets", "seeds", "both"])
+def test_a_replicate_resamples_what_its_mode_says(release, mode):
+    rows = dis.claim_rows(release)
+    held = rows[rows["suite"] == "heldout"]
+    out = dis.replicate(rows, np.random.default_rng(3), mode)
+    pd.testing.assert_frame_equal(
+        out[out["suite"] != "heldout"].reset_index(drop=True),
+        rows[rows["suite"] != "heldout"].reset_index(drop=True),
+    )
+    drawn = out[out["suite"] == "heldout"]
+    assert drawn["preset"].nunique() == held["preset"].nunique()
+    assert len(drawn) == len(held) or mode != "seeds"
+    # every (drawn preset, seed) is one task for every method: the pairing is kept
+    assert (drawn.groupby(["preset", "seed"])["task_hash"].nunique() == 1).all()
+    if mode == "presets":
+        assert sorted(drawn["seed"].unique()) == sorted(held["seed"].unique())
+        origin = drawn["preset"].str.split("#").str[0]
+        kept = held.set_index(["preset", "method", "seed"])["spearman_eu"]
+        values = kept.reindex(pd.MultiIndex.from_arrays([origin, drawn["method"], drawn["seed"]]))
+        np.testing.assert_array_equal(values.to_numpy(), drawn["spearman_eu"].to_numpy())
+
+
+def test_a_claim_decided_on_every_seed_passes_with_probability_0_or_1(release):
+    rows = dis.claim_rows(release)
+    first = rows[rows["seed"] == 0]
+    # every seed a copy of seed 0: resampling seeds cannot change any verdict
+    flat = pd.concat([first.assign(seed=s) for s in (0, 1, 2)], ignore_index=True)
+    found = {c.id: v.verdict for c, v in evaluate(flat)}
+    probs = dis.pass_probability(flat, ("c1", "c2", "c11"), n_boot=4, mode="seeds", inner=50)
+    for claim in ("c1", "c2", "c11"):
+        expected = 1.0 if found[claim.upper()] == "PASS" else 0.0
+        assert probs.loc[claim, "p_pass"] == expected
+    assert probs[["PASS", "PARTIAL", "FAIL", "ERROR"]].sum(axis=1).eq(4).all()
+
+
+def test_unknown_claims_and_modes_are_refused(release):
+    with pytest.raises(UserError, match="unknown claims c99"):
+        dis.pass_probability(release, ("c99",), n_boot=1)
+    with pytest.raises(UserError, match="mode must be one of"):
+        dis.pass_probability(release, ("c1",), n_boot=1, mode="tasks")
+
+
+def test_the_command_swaps_a_results_folder_and_bootstraps(release, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from udora.experiments.cli.main import app
+
+    new = _new_rows(release, "nn_dropout", 0.5)
+    monkeypatch.setattr(
+        "udora.experiments.results.store.load_runs", lambda folder: (new, {}), raising=True
+    )
+    args = ["release", "disagreements", "release", "--swap", str(tmp_path), "--boot", "2"]
+    out = CliRunner().invoke(app, [*args, "--claims", "c6", "--inner", "20"])
+    assert out.exit_code == 0, out.output
+    assert "| claim | release | swapped | ours |" in out.output
+    assert "| C6 | FAIL |" in out.output
+    assert "bootstrap: 2 replicates, mode both, seed 48, inner 20" in out.output
+    assert "| c6 |" in out.output
+    bad = CliRunner().invoke(app, ["release", "disagreements", str(tmp_path)])
+    assert bad.exit_code != 0 and "not a release folder" in bad.output
