@@ -10,8 +10,8 @@ A release folder holds
 - ``curves.json.gz``: each run's curve summaries (calibration, risk-coverage, PIT), keyed
   like the rows, for the report's figures;
 - ``manifest.json``: what was built from what (folder names, never paths), counts, the
-  failed runs with their errors, the commits, source hashes and cores per run the rows
-  recorded, and the SHA-256 of both files.
+  failed runs with their errors, the commits, source hashes, cores per run and versions
+  of the methods' declared libraries the rows recorded, and the SHA-256 of both files.
 
 :func:`read_release` refuses a folder whose files do not match the manifest's checksums,
 so a release table nobody rebuilt cannot be read as one.
@@ -121,6 +121,12 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
         # not all of the code they ran (the pages say so)
         "dirty_runs": int(dirty.sum()) if dirty is not None else 0,
         "udora_version": sorted(table["udora_version"].dropna().unique().tolist()),
+        # the versions of the methods' declared libraries the rows recorded
+        "libraries": {
+            c.removeprefix("version."): sorted(table[c].dropna().unique().tolist())
+            for c in sorted(table.columns)
+            if c.startswith("version.")
+        },
         "built_from": [Path(f).name for f in results],
         "runs": len(table),
         "ok": int((table["status"] == "ok").sum()),

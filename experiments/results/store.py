@@ -211,7 +211,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     ``commit`` and ``dirty`` (the code, :mod:`udora.experiments.run.provenance`; None in
     records written before udora recorded them), ``cpus`` (the cores the run's process could use),
     ``n_acquired`` (the pool points an active-learning round added to the training sample,
-    the preset field ``acquired``; 0 for every other run),
+    the preset field ``acquired``; 0 for every other run), ``version.<library>`` (the
+    versions of the libraries the run's method declares, as its record holds them),
     ``config_base`` (the label without a ``method_seed`` override,
     which the noise floor groups by), one typed column per override field (``width``,
     ``preset.n_train``, ``method_seed``, ``preset.truth.features``; :func:`override_cells`,
@@ -268,6 +269,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "dirty": rec.code.dirty if rec.code else None,
             "cpus": rec.compute.cpus if rec.compute else None,
             "n_acquired": len(rec.preset_config.get("acquired") or ()),
+            **{f"version.{k}": v for k, v in sorted(rec.versions.items()) if k != "udora"},
             **tuning,
         }
         cells = {}

@@ -38,6 +38,13 @@ def test_a_release_is_read_back_only_when_its_checksums_match(tiny_preset, tmp_p
     assert manifest["runs"] == len(table) == len(fresh) == 2 and manifest["ok"] == 2
     assert manifest["built_from"] == ["dev"] and "run_dir" not in table
     assert table["commit"].tolist() == fresh["commit"].tolist()  # what each run recorded
+    recorded: dict[str, set] = {}  # the libraries each result.json names, read directly
+    for path in sorted(runs.glob("*/*/*/seed-*/result.json")):
+        for lib, version in json.loads(path.read_text())["versions"].items():
+            recorded.setdefault(lib, set()).add(version)
+    recorded.pop("udora")
+    assert recorded and manifest["libraries"] == {k: sorted(v) for k, v in recorded.items()}
+    assert {f"version.{k}" for k in recorded} <= set(table.columns)
     assert all(not r.startswith("/") and r.startswith("tiny/") for r in table["run"])
     digest = hashlib.sha256((tmp_path / "rel" / "results.parquet").read_bytes()).hexdigest()
     assert manifest["files"]["results.parquet"] == digest
