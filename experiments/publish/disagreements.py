@@ -100,7 +100,8 @@ def pass_probability(
     """(claims, counts of each verdict, ``p_pass``, ``p_pass_or_partial``) over ``n_boot``
     replicates (:func:`replicate`) of ``table``'s claim rows; ``inner``: the draws of a
     rule's own interval inside each replicate (:meth:`ClaimData.ci`). A rule that cannot be
-    computed on a replicate counts as ERROR. Raises UserError for an unknown claim or mode."""
+    computed on a replicate counts as ERROR. Raises UserError for an unknown claim or mode
+    and for a table without held-out rows."""
     if mode not in MODES:
         raise UserError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     by_id = {c.id.lower(): c for c in CLAIMS}
@@ -108,6 +109,10 @@ def pass_probability(
     if unknown:
         raise UserError(f"unknown claims {', '.join(unknown)}; known: {', '.join(by_id)}")
     rows = claim_rows(table)
+    if not (rows["suite"] == SUITES[0]).any():
+        raise UserError(
+            f"no rows of the {SUITES[0]} suite, which the claims are judged on: nothing to resample"
+        )
     rng = np.random.default_rng(seed)
     counts = {c: dict.fromkeys(VERDICTS, 0) for c in claims}
     for _ in range(n_boot):

@@ -136,6 +136,7 @@ def _base(world):
         "release build": [str(world / "results"), "--out", out],
         "release page": [str(world / "release"), "--docs", out],
         "release claims": [str(world / "release"), "--docs", out],
+        "release disagreements": [str(world / "release"), "--boot", "2", "--inner", "5"],
         "robustness": [str(world / "results"), "--docs", out, "--boot", "100"],
     }
 

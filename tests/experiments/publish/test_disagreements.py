@@ -95,6 +95,9 @@ def test_unknown_claims_and_modes_are_refused(release):
         dis.pass_probability(release, ("c99",), n_boot=1)
     with pytest.raises(UserError, match="mode must be one of"):
         dis.pass_probability(release, ("c1",), n_boot=1, mode="tasks")
+    dev_only = release[release["suite"] == "dev"]
+    with pytest.raises(UserError, match="no rows of the heldout suite"):
+        dis.pass_probability(dev_only, ("c1",), n_boot=1)
 
 
 def test_the_command_swaps_a_results_folder_and_bootstraps(release, tmp_path, monkeypatch):
