@@ -64,7 +64,7 @@ def _declare() -> tuple[Metric, ...]:
         m("spearman_total_brier", "total Spearman (Brier target)", "1", "higher", _BRIER),
         m(
             "kl_mean",
-            "mean KL(pbar || q)",
+            "mean KL(pbar ‖ q)",  # no ASCII pipe: the label stands in markdown tables
             "nats",
             "lower",
             frozenset({"oracle", "mean"}),

@@ -168,7 +168,7 @@ def _calibration_and_risk_coverage() -> Iterator[Metric]:
         what, needs = _KINDS[kind][0], _needs(kind, False)
         name = f"calib_abs_log_ratio_{kind}"
         yield Metric(
-            name, f"{what} calibration |log ratio|", "1", "lower", needs, tasks=_tasks(name)
+            name, f"{what} calibration abs log ratio", "1", "lower", needs, tasks=_tasks(name)
         )
         name = f"calib_log_ratio_{kind}"
         yield Metric(

@@ -119,3 +119,9 @@ def test_the_total_only_forms_get_what_their_needs_allow():
     gaussian = set(TOTAL_METRICS["gaussian"])
     assert set(TOTAL_METRICS["samples"]) < gaussian and len(gaussian) == 35
     assert not any({"split", "members"} & reg.metric(n).needs for n in gaussian)
+
+
+def test_no_metric_label_holds_a_table_separator():
+    """Labels stand in markdown tables (rankings, leaderboards): an ASCII pipe would split
+    the row's cells."""
+    assert [m.name for m in reg.METRICS if "|" in m.label + (m.header or "")] == []
