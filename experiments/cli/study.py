@@ -244,7 +244,8 @@ def acquire_cmd(
     from udora.experiments.run.checks import check_out_dir
     from udora.oracle.preset import load_preset
 
-    with user_errors(console):
+    # a Ctrl-C before a round's grid started: nothing of that round ran
+    with user_errors(console, "interrupted: finished rounds are kept; rerun to resume"):
         names = opts.names(presets, "--presets", console, "preset names") or suite_presets(suite)
         kinds = {load_preset(n).kind for n in names}
         if kinds != {"regression"}:
@@ -262,21 +263,16 @@ def acquire_cmd(
         if rounds < 0 or batch < 1:
             raise UserError(f"--rounds must be >= 0 and --batch >= 1; got {rounds}, {batch}")
         with interrupts.catch_interrupts():
-            try:
-                summary, path = run_acquisition(
-                    chains,
-                    out,
-                    rounds=rounds,
-                    batch=batch,
-                    tuned=tuned,
-                    data_dir=data_dir,
-                    executor=spec,
-                    console=console,
-                )
-            except KeyboardInterrupt:  # before a round's grid started: nothing ran
-                interrupts.ignore_from_now()
-                console.print("interrupted: finished rounds are kept; rerun to resume")
-                raise typer.Exit(interrupts.exit_code()) from None
+            summary, path = run_acquisition(
+                chains,
+                out,
+                rounds=rounds,
+                batch=batch,
+                tuned=tuned,
+                data_dir=data_dir,
+                executor=spec,
+                console=console,
+            )
             if summary.interrupted:  # a further Ctrl-C must not kill the exit
                 interrupts.ignore_from_now()
     done = "interrupted: " if summary.interrupted else ""

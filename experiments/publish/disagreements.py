@@ -38,8 +38,9 @@ def swap(release: pd.DataFrame, new: pd.DataFrame, method_seed: int | None = Non
 
     ``method_seed``: take only the rows of ``new`` fitted with that ``method_seed`` (a fit
     seed's replicate of the method); without it, rows with a ``method_seed`` are refused.
-    Raises UserError naming the presets ``new`` has that the release has not, or when no
-    row of ``new`` replaces a release row.
+    Raises UserError naming the presets or methods ``new`` has that the release has not, a
+    (preset, method, seed) with more than one config in ``new``, or when no row of ``new``
+    replaces a release row.
     """
     base = claim_rows(release)
     rows = primary_rows(new)
@@ -52,13 +53,21 @@ def swap(release: pd.DataFrame, new: pd.DataFrame, method_seed: int | None = Non
         )
     if method_seed is not None:
         rows = rows[seeded & (rows.get("method_seed") == method_seed)]
-    unknown = sorted(set(rows["preset"]) - set(base["preset"]))
-    if unknown:
-        raise UserError(f"presets not in the release: {', '.join(unknown)}")
+    for field in ("preset", "method"):
+        unknown = sorted(set(rows[field]) - set(base[field]))
+        if unknown:
+            raise UserError(f"{field}s not in the release: {', '.join(unknown)}")
+    twice = rows.groupby(KEY)["config"].nunique()
+    if (twice > 1).any():  # one config per method: configs are never averaged
+        preset, method, seed = twice[twice > 1].index[0]
+        configs = sorted(rows.set_index(KEY).loc[(preset, method, seed), "config"])
+        raise UserError(
+            f"{method} on {preset} seed {seed} has several configs in the new rows "
+            f"({', '.join(configs)}); swap one config per method"
+        )
     configs = set(base["config"])
     label = {m: f"{m}@tuned" if f"{m}@tuned" in configs else m for m in base["method"].unique()}
     rows = rows.assign(config=rows["method"].map(label))
-    rows = rows[rows["config"].notna()]
     hit = base.set_index(KEY).index.isin(rows.set_index(KEY).index) & (
         base["config"] == base["method"].map(label)
     )

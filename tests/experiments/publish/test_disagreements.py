@@ -53,6 +53,13 @@ def test_the_swap_refuses_rows_it_cannot_place(release):
     assert len(picked) == len(dis.claim_rows(release))
     with pytest.raises(UserError, match="presets not in the release: nowhere"):
         dis.swap(release, _new_rows(release, "swag", 0.0).assign(preset="nowhere"))
+    with pytest.raises(UserError, match="methods not in the release: mine"):
+        dis.swap(release, _new_rows(release, "swag", 0.0).assign(method="mine"))
+    two = pd.concat(
+        [_new_rows(release, "swag", 0.0), _new_rows(release, "swag", 0.1).assign(config="b")]
+    )
+    with pytest.raises(UserError, match=r"swag on .* has several configs"):
+        dis.swap(release, two)
 
 
 @pytest.mark.parametrize("mode", ["presets", "seeds", "both"])
