@@ -145,15 +145,21 @@ def disagreements_cmd(
         int, typer.Option(min=1, help="Draws of a rule's own interval in each replicate.")
     ] = 2000,
     seed: Annotated[int, typer.Option(help="The bootstrap's seed.")] = 48,
+    variant: Annotated[
+        str | None,
+        typer.Option(help="Judge under a metric variant: M1, M2a, M2b, M2c or M3."),
+    ] = None,
 ) -> None:
     """Every claim's verdict on RELEASE and, with --swap, with those runs in place of the
-    release's rows; then the bootstrap probability that each of --claims passes
+    release's rows, and with --variant under a metric variant; then the bootstrap
+    probability that each of --claims passes on the last of these tables
     (docs/paper_disagreements.md)."""
     import pandas as pd
 
     from udora.experiments.publish import disagreements as dis
     from udora.experiments.publish.artefact import read_release, release_folder
     from udora.experiments.publish.reproduction import evaluate
+    from udora.experiments.publish.variants import derive, get_variant
     from udora.experiments.results.sections import markdown_table
     from udora.experiments.results.store import load_runs
 
@@ -161,25 +167,44 @@ def disagreements_cmd(
         folder = release_folder(release)
         if folder is None:
             raise FileNotFoundError(f"{release}: not a release folder (no manifest.json)")
-        table = dis.claim_rows(read_release(folder)[0])
+        picked = get_variant(variant) if variant is not None else None
+        released, curves = read_release(folder)[:2]
+        table = dis.claim_rows(released)
+        if picked is not None:
+            table = derive(table, curves)
         scored = table
         if swap:
-            new = pd.concat([load_runs(d)[0] for d in swap], ignore_index=True)
+            runs = [load_runs(d) for d in swap]
+            new = pd.concat([r[0] for r in runs], ignore_index=True)
+            if picked is not None:
+                new = derive(new, {k: v for r in runs for k, v in r[1].items()})
             scored = dis.swap(table, new, method_seed)
         verdicts = pd.DataFrame(
             {"claim": c.id, "release": v.verdict, "ours": v.ours} for c, v in evaluate(table)
         )
-        if swap:
-            after = [(v.verdict, v.ours) for _, v in evaluate(scored)]
-            verdicts["swapped"], verdicts["ours"] = zip(*after, strict=True)
-            verdicts = verdicts[["claim", "release", "swapped", "ours"]]  # ours: swapped's
+        columns = ["claim", "release"]
+        for name, rows, judge in (
+            ("swapped", scored if swap else None, None),
+            (f"variant {picked.id}" if picked else "", scored if picked else None, picked),
+        ):
+            if rows is not None:
+                after = [
+                    (v.verdict, v.ours)
+                    if judge is None or c.id in judge.claims
+                    else ("-", ours)  # not a claim the variant bears on
+                    for (c, v), ours in zip(evaluate(rows, judge), verdicts["ours"], strict=True)
+                ]
+                verdicts[name], verdicts["ours"] = zip(*after, strict=True)
+                columns.append(name)
+        verdicts = verdicts[[*columns, "ours"]]  # ours: the last table's numbers
         console.print(
             markdown_table(verdicts, index=False), highlight=False, markup=False, soft_wrap=True
         )
         ids = tuple(c.strip() for c in claims.split(",") if c.strip())
-        probs = dis.pass_probability(scored, ids, boot, mode, seed, inner)
+        probs = dis.pass_probability(scored, ids, boot, mode, seed, inner, picked)
+        under = f", variant {picked.id} ({picked.what})" if picked else ""
         console.print(
-            f"bootstrap: {boot} replicates, mode {mode}, seed {seed}, inner {inner}\n"
+            f"bootstrap: {boot} replicates, mode {mode}, seed {seed}, inner {inner}{under}\n"
             + markdown_table(probs),
             highlight=False,
             markup=False,

@@ -37,9 +37,15 @@ def verdict(passed: list[bool], partial: bool = False) -> str:
 class ClaimData:
     """The release's ok primary rows, one config per method: ``method@tuned`` when the
     table has it, else the bare method (a method with nothing to tune). ``n_boot``: the
-    draws of :meth:`ci`'s intervals."""
+    draws of :meth:`ci`'s intervals; ``center``: how :meth:`M` summarises a suite's
+    presets, ``"mean"`` (the rules') or ``"median"`` (a metric variant of
+    docs/paper_disagreements.md)."""
 
-    def __init__(self, table: pd.DataFrame, seed: int = 0, n_boot: int = 2000) -> None:
+    def __init__(
+        self, table: pd.DataFrame, seed: int = 0, n_boot: int = 2000, center: str = "mean"
+    ) -> None:
+        if center not in ("mean", "median"):
+            raise ValueError(f"center must be 'mean' or 'median', got {center!r}")
         ok = table[table["status"] == "ok"]
         keep = []
         for method, part in ok.groupby("method"):
@@ -48,6 +54,7 @@ class ClaimData:
         self.table = pd.concat(keep) if keep else ok.iloc[:0]
         self.seed = seed
         self.n_boot = n_boot
+        self.center = center
 
     def presets(self, suite: str) -> list[str]:
         return sorted(self.table.loc[self.table["suite"] == suite, "preset"].unique())
@@ -62,8 +69,12 @@ class ClaimData:
         return means.reindex(index=self.presets(suite), columns=list(methods))
 
     def M(self, suite: str, col: str, methods=P14) -> pd.Series:
-        """The mean over the suite's presets of :meth:`v` per method (NaN if any is)."""
-        return self.v(suite, col, methods).mean(axis=0, skipna=False)
+        """The mean (:attr:`center`) over the suite's presets of :meth:`v` per method (NaN
+        if any is)."""
+        v = self.v(suite, col, methods)
+        if self.center == "median":
+            return v.median(axis=0, skipna=False)
+        return v.mean(axis=0, skipna=False)
 
     def missing(self, suite: str, methods) -> list[str]:
         """Methods with no ok run on some preset of the suite."""

@@ -156,18 +156,22 @@ def c8(d: ClaimData) -> Verdict:
     )
 
 
-def c9(d: ClaimData) -> Verdict:
+def c9(d: ClaimData, uninformative: str = "nAURC_au") -> Verdict:
+    """``uninformative``: the column bullet b counts below 0.10 ("close to uninformative";
+    a metric variant of docs/paper_disagreements.md replaces it)."""
     au_set = list(d.au_set)
     na, ne = d.M(H, "nAURC_au", au_set), d.M(H, "nAURC_eu", au_set)
     a = na.median() < ne.median() and (na < ne).sum() >= 7
-    b = (na < 0.10).sum() >= 2
+    low = d.M(H, uninformative, au_set)
+    b = (low < 0.10).sum() >= 2
     nn = [m for m in au_set if m in NN8]
     c = all(m in top(na[nn], 3) for m in ("edl", "swag"))
     trees = [m for m in ("ngboost_bag", "ngboost_nig", "catboost_ps") if m in au_set]
     dd = bool(trees) and na[trees].idxmax() == "ngboost_bag"
     return Verdict(
         verdict([a, b, c, dd], a and b and (c or dd)),
-        f"median nAURC AU {na.median():.3f} vs EU {ne.median():.3f}; top 3 NN by AU "
+        f"median nAURC AU {na.median():.3f} vs EU {ne.median():.3f}; {uninformative} < 0.10: "
+        f"{(low < 0.10).sum()} (smallest {fmt(low.nsmallest(2))}); top 3 NN by AU "
         f"{', '.join(top(na[nn], 3))}",
     )
 

@@ -16,6 +16,7 @@ from udora.errors import UserError
 from udora.experiments.publish.artefact import primary_rows
 from udora.experiments.publish.claim_data import SUITES, ClaimData
 from udora.experiments.publish.reproduction import CLAIMS
+from udora.experiments.publish.variants import Variant
 
 MODES = ("both", "presets", "seeds")
 VERDICTS = ("PASS", "PARTIAL", "FAIL", "ERROR")
@@ -105,12 +106,14 @@ def pass_probability(
     mode: str = "both",
     seed: int = 48,
     inner: int = 2000,
+    variant: Variant | None = None,
 ) -> pd.DataFrame:
     """(claims, counts of each verdict, ``p_pass``, ``p_pass_or_partial``) over ``n_boot``
     replicates (:func:`replicate`) of ``table``'s claim rows; ``inner``: the draws of a
     rule's own interval inside each replicate (:meth:`ClaimData.ci`). A rule that cannot be
-    computed on a replicate counts as ERROR. Raises UserError for an unknown claim or mode
-    and for a table without held-out rows."""
+    computed on a replicate counts as ERROR; ``variant``: every replicate judged under
+    that metric variant (:mod:`udora.experiments.publish.variants`). Raises UserError for
+    an unknown claim or mode and for a table without held-out rows."""
     if mode not in MODES:
         raise UserError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     by_id = {c.id.lower(): c for c in CLAIMS}
@@ -125,10 +128,17 @@ def pass_probability(
     rng = np.random.default_rng(seed)
     counts = {c: dict.fromkeys(VERDICTS, 0) for c in claims}
     for _ in range(n_boot):
-        data = ClaimData(replicate(rows, rng, mode), n_boot=inner)
+        drawn = replicate(rows, rng, mode)
+        data = (
+            variant.data(drawn, n_boot=inner)
+            if variant is not None
+            else ClaimData(drawn, n_boot=inner)
+        )
         for c in claims:
+            claim = by_id[c.lower()]
+            check = variant.check(claim) if variant is not None else claim.check
             try:
-                found = by_id[c.lower()].check(data).verdict
+                found = check(data).verdict
             except (ValueError, IndexError, KeyError, TypeError):
                 found = "ERROR"
             counts[c][found] += 1

@@ -9,6 +9,7 @@ from pathlib import Path
 from udora.experiments.publish import claims as c
 from udora.experiments.publish.artefact import code_line, primary_rows, read_release
 from udora.experiments.publish.claim_data import NN8, NONNN, P14, SUITES, ClaimData, Verdict
+from udora.experiments.publish.variants import Variant
 from udora.oracle.atomic import write_text
 
 CLAIMS = (
@@ -166,12 +167,14 @@ CLAIMS = (
 )
 
 
-def evaluate(table) -> list[tuple[c.Claim, Verdict]]:
+def evaluate(table, variant: Variant | None = None) -> list[tuple[c.Claim, Verdict]]:
     """Every claim's verdict on the release table (primary rows): INCOMPLETE, naming what
     is missing, when a method it reads has no ok run on some preset of a suite; ERROR with
     the exception when its rule cannot be computed (a NaN where a number is needed), so
-    one claim never hides the others."""
-    data = ClaimData(primary_rows(table))
+    one claim never hides the others. ``variant``: judge under that metric variant
+    (:mod:`udora.experiments.publish.variants`; the table then needs its columns)."""
+    rows = primary_rows(table)
+    data = variant.data(rows) if variant is not None else ClaimData(rows)
     out = []
     for claim in CLAIMS:
         gaps = sorted({m for s in SUITES for m in data.missing(s, claim.needs)})
@@ -181,7 +184,8 @@ def evaluate(table) -> list[tuple[c.Claim, Verdict]]:
             )
             continue
         try:
-            out.append((claim, claim.check(data)))
+            check = variant.check(claim) if variant is not None else claim.check
+            out.append((claim, check(data)))
         except (ValueError, IndexError, KeyError, TypeError) as err:
             out.append((claim, Verdict("ERROR", f"{type(err).__name__}: {err}")))
     return out
