@@ -104,9 +104,14 @@ def claims_cmd(
         bool, typer.Option(help="Write the claims and rules without scoring a release.")
     ] = False,
 ) -> None:
-    """Generate DOCS/paper_reproduction.md: the paper's claims, by their pass rules."""
-    from udora.experiments.publish.artefact import release_folder
+    """Generate DOCS/paper_reproduction.md: the paper's claims, by their pass rules (a
+    classification release: DOCS/classification.md, its findings, the first of which reads
+    the regression release the folder sits in, else the shipped one)."""
+    from udora.experiments.publish.artefact import read_release, release_folder
+    from udora.experiments.publish.cls_findings import write_findings
     from udora.experiments.publish.reproduction import write_reproduction
+    from udora.experiments.results.store import kind_of
+    from udora.oracle.classification.preset import CLASSIFICATION
 
     with user_errors(console, "interrupted"):
         if rules_only:
@@ -122,7 +127,12 @@ def claims_cmd(
             if folder is None:
                 raise FileNotFoundError(f"{release}: not a release folder (no manifest.json)")
             command = f"udora release claims {release} --docs {docs}"
-            path = write_reproduction(folder, docs, command)
+            if kind_of(read_release(folder)[0]) == CLASSIFICATION:
+                parent = release_folder(folder.parent)
+                regression = parent if parent is not None else release_folder("release")
+                path = write_findings(folder, regression, docs, command)
+            else:
+                path = write_reproduction(folder, docs, command)
     console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
 
 

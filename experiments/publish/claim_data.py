@@ -77,10 +77,13 @@ class ClaimData:
         return v.mean(axis=0, skipna=False)
 
     def missing(self, suite: str, methods) -> list[str]:
-        """Methods with no ok run on some preset of the suite."""
+        """Methods with no ok run on some preset of the suite (every method when the
+        suite has no preset: a rule on an empty suite has nothing to read)."""
         t = self.table[self.table["suite"] == suite]
         have = t.groupby("method")["preset"].nunique()
         n = len(self.presets(suite))
+        if n == 0:
+            return list(methods)
         return [m for m in methods if have.get(m, 0) < n]
 
     @cached_property

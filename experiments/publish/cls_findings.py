@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -321,6 +322,26 @@ def findings_page(
     lines += ["", "| id | verdict | our numbers |", "|---|---|---|"]
     lines += [f"| {k} | {v.verdict} | {v.ours} |" for k, v in carried.items()]
     return "\n".join(lines) + "\n"
+
+
+def write_findings(
+    release: str | Path, regression: str | Path, docs: str | Path, command: str
+) -> Path:
+    """Write ``docs/classification.md`` from the classification release folder ``release``
+    and the regression release folder ``regression`` (the first question's other table),
+    both read only when their checksums match; ``command`` regenerates it."""
+    from udora.experiments.publish.artefact import code_line, primary_rows, read_release
+    from udora.oracle.atomic import write_text
+
+    table, _, manifest = read_release(release)
+    other = read_release(regression)[0]
+    provenance = f" from a release of commit {code_line(manifest)}, {manifest['ok']} ok runs"
+    page = findings_page(
+        ClaimData(primary_rows(table)), ClaimData(primary_rows(other)), command, provenance
+    )
+    path = Path(docs) / "classification.md"
+    write_text(path, page)
+    return path
 
 
 if __name__ == "__main__":  # the rules alone, before a release is scored

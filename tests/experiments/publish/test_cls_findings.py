@@ -131,3 +131,7 @@ def test_a_method_missing_on_a_preset_makes_the_answers_incomplete():
     assert cf.q2(d).verdict == "INCOMPLETE" and "edl" in cf.q2(d).ours
     assert cf.q3(d)[0].verdict == "INCOMPLETE"
     assert cf.q1(d, ClaimData(reg_table(SPREAD))).verdict == "INCOMPLETE"
+    # a suite with no presets at all (a release of other presets) is no evidence either
+    dev_only = ClaimData(table[table["suite"] == cf.CD])
+    assert cf.q2(dev_only).verdict == "INCOMPLETE"
+    assert cf.q3(dev_only)[0].verdict == "INCOMPLETE"

@@ -1,7 +1,8 @@
 """A classification release built from real runs of a tiny preset: its manifest records each
 sampled oracle's checksum and Monte Carlo ceiling as the stored arrays have them, its page
 is docs/leaderboard_classification.md with the kind's headline metrics and the ceilings,
-and a release folder with it under classification/ is one baseline of both kinds."""
+and a release folder with it under classification/ is one baseline of both kinds, whose
+findings page `udora release claims` writes."""
 
 from __future__ import annotations
 
@@ -57,3 +58,18 @@ def test_a_classification_release_and_its_page(tmp_path, monkeypatch):
     build_release([tmp_path / "regres"], both)
     table = load_baseline(both)
     assert set(table["kind"]) == {"regression", "classification"}
+    # its findings page: `udora release claims` on the classification folder writes
+    # classification.md, its first question reading the regression release around it
+    from typer.testing import CliRunner
+
+    from udora.experiments.cli.main import app
+
+    docs = tmp_path / "cdocs"
+    args = ["release", "claims", str(both / "classification"), "--docs", str(docs)]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    text = (docs / "classification.md").read_text()
+    assert text.startswith("# Classification: findings")
+    assert f"udora release claims {both / 'classification'}" in text
+    assert "## Answers" in text and "INCOMPLETE" in text  # 5 methods on one preset
+    assert not (docs / "paper_reproduction.md").exists()
