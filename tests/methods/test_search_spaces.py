@@ -149,6 +149,7 @@ PAPER_RANGES = [
     ("dkl", "n_steps", _int(200, 1000)),  # the paper's num_iters
     ("dkl", "learning_rate", _log(5e-4, 5e-2)),  # the paper's peak_learning_rate
     ("ngboost_nig", "learning_rate", _log(0.01, 0.2)),
+    ("ngboost_nig", "evid_strength", _log(1e-4, 1.0)),
     ("ngboost_bag", "learning_rate", _log(0.005, 0.1)),
     ("ngboost_bag", "n_members", _int(5, 25)),  # the paper's n_regressors
     ("catboost_ps", "n_estimators", _int(100, 600)),  # the paper's iterations
