@@ -159,11 +159,21 @@ def disagreements_cmd(
         str | None,
         typer.Option(help="Judge under a metric variant: M1, M2a, M2b, M2c or M3."),
     ] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            help="A baseline arm's results folder: its rows replace the release's first, "
+            "and each --swap method's paired effect against it is printed."
+        ),
+    ] = None,
+    effect: Annotated[
+        str, typer.Option(help="Comma-separated metrics of the paired effect (with --against).")
+    ] = "spearman_eu,nAURC_eu",
 ) -> None:
-    """Every claim's verdict on RELEASE and, with --swap, with those runs in place of the
-    release's rows, and with --variant under a metric variant; then the bootstrap
-    probability that each of --claims passes on the last of these tables
-    (docs/paper_disagreements.md)."""
+    """Every claim's verdict on RELEASE (with --against, on RELEASE with that baseline
+    arm's rows in place) and, with --swap, with those runs in place of the release's rows,
+    and with --variant under a metric variant; then the bootstrap probability that each
+    of --claims passes on the last of these tables (docs/paper_disagreements.md)."""
     import pandas as pd
 
     from udora.experiments.publish import disagreements as dis
@@ -178,10 +188,18 @@ def disagreements_cmd(
         if folder is None:
             raise FileNotFoundError(f"{release}: not a release folder (no manifest.json)")
         picked = get_variant(variant) if variant is not None else None
+        if against is not None and not swap:
+            raise UserError("--against compares an arm with its baseline: give --swap ARM too")
         released, curves = read_release(folder)[:2]
         table = dis.claim_rows(released)
         if picked is not None:
             table = derive(table, curves)
+        first = "release"
+        if against is not None:
+            base, base_curves = load_runs(against)
+            if picked is not None:
+                base = derive(base, base_curves)
+            table, first = dis.swap(table, base), "baseline"
         scored = table
         if swap:
             runs = [load_runs(d) for d in swap]
@@ -189,10 +207,21 @@ def disagreements_cmd(
             if picked is not None:
                 new = derive(new, {k: v for r in runs for k, v in r[1].items()})
             scored = dis.swap(table, new, method_seed)
+            if against is not None:
+                arm = new if method_seed is None else new[new["method_seed"] == method_seed]
+                metrics = tuple(m.strip() for m in effect.split(",") if m.strip())
+                effects = dis.paired_effects(arm, base, released, metrics)
+                console.print(
+                    "paired effect against the baseline arm (docs/paper_disagreements.md, 1.2)\n"
+                    + markdown_table(effects, index=False),
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
         verdicts = pd.DataFrame(
-            {"claim": c.id, "release": v.verdict, "ours": v.ours} for c, v in evaluate(table)
+            {"claim": c.id, first: v.verdict, "ours": v.ours} for c, v in evaluate(table)
         )
-        columns = ["claim", "release"]
+        columns = ["claim", first]
         for name, rows, judge in (
             ("swapped", scored if swap else None, None),
             (f"variant {picked.id}" if picked else "", scored if picked else None, picked),

@@ -1,6 +1,7 @@
 """Where udora and the paper disagree (docs/paper_disagreements.md): the release table with
-an experiment's rows in place of the release's ("the swap"), and the bootstrap probability
-that a claim passes when the held-out presets and their task seeds are resampled.
+an experiment's rows in place of the release's ("the swap"), an arm's paired effect
+against its baseline with the registered threshold, and the bootstrap probability that a
+claim passes when the held-out presets and their task seeds are resampled.
 
 Both read the table as the claims do (:class:`~udora.experiments.publish.claim_data.ClaimData`:
 one config per method, seed means per preset, means over presets) and judge each replicate
@@ -8,6 +9,8 @@ with the claim's own rule (:data:`~udora.experiments.publish.reproduction.CLAIMS
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -17,6 +20,7 @@ from udora.experiments.publish.artefact import primary_rows
 from udora.experiments.publish.claim_data import SUITES, ClaimData
 from udora.experiments.publish.reproduction import CLAIMS
 from udora.experiments.publish.variants import Variant
+from udora.experiments.rankings.noise import noise_floor
 
 MODES = ("both", "presets", "seeds")
 VERDICTS = ("PASS", "PARTIAL", "FAIL", "ERROR")
@@ -75,6 +79,69 @@ def swap(release: pd.DataFrame, new: pd.DataFrame, method_seed: int | None = Non
     if not hit.any():
         raise UserError("no new row replaces a release row (same preset, method and seed)")
     return pd.concat([base[~hit], rows[base.columns.intersection(rows.columns)]], ignore_index=True)
+
+
+def sign_quorum(n_presets: int) -> int:
+    """How many presets' mean differences must share the overall effect's sign: 5 of 7
+    (the held-out suite), all of 2 or fewer, else the same share rounded up."""
+    return n_presets if n_presets <= 2 else math.ceil(5 * n_presets / 7)
+
+
+def paired_effects(
+    new: pd.DataFrame, base: pd.DataFrame, release: pd.DataFrame, metrics: tuple[str, ...]
+) -> pd.DataFrame:
+    """The registered effect of an arm (docs/paper_disagreements.md, 1.2): per method of
+    ``new`` and metric, over the R (preset, seed) tasks both ``new`` and ``base`` ran it
+    ok, ``delta`` the mean paired difference new - base; ``sigma_m`` the method's own-seed
+    noise on a fixed task (:func:`~udora.experiments.rankings.noise.noise_floor`'s
+    ``fixed_task_sd`` of ``method@tuned`` in ``release``, its ``method_seed`` rows);
+    ``threshold`` T = 2 sqrt(2) sigma_m / sqrt(R); ``agree`` the presets whose mean
+    difference has delta's sign, of ``presets``, against :func:`sign_quorum`; ``passes``
+    when ``abs(delta) > T`` and the quorum holds. Raises UserError naming a metric the rows
+    lack or a method ``base`` never ran."""
+    own_rows = primary_rows(release)  # not the package copies' rows of a preset
+    floor = noise_floor(own_rows[own_rows["status"] == "ok"], metrics=metrics)
+    rows = []
+    new, base = (t[t["status"] == "ok"] for t in (primary_rows(new), primary_rows(base)))
+    for metric in metrics:
+        if metric not in new or metric not in base:
+            raise UserError(f"the rows have no metric {metric!r}")
+    for method, part in new.groupby("method"):
+        other = base[base["method"] == method]
+        if other.empty:
+            raise UserError(f"the baseline has no ok run of {method}")
+        for metric in metrics:
+            both = pd.concat(
+                {
+                    "new": part.groupby(["preset", "seed"])[metric].mean(),
+                    "base": other.groupby(["preset", "seed"])[metric].mean(),
+                },
+                axis=1,
+                join="inner",
+            ).dropna()
+            diff = both["new"] - both["base"]
+            per_preset = diff.groupby(level="preset").mean()
+            delta = float(diff.mean()) if len(diff) else np.nan
+            own = floor[(floor["config"] == f"{method}@tuned") & (floor["metric_key"] == metric)]
+            sigma = float(own["fixed_task_sd"].iloc[0]) if len(own) else np.nan
+            threshold = 2 * math.sqrt(2) * sigma / math.sqrt(len(diff)) if len(diff) else np.nan
+            agree = int((np.sign(per_preset) == np.sign(delta)).sum())
+            rows.append(
+                {
+                    "method": method,
+                    "metric": metric,
+                    "R": len(diff),
+                    "delta": delta,
+                    "sigma_m": sigma,
+                    "threshold": threshold,
+                    "agree": agree,
+                    "presets": len(per_preset),
+                    "passes": bool(
+                        abs(delta) > threshold and agree >= sign_quorum(len(per_preset))
+                    ),
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def replicate(table: pd.DataFrame, rng: np.random.Generator, mode: str) -> pd.DataFrame:

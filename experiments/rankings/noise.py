@@ -22,8 +22,9 @@ def noise_floor(table: pd.DataFrame, metrics=tuple(m for m, _ in RANKED)) -> pd.
     """Per (config_base, metric): ``fixed_task_sd``, the median over (preset, task seed) of
     the sd (ddof 1) over fit seeds, with ``tasks`` such groups of at least 2 fit seeds and
     ``fit_seeds`` their median size; ``task_seed_sd``, the median over presets of the sd
-    over task seeds of the runs fitted at their task seed; and their ratio. Empty when no
-    ok run sets ``method_seed``."""
+    over task seeds of the runs fitted at their task seed; and their ratio; ``metric`` is
+    the metric's label, ``metric_key`` its column. Empty when no ok run sets
+    ``method_seed``."""
     if {METHOD_SEED, "config_base"} - set(table) or table[METHOD_SEED].isna().all():
         return pd.DataFrame()
     ok = table[table["status"] == "ok"].copy()
@@ -47,6 +48,7 @@ def noise_floor(table: pd.DataFrame, metrics=tuple(m for m, _ in RANKED)) -> pd.
                 {
                     "config": base,
                     "metric": LABELS.get(metric, metric),
+                    "metric_key": metric,
                     "fixed_task_sd": own,
                     "tasks": len(fixed),
                     "fit_seeds": float(fixed["count"].median()) if len(fixed) else np.nan,
@@ -71,6 +73,6 @@ def noise_lines(table: pd.DataFrame, markdown) -> list[str]:
         "method randomness together). A difference between two configs smaller than "
         "`fixed_task_sd` is within what the method's own seed moves.",
         "",
-        markdown(floor.set_index(["config", "metric"]), 4),
+        markdown(floor.drop(columns="metric_key").set_index(["config", "metric"]), 4),
         "",
     ]

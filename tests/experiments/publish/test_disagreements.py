@@ -11,7 +11,7 @@ import pytest
 
 from udora.errors import UserError
 from udora.experiments.publish import disagreements as dis
-from udora.experiments.publish.artefact import read_release, release_folder
+from udora.experiments.publish.artefact import primary_rows, read_release, release_folder
 from udora.experiments.publish.claim_data import ClaimData
 from udora.experiments.publish.reproduction import evaluate
 
@@ -125,3 +125,53 @@ def test_the_command_swaps_a_results_folder_and_bootstraps(release, tmp_path, mo
     assert "| c6 |" in out.output
     bad = CliRunner().invoke(app, ["release", "disagreements", str(tmp_path)])
     assert bad.exit_code != 0 and "not a release folder" in bad.output
+
+
+def test_a_paired_effect_against_its_baseline_and_the_registered_threshold(release):
+    rows = dis.claim_rows(release)
+    base = rows[(rows["method"] == "nn_dropout") & (rows["suite"] == "heldout")]
+    presets = sorted(base["preset"].unique())
+    up = dict.fromkeys(presets[:4], 0.1) | dict.fromkeys(presets[4:], -0.01)
+    new = base.assign(spearman_eu=base["spearman_eu"] + base["preset"].map(up))
+    # sigma_m by hand: the release's fit-seed replicates of nn_dropout@tuned, the sd over
+    # fit seeds (the run at its task seed is fit seed 0) per (preset, task seed), median
+    own = primary_rows(release)
+    ok = own[(own["status"] == "ok") & (own["config_base"] == "nn_dropout@tuned")]
+    varied = ok[ok.groupby(["preset", "seed"])["method_seed"].transform("count") > 0]
+    sigma = float(varied.groupby(["preset", "seed"])["spearman_eu"].std().median())
+    got = dis.paired_effects(new, base, release, ("spearman_eu",)).iloc[0]
+    assert got["R"] == 21 and got["presets"] == 7
+    assert got["delta"] == pytest.approx((4 * 0.1 - 3 * 0.01) / 7, abs=1e-12)
+    assert got["sigma_m"] == pytest.approx(sigma, rel=1e-12)
+    assert got["threshold"] == pytest.approx(2 * np.sqrt(2) * sigma / np.sqrt(21), rel=1e-12)
+    assert got["agree"] == 4 and not got["passes"]  # above T, but 4 of 7 presets < 5
+    more = dict.fromkeys(presets[:5], 0.1) | dict.fromkeys(presets[5:], -0.01)
+    new = base.assign(spearman_eu=base["spearman_eu"] + base["preset"].map(more))
+    assert dis.paired_effects(new, base, release, ("spearman_eu",)).iloc[0]["passes"]
+    assert [dis.sign_quorum(n) for n in (1, 2, 7, 9)] == [1, 2, 5, 7]
+    with pytest.raises(UserError, match="baseline has no ok run of nn_dropout"):
+        dis.paired_effects(new, base.assign(method="swag"), release, ("spearman_eu",))
+
+
+def test_the_command_compares_an_arm_with_its_baseline_arm(release, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from udora.experiments.cli.main import app
+
+    rows = dis.claim_rows(release)
+    base = rows[(rows["method"] == "nn_dropout") & (rows["suite"] == "heldout")]
+    base = base.assign(config="nn_dropout@tuned")
+    arm = base.assign(spearman_eu=base["spearman_eu"] + 0.2, config="nn_dropout[dropout=0.35]")
+    folders = {str(tmp_path / "base"): base, str(tmp_path / "arm"): arm}
+    monkeypatch.setattr(
+        "udora.experiments.results.store.load_runs", lambda folder: (folders[str(folder)], {})
+    )
+    args = ["release", "disagreements", "release", "--swap", str(tmp_path / "arm")]
+    args += ["--against", str(tmp_path / "base"), "--claims", "c1", "--boot", "2", "--inner", "5"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert "paired effect against the baseline arm" in out.output
+    assert "| nn_dropout | spearman_eu | 21 | 0.2" in out.output
+    assert "| claim | baseline | swapped | ours |" in out.output
+    alone = CliRunner().invoke(app, ["release", "disagreements", "release", "--against", "x"])
+    assert alone.exit_code != 0 and "give --swap ARM too" in alone.output
