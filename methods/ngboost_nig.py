@@ -15,9 +15,14 @@ evidential BNN (Appendix D.4), ``lambda |r| (2 nu + alpha)``, which charges evid
 (``nu``, ``alpha``) where the error is large. That marginal
 depends on theta only through three numbers, so its Fisher matrix ``F`` (the
 natural-gradient metric) has rank 3 and the step solves ``(F + fisher_ridge I) d = grad``.
-The score's gradient lies in the range of ``F``; the ridge matters because each component
-of ``d`` is then fitted by its own tree, and a tiny ridge lets near-singular directions
-swamp the fitted step (the line search stalls with alpha near 1). Predictions follow
+The log score's gradient lies in the range of ``F``; the ridge matters because each
+component of ``d`` is then fitted by its own tree, and a tiny ridge lets near-singular
+directions swamp the fitted step (the line search stalls with alpha near 1). The
+regulariser is no log density and its gradient has a component along ``F``'s null
+direction (``nu`` and ``beta`` together: the same predictive, another AU/EU split), which
+the ridged solve would scale by ``1 / fisher_ridge``; so the step is the natural gradient
+of the log score plus the plain gradient of the weighted regulariser, and
+``fisher_ridge`` keeps no say over how fast evidence is charged. Predictions follow
 evidential regression: mean ``gamma``, aleatoric ``beta / (alpha - 1)``, epistemic
 ``beta / (nu (alpha - 1))``, in original units when the target is standardised.
 """
@@ -122,8 +127,8 @@ def evidence_penalty_grad(y: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 class NIGLogScore(LogScore):
     """The NIG log score for NGBoost (plus ``evid_strength`` times the evidential
-    regulariser): score, gradient and ridged Fisher metric (the log score's alone: the
-    regulariser is no log density and has no Fisher matrix)."""
+    regulariser): score, gradient, ridged Fisher metric (the log score's) and the boosting
+    step (:meth:`grad`: the regulariser's gradient is not preconditioned)."""
 
     def score(self, Y: np.ndarray) -> np.ndarray:
         out = nig_nll(Y, self._params)
@@ -139,6 +144,16 @@ class NIGLogScore(LogScore):
 
     def metric(self) -> np.ndarray:
         return nig_fisher(self._params) + self.fisher_ridge * np.eye(4)[None, :, :]
+
+    def grad(self, Y: np.ndarray, natural: bool = True) -> np.ndarray:
+        """The step ``(n, 4)``: natural, ``(F + fisher_ridge I)^-1 dL/dtheta`` plus
+        ``evid_strength`` times the regulariser's gradient; else :meth:`d_score`."""
+        if not natural:
+            return self.d_score(Y)
+        out = self._natural_gradient(nig_nll_grad(Y, self._params), self.metric())
+        if self.evid_strength > 0:
+            out = out + self.evid_strength * evidence_penalty_grad(Y, self._params)
+        return out
 
 
 class NIG(RegressionDistn):

@@ -147,8 +147,12 @@ def disagreements_cmd(
         int | None, typer.Option(help="Take only the swapped rows fitted with this method_seed.")
     ] = None,
     claims: Annotated[
-        str, typer.Option(help="Comma-separated claim ids to bootstrap.")
-    ] = "c1,c5,c6,c9,c11,c12,c15",
+        str | None,
+        typer.Option(
+            help="Comma-separated claim ids to bootstrap (default: the failing and partial "
+            "ones, c1,c5,c6,c9,c11,c12,c15; with --variant, the claims it bears on)."
+        ),
+    ] = None,
     boot: Annotated[int, typer.Option(min=1, help="Bootstrap replicates.")] = 1000,
     mode: Annotated[str, typer.Option(help="Resample: both, presets or seeds.")] = "both",
     inner: Annotated[
@@ -167,8 +171,19 @@ def disagreements_cmd(
         ),
     ] = None,
     effect: Annotated[
-        str, typer.Option(help="Comma-separated metrics of the paired effect (with --against).")
-    ] = "spearman_eu,nAURC_eu",
+        str | None,
+        typer.Option(
+            help="Comma-separated metrics of the paired effect (with --against; default "
+            "spearman_eu,nAURC_eu)."
+        ),
+    ] = None,
+    noise: Annotated[
+        str,
+        typer.Option(
+            help="The effect's threshold noise: fit (the fit-seed spread on a fixed task, "
+            "sigma_m) or task (the spread over task seeds, sigma_t, for arms on other tasks)."
+        ),
+    ] = "fit",
 ) -> None:
     """Every claim's verdict on RELEASE (with --against, on RELEASE with that baseline
     arm's rows in place) and, with --swap, with those runs in place of the release's rows,
@@ -190,6 +205,10 @@ def disagreements_cmd(
         picked = get_variant(variant) if variant is not None else None
         if against is not None and not swap:
             raise UserError("--against compares an arm with its baseline: give --swap ARM too")
+        if effect is not None and against is None:
+            raise UserError("--effect is the paired effect against a baseline: give --against")
+        if method_seed is not None and not swap:
+            raise UserError("--method-seed picks swapped rows: give --swap RESULTS too")
         released, curves = read_release(folder)[:2]
         table = dis.claim_rows(released)
         if picked is not None:
@@ -209,8 +228,9 @@ def disagreements_cmd(
             scored = dis.swap(table, new, method_seed)
             if against is not None:
                 arm = new if method_seed is None else new[new["method_seed"] == method_seed]
-                metrics = tuple(m.strip() for m in effect.split(",") if m.strip())
-                effects = dis.paired_effects(arm, base, released, metrics)
+                wanted = effect if effect is not None else "spearman_eu,nAURC_eu"
+                metrics = tuple(m.strip() for m in wanted.split(",") if m.strip())
+                effects = dis.paired_effects(arm, base, released, metrics, noise)
                 console.print(
                     "paired effect against the baseline arm (docs/paper_disagreements.md, 1.2)\n"
                     + markdown_table(effects, index=False),
@@ -239,7 +259,10 @@ def disagreements_cmd(
         console.print(
             markdown_table(verdicts, index=False), highlight=False, markup=False, soft_wrap=True
         )
-        ids = tuple(c.strip() for c in claims.split(",") if c.strip())
+        if claims is None:
+            ids = picked.claims if picked else ("c1", "c5", "c6", "c9", "c11", "c12", "c15")
+        else:
+            ids = tuple(c.strip() for c in claims.split(",") if c.strip())
         probs = dis.pass_probability(scored, ids, boot, mode, seed, inner, picked)
         under = f", variant {picked.id} ({picked.what})" if picked else ""
         console.print(

@@ -77,13 +77,10 @@ class ClaimData:
         return v.mean(axis=0, skipna=False)
 
     def missing(self, suite: str, methods) -> list[str]:
-        """Methods with no ok run on some preset of the suite (every method when the
-        suite has no preset: a rule on an empty suite has nothing to read)."""
+        """Methods with no ok run on some preset of the suite."""
         t = self.table[self.table["suite"] == suite]
         have = t.groupby("method")["preset"].nunique()
         n = len(self.presets(suite))
-        if n == 0:
-            return list(methods)
         return [m for m in methods if have.get(m, 0) < n]
 
     @cached_property
@@ -103,6 +100,15 @@ class ClaimData:
         ]
         lo, hi = np.nanpercentile(np.asarray(draws, dtype=float), [2.5, 97.5])
         return float(lo), float(hi)
+
+
+def complete(values: pd.Series, what: str) -> pd.Series:
+    """``values`` when every method has one; else a ValueError naming those without (a
+    rule that picks a best or worst would otherwise skip them silently)."""
+    gaps = list(values.index[values.isna()])
+    if gaps:
+        raise ValueError(f"no {what} for {', '.join(map(str, gaps))}")
+    return values
 
 
 def mean_ranks(v: pd.DataFrame, higher: bool = True) -> pd.Series:

@@ -19,6 +19,7 @@ from udora.experiments.publish.claim_data import (
     TREES,
     ClaimData,
     Verdict,
+    complete,
     fmt,
     mean_ranks,
     top,
@@ -188,7 +189,8 @@ def c10(d: ClaimData) -> Verdict:
 
 
 def c11(d: ClaimData) -> Verdict:
-    r, a = d.M(H, "calib_log_ratio_eu"), d.M(H, "calib_abs_log_ratio_eu", NN8)
+    r = d.M(H, "calib_log_ratio_eu")
+    a = complete(d.M(H, "calib_abs_log_ratio_eu", NN8), "calib_abs_log_ratio_eu")
     first = a.idxmin() == "edl"
     second = top(a, 2, higher=False)[1] == "edl" and a["edl"] - a.min() <= 0.10
     ok = [(r < 0).sum() >= 9, first]
@@ -201,8 +203,9 @@ def c11(d: ClaimData) -> Verdict:
 
 def c12(d: ClaimData) -> Verdict:
     au_set = list(d.au_set)
-    r, a = d.M(H, "calib_log_ratio_au", au_set), d.M(H, "calib_abs_log_ratio_au", au_set)
-    e = d.M(H, "calib_abs_log_ratio_eu", au_set)
+    r = d.M(H, "calib_log_ratio_au", au_set)
+    a = complete(d.M(H, "calib_abs_log_ratio_au", au_set), "calib_abs_log_ratio_au")
+    e = complete(d.M(H, "calib_abs_log_ratio_eu", au_set), "calib_abs_log_ratio_eu")
     nn = [m for m in au_set if m in NN8]
     worst = top(a, 2)
     ok = [

@@ -45,6 +45,12 @@ TWINS = {"blr": "blr_logistic"}
 BOOT = 2000
 
 
+def _gaps(d: ClaimData, suite: str, methods) -> list[str]:
+    """The methods a rule on ``suite`` lacks: those with no ok run on some of its presets,
+    or all of them when the table has no preset of the suite (nothing to judge on)."""
+    return d.missing(suite, methods) if d.presets(suite) else list(methods)
+
+
 def _all_presets(d: ClaimData, col: str, methods) -> pd.DataFrame:
     """(presets of every suite, methods) seed means of ``col``."""
     suites = sorted(d.table["suite"].unique())
@@ -78,8 +84,8 @@ def q1(d: ClaimData, regression: ClaimData) -> Verdict:
     "does not carry over" otherwise."""
     reg_names = [*SHARED, *TWINS]
     cls_names = [*SHARED, *TWINS.values()]
-    missing = d.missing(CH, cls_names) + d.missing(CD, cls_names)
-    missing += regression.missing("heldout", reg_names) + regression.missing("dev", reg_names)
+    missing = _gaps(d, CH, cls_names) + _gaps(d, CD, cls_names)
+    missing += _gaps(regression, "heldout", reg_names) + _gaps(regression, "dev", reg_names)
     if missing:
         return Verdict("INCOMPLETE", f"no run on some preset: {', '.join(sorted(set(missing)))}")
     reg = _all_presets(regression, "spearman_eu", reg_names)
@@ -103,7 +109,7 @@ def q2(d: ClaimData) -> Verdict:
     discrepancy part ``KL(pbar ‖ q)``) with its 95 % interval over presets: "the MI part"
     above 0, "the discrepancy part" below 0, "neither" otherwise. The answer is the
     strength most MI methods reach and the part most of them track."""
-    missing = d.missing(CH, MI_METHODS)
+    missing = _gaps(d, CH, MI_METHODS)
     if missing:
         return Verdict("INCOMPLETE", f"no run on some preset: {', '.join(missing)}")
     eu = d.M(CH, "spearman_eu", MI_METHODS)
@@ -251,7 +257,7 @@ CARRIED = tuple(
 def q3(d: ClaimData) -> tuple[Verdict, dict[str, Verdict]]:
     """Which of the source paper's regression conclusions also hold for classification?
     Each of :data:`CARRIED` judged by its rule; the answer lists those that PASS."""
-    missing = sorted(set(d.missing(CH, RANKED)) | set(d.missing(CD, (*RANKED, "gp_oracle"))))
+    missing = sorted(set(_gaps(d, CH, RANKED)) | set(_gaps(d, CD, (*RANKED, "gp_oracle"))))
     if missing:
         return Verdict("INCOMPLETE", f"no run on some preset: {', '.join(missing)}"), {}
     verdicts = {c.id: c.check(d) for c in CARRIED}

@@ -87,18 +87,30 @@ def sign_quorum(n_presets: int) -> int:
     return n_presets if n_presets <= 2 else math.ceil(5 * n_presets / 7)
 
 
+NOISE = {"fit": "fixed_task_sd", "task": "task_seed_sd"}
+
+
 def paired_effects(
-    new: pd.DataFrame, base: pd.DataFrame, release: pd.DataFrame, metrics: tuple[str, ...]
+    new: pd.DataFrame,
+    base: pd.DataFrame,
+    release: pd.DataFrame,
+    metrics: tuple[str, ...],
+    noise: str = "fit",
 ) -> pd.DataFrame:
     """The registered effect of an arm (docs/paper_disagreements.md, 1.2): per method of
-    ``new`` and metric, over the R (preset, seed) tasks both ``new`` and ``base`` ran it
-    ok, ``delta`` the mean paired difference new - base; ``sigma_m`` the method's own-seed
-    noise on a fixed task (:func:`~udora.experiments.rankings.noise.noise_floor`'s
-    ``fixed_task_sd`` of ``method@tuned`` in ``release``, its ``method_seed`` rows);
-    ``threshold`` T = 2 sqrt(2) sigma_m / sqrt(R); ``agree`` the presets whose mean
+    ``new``, suite and metric, over the R (preset, seed) tasks of that suite both ``new``
+    and ``base`` ran ok, ``delta`` the mean paired difference new - base; ``sigma`` the
+    release's noise of ``method@tuned`` (the bare method without a tuned config;
+    :func:`~udora.experiments.rankings.noise.noise_floor`): with ``noise="fit"`` its
+    own-seed noise on a fixed task (``fixed_task_sd``, sigma_m), with ``"task"`` the
+    spread over task seeds (``task_seed_sd``, sigma_t, for arms on other tasks);
+    ``threshold`` T = 2 sqrt(2) sigma / sqrt(R); ``agree`` the presets whose mean
     difference has delta's sign, of ``presets``, against :func:`sign_quorum`; ``passes``
-    when ``abs(delta) > T`` and the quorum holds. Raises UserError naming a metric the rows
-    lack or a method ``base`` never ran."""
+    "yes" when ``abs(delta) > T`` and the quorum holds, "no", or "n/a" when the release
+    has no noise floor for it. Raises UserError naming a metric the rows lack, a method
+    ``base`` never ran or an unknown ``noise``."""
+    if noise not in NOISE:
+        raise UserError(f"noise must be one of {', '.join(NOISE)}; got {noise!r}")
     own_rows = primary_rows(release)  # not the package copies' rows of a preset
     floor = noise_floor(own_rows[own_rows["status"] == "ok"], metrics=metrics)
     rows = []
@@ -106,7 +118,7 @@ def paired_effects(
     for metric in metrics:
         if metric not in new or metric not in base:
             raise UserError(f"the rows have no metric {metric!r}")
-    for method, part in new.groupby("method"):
+    for (method, suite), part in new.groupby(["method", "suite"]):
         other = base[base["method"] == method]
         if other.empty:
             raise UserError(f"the baseline has no ok run of {method}")
@@ -122,23 +134,24 @@ def paired_effects(
             diff = both["new"] - both["base"]
             per_preset = diff.groupby(level="preset").mean()
             delta = float(diff.mean()) if len(diff) else np.nan
-            own = floor[(floor["config"] == f"{method}@tuned") & (floor["metric_key"] == metric)]
-            sigma = float(own["fixed_task_sd"].iloc[0]) if len(own) else np.nan
+            label = f"{method}@tuned" if f"{method}@tuned" in set(floor["config"]) else method
+            own = floor[(floor["config"] == label) & (floor["metric_key"] == metric)]
+            sigma = float(own[NOISE[noise]].iloc[0]) if len(own) else np.nan
             threshold = 2 * math.sqrt(2) * sigma / math.sqrt(len(diff)) if len(diff) else np.nan
             agree = int((np.sign(per_preset) == np.sign(delta)).sum())
+            holds = abs(delta) > threshold and agree >= sign_quorum(len(per_preset))
             rows.append(
                 {
                     "method": method,
+                    "suite": suite,
                     "metric": metric,
                     "R": len(diff),
                     "delta": delta,
-                    "sigma_m": sigma,
+                    "sigma": sigma,
                     "threshold": threshold,
                     "agree": agree,
                     "presets": len(per_preset),
-                    "passes": bool(
-                        abs(delta) > threshold and agree >= sign_quorum(len(per_preset))
-                    ),
+                    "passes": "n/a" if not np.isfinite(threshold) else "yes" if holds else "no",
                 }
             )
     return pd.DataFrame(rows)

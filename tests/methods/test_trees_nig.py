@@ -147,6 +147,13 @@ def test_the_evidential_regulariser_and_its_gradient():
     np.testing.assert_allclose(
         scored.d_score(y), nig_nll_grad(y, THETAS) + 0.3 * numeric, rtol=1e-6, atol=1e-8
     )
+    # the boosting step: the log score's ridged natural gradient (numpy's solve) plus the
+    # regulariser's plain gradient, so the ridge does not scale the regulariser's part
+    for ridge in (1e-2, 3e-2):
+        step = manifold(LogScore, nig_distribution(ridge, evid_strength=0.3))(THETAS).grad(y)
+        fisher = nig_fisher(THETAS) + ridge * np.eye(4)
+        natural = np.linalg.solve(fisher, nig_nll_grad(y, THETAS)[:, :, None])[:, :, 0]
+        np.testing.assert_allclose(step, natural + 0.3 * numeric, rtol=1e-6, atol=1e-8)
 
 
 def test_a_regularised_fit_holds_less_evidence_where_it_errs(task):

@@ -140,14 +140,33 @@ def test_a_paired_effect_against_its_baseline_and_the_registered_threshold(relea
     varied = ok[ok.groupby(["preset", "seed"])["method_seed"].transform("count") > 0]
     sigma = float(varied.groupby(["preset", "seed"])["spearman_eu"].std().median())
     got = dis.paired_effects(new, base, release, ("spearman_eu",)).iloc[0]
-    assert got["R"] == 21 and got["presets"] == 7
+    assert got["R"] == 21 and got["presets"] == 7 and got["suite"] == "heldout"
     assert got["delta"] == pytest.approx((4 * 0.1 - 3 * 0.01) / 7, abs=1e-12)
-    assert got["sigma_m"] == pytest.approx(sigma, rel=1e-12)
+    assert got["sigma"] == pytest.approx(sigma, rel=1e-12)
     assert got["threshold"] == pytest.approx(2 * np.sqrt(2) * sigma / np.sqrt(21), rel=1e-12)
-    assert got["agree"] == 4 and not got["passes"]  # above T, but 4 of 7 presets < 5
+    assert got["agree"] == 4 and got["passes"] == "no"  # above T, but 4 of 7 presets < 5
     more = dict.fromkeys(presets[:5], 0.1) | dict.fromkeys(presets[5:], -0.01)
     new = base.assign(spearman_eu=base["spearman_eu"] + base["preset"].map(more))
-    assert dis.paired_effects(new, base, release, ("spearman_eu",)).iloc[0]["passes"]
+    assert dis.paired_effects(new, base, release, ("spearman_eu",)).iloc[0]["passes"] == "yes"
+    # sigma_t instead: the median over presets of the sd over task seeds of the release
+    spread = float(ok[ok["method_seed"].isna()].groupby("preset")["spearman_eu"].std().median())
+    by_task = dis.paired_effects(new, base, release, ("spearman_eu",), noise="task").iloc[0]
+    assert by_task["sigma"] == pytest.approx(spread, rel=1e-12)
+    # two suites are two effects, each with its own R and quorum
+    dev = rows[(rows["method"] == "nn_dropout") & (rows["preset"].isin(["abalone", "kin8nm"]))]
+    both = pd.concat([base, dev])
+    split = dis.paired_effects(
+        both.assign(spearman_eu=both["spearman_eu"] + 0.5), both, release, ("spearman_eu",)
+    )
+    assert sorted(zip(split["suite"], split["R"], split["presets"], strict=True)) == [
+        ("dev", 6, 2),
+        ("heldout", 21, 7),
+    ]
+    # no noise floor for the method: not a silent "no"
+    lone = dis.paired_effects(
+        new.assign(method="mine"), base.assign(method="mine"), release, ("spearman_eu",)
+    ).iloc[0]
+    assert lone["passes"] == "n/a"
     assert [dis.sign_quorum(n) for n in (1, 2, 7, 9)] == [1, 2, 5, 7]
     with pytest.raises(UserError, match="baseline has no ok run of nn_dropout"):
         dis.paired_effects(new, base.assign(method="swag"), release, ("spearman_eu",))
@@ -171,7 +190,10 @@ def test_the_command_compares_an_arm_with_its_baseline_arm(release, tmp_path, mo
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
     assert "paired effect against the baseline arm" in out.output
-    assert "| nn_dropout | spearman_eu | 21 | 0.2" in out.output
+    assert "| nn_dropout | heldout | spearman_eu | 21 | 0.2" in out.output
     assert "| claim | baseline | swapped | ours |" in out.output
     alone = CliRunner().invoke(app, ["release", "disagreements", "release", "--against", "x"])
     assert alone.exit_code != 0 and "give --swap ARM too" in alone.output
+    for lone in (["--effect", "nll"], ["--method-seed", "1"]):
+        bad = CliRunner().invoke(app, ["release", "disagreements", "release", *lone])
+        assert bad.exit_code != 0 and "give --" in bad.output

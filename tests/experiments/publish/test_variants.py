@@ -130,3 +130,15 @@ def test_the_command_judges_under_a_variant(tmp_path):
     assert "variant M3 (" in out.output
     bad = CliRunner().invoke(app, ["release", "disagreements", "release", "--variant", "x"])
     assert bad.exit_code != 0 and "unknown variant 'x'" in bad.output
+
+
+def test_a_method_without_the_variant_quantity_is_an_error_not_skipped(release):
+    rows, curves = release
+    table = var.derive(rows, curves)
+    # edl with no slope (say an estimate constant over the bins): C11 must not name
+    # another method best by skipping edl
+    gone = table.assign(
+        calib_slope_eu=table["calib_slope_eu"].where(table["method"] != "edl", np.nan)
+    )
+    found = {c.id: v for c, v in evaluate(gone, var.get_variant("M2b"))}
+    assert found["C11"].verdict == "ERROR" and "calib_abs_log_ratio_eu for edl" in found["C11"].ours
