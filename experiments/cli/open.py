@@ -4,6 +4,7 @@ the root app by :mod:`udora.experiments.cli.main`."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -57,7 +58,8 @@ def score_cmd(
         str | None,
         typer.Option(
             help="Instead of a file: module:Class of a scikit-learn-style regressor or classifier, "
-            "fitted on the task's training sample here."
+            "fitted on the task's training sample here (random_state=0 where it has one; "
+            "bagged: members' resamples and states drawn from seed 0)."
         ),
     ] = None,
     bagged: Annotated[
@@ -81,6 +83,7 @@ def score_cmd(
     from udora.experiments.open.score import score_file
     from udora.experiments.open.tasks import load_task, read_task
     from udora.experiments.run.checks import UsageError, check_out_dir
+    from udora.names import check_name
     from udora.scoring.registry import names
 
     with user_errors(console):
@@ -93,18 +96,21 @@ def score_cmd(
         if out is not None:
             check_out_dir(out)
         found = read_task(task) if task is not None else load_task(preset, seed, data_dir)
-        if estimator is not None:
-            method = method or estimator.rsplit(":", 1)[-1]
-            try:
-                predictions = _fit_here(estimator, bagged, found, out)
-            except NoPredictiveStd as err:  # the command line's way round it is a flag
-                raise UsageError(
-                    f"{err}; from the command line, --bagged K (K >= 2) fits K bootstrap "
-                    "copies and scores their spread as EU"
-                ) from None
-        if method is None:
-            raise UsageError("--method: give the name the run is reported under")
-        record = score_file(predictions, found, method, out, data_dir)
+        if estimator is None:
+            if method is None:
+                raise UsageError("--method: give the name the run is reported under")
+            record = score_file(predictions, found, method, out, data_dir)
+        else:
+            method = check_name(method or estimator.rsplit(":", 1)[-1], "--method")
+            with tempfile.TemporaryDirectory(prefix="udora-estimator-") as scratch:
+                try:  # its fields are kept beside the results, else removed with scratch
+                    fields = _fit_here(estimator, bagged, found, Path(out or scratch), method)
+                except NoPredictiveStd as err:  # the command line's way round it is a flag
+                    raise UsageError(
+                        f"{err}; from the command line, --bagged K (K >= 2) fits K bootstrap "
+                        "copies and scores their spread as EU"
+                    ) from None
+                record = score_file(fields, found, method, out, data_dir)
     m = record["metrics"]
     head = f"{record['external']['form']} form"
     if not record["external"]["split"]:
@@ -116,21 +122,21 @@ def score_cmd(
     console.print(shown, **plain)
 
 
-def _fit_here(path: str, bagged: int | None, task, out: Path | None) -> Path:
-    """Fit the estimator at import ``path`` on ``task`` and save its prediction fields as a
-    file (scored like any file; kept beside the results, or in a temporary folder)."""
-    import tempfile
-
+def _fit_here(path: str, bagged: int | None, task, folder: Path, method: str) -> Path:
+    """Fit the estimator at import ``path`` on ``task`` (seeded: ``random_state=0`` where
+    it has one; bagged, :func:`~udora.experiments.open.adapters.bagged_fields` at seed 0)
+    and save its prediction fields in ``folder`` as a file named by the run's method,
+    preset and seed (so two runs never share one), which is scored like any file."""
     from udora.experiments.open.adapters import bagged_fields, estimator_from_path, sklearn_fields
     from udora.oracle.atomic import write_npz
 
     make = estimator_from_path(path)
+    if hasattr(make, "get_params") and "random_state" in make.get_params():
+        make.set_params(random_state=0)
     fields = (
-        bagged_fields(lambda: estimator_from_path(path), task, bagged)
+        bagged_fields(lambda: estimator_from_path(path), task, bagged, seed=0)
         if bagged
-        else (sklearn_fields(make, task))
+        else sklearn_fields(make, task)
     )
-    folder = Path(tempfile.mkdtemp(prefix="udora-estimator-")) if out is None else Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    name = f".{path.replace(':', '-')}-{task.preset}-seed{task.seed}-predictions.npz"
-    return write_npz(folder / name, fields)
+    return write_npz(folder / f".{method}-{task.preset}-seed{task.seed}-predictions.npz", fields)

@@ -395,10 +395,8 @@ def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, s
         for c, m in pairs.itertuples(index=False)
         if reads_prior(m)
     }
-    if "prediction_form" in table:  # total-only external runs have no AU/EU to rank
-        from udora.experiments.open.tasks import CLASSIFICATION_TOTAL_ONLY, TOTAL_ONLY
-
-        total_only = table["prediction_form"].isin([*TOTAL_ONLY, *CLASSIFICATION_TOTAL_ONLY])
+    if "has_split" in table:  # total-only external runs have no AU/EU to rank
+        total_only = ~table["has_split"].astype(bool)
         for c in sorted(set(table.loc[total_only, "config"])):
             left_out[c] = "total-only predictions (no AU/EU split)"
     return table[~table["config"].isin(list(left_out))], left_out

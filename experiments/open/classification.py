@@ -12,7 +12,7 @@ classes in the preset's order:
   (:meth:`ClassificationPrediction.from_members`: the mean, AU the expected entropy, EU
   the mutual information, and the Brier-scale parts);
 - ``probs``: ``prob`` (N, C) alone, total-only: its total is the entropy ``H(q)``, and
-  only the metrics that need no AU/EU split are kept (:data:`PROBS_METRICS`); every other
+  only the metrics that need no AU/EU split are kept (:func:`_probs_metrics`); every other
   is NaN.
 
 A ``.csv`` or ``.parquet`` file gives ``prob`` as the columns ``prob_0`` .. ``prob_<C-1>``;
@@ -30,7 +30,13 @@ from typing import Any
 import numpy as np
 
 from udora.errors import UserError
-from udora.experiments.open.tasks import CLASSIFICATION_FORMS, PublicTask, find_form, pool_order
+from udora.experiments.open.tasks import (
+    CLASSIFICATION_FORMS,
+    TOTAL_ONLY,
+    PublicTask,
+    find_form,
+    pool_order,
+)
 
 BRIER = ("aleatoric_brier", "epistemic_brier")  # optional in the split form, both or none
 SPLIT_OPTIONAL = {*BRIER, "member_probs"}  # a built-in run's predictions.npz has them all
@@ -49,7 +55,7 @@ class ClassPredictions:
     @property
     def split(self) -> bool:
         """Whether the form has an AU/EU split (``probs`` has not)."""
-        return self.form != "probs"
+        return self.form not in TOTAL_ONLY["classification"]
 
     def arrays(self) -> dict[str, np.ndarray]:
         """What the run folder keeps (``predictions.npz``): the prediction's fields; for
@@ -128,8 +134,15 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
             prediction = ClassificationPrediction(
                 prob=q, aleatoric=entropy(np.clip(q, 0.0, 1.0)), epistemic=np.zeros(len(q))
             )
-    except PredictionError as err:
-        raise UserError(f"{where}: {err}") from None
+    except PredictionError as err:  # named by the file's field, not the prediction type's
+        text = str(err)
+        found = re.match(r"ClassificationPrediction\.(\w+): ", text)
+        if found is not None:
+            field = found.group(1)
+            if form in ("members", "samples") and field == "member_probs":
+                field = next(iter(CLASSIFICATION_FORMS[form]))
+            text = f"field {field!r}: {text[found.end() :]}"
+        raise UserError(f"{where}: {text}") from None
     return ClassPredictions(form, prediction)
 
 
@@ -138,8 +151,7 @@ def _probs_metrics() -> tuple[str, ...]:
     (:mod:`udora.scoring.registry`) a predictive without an AU/EU split supplies."""
     from udora.scoring.registry import metric, scored
 
-    # class probabilities are the whole predictive ("gaussian" in the registry's words)
-    has = {"oracle", "outcomes", "mean", "total_order", "total", "gaussian"}
+    has = TOTAL_ONLY["classification"]["probs"] | {"oracle", "outcomes"}
     return tuple(n for n in scored("classification") if metric(n).needs <= has)
 
 

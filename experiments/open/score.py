@@ -25,22 +25,13 @@ import numpy as np
 
 from udora.errors import UserError
 from udora.experiments.open.forms import Predictions, parse, read_fields
-from udora.experiments.open.tasks import PublicTask
+from udora.experiments.open.tasks import TOTAL_ONLY, PublicTask
 from udora.experiments.run.records import PREDICTIONS, file_sha256
 from udora.experiments.run.spec import identity_hash
 from udora.methods.prediction import Prediction, PredictionError, attach_joint
 from udora.names import check_name, inside
-from udora.scoring.declaration import Need
 from udora.scoring.registry import metric, scored
 
-# What each total-only form supplies of a predictive (docs/evaluate_any_model.md): a
-# Gaussian; samples, whose variance is a squared error's; quantiles, whose spread orders
-# the points. Every form also has the oracle's targets and the realised outcomes.
-SUPPLIES: dict[str, frozenset[Need]] = {
-    "gaussian": frozenset({"mean", "total_order", "total", "gaussian"}),
-    "samples": frozenset({"mean", "total_order", "total"}),
-    "quantiles": frozenset({"mean", "total_order"}),
-}
 # Scored from the form itself rather than from a Gaussian of its mean and variance.
 _OWN = {"gaussian": (), "samples": ("crps",), "quantiles": ("crps",)}
 
@@ -48,12 +39,12 @@ _OWN = {"gaussian": (), "samples": ("crps",), "quantiles": ("crps",)}
 def _total_metrics(form: str) -> tuple[str, ...]:
     """The metrics of :func:`udora.scoring.score` a total-only form gets: those whose
     needs (:mod:`udora.scoring.registry`) the form supplies, and its own."""
-    has = SUPPLIES[form] | {"oracle", "outcomes"}
+    has = TOTAL_ONLY["regression"][form] | {"oracle", "outcomes"}
     kept = tuple(n for n in scored() if metric(n).needs <= has)
     return (*kept, *(n for n in _OWN[form] if n not in kept))
 
 
-TOTAL_METRICS = {form: _total_metrics(form) for form in SUPPLIES}
+TOTAL_METRICS = {form: _total_metrics(form) for form in TOTAL_ONLY["regression"]}
 
 
 def _oracle(task: PublicTask, data_dir: str | Path | None):

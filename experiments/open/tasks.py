@@ -27,6 +27,7 @@ from udora.oracle.files import file_checksum
 from udora.oracle.joint import DESIGNS
 from udora.oracle.joint import VERSION as JOINT_VERSION
 from udora.oracle.preset import load_preset
+from udora.scoring.declaration import Need
 
 FORMAT = 1  # of task.json
 # The prediction forms a scorer accepts: required fields (npz keys; csv columns below).
@@ -39,7 +40,6 @@ FORMS: dict[str, dict[str, str]] = {
     "quantiles": {"quantiles": "(L, N)", "quantile_levels": "(L,) in (0, 1), increasing"},
 }
 IDS = ("row_id", "task_hash")  # the fields that say which pool a prediction is on
-TOTAL_ONLY = ("gaussian", "samples", "quantiles")  # no AU/EU split: fewer metrics
 # The forms of a classification task's predictions (C classes, in the preset's order).
 CLASSIFICATION_FORMS: dict[str, dict[str, str]] = {
     "split": {
@@ -51,7 +51,19 @@ CLASSIFICATION_FORMS: dict[str, dict[str, str]] = {
     "samples": {"prob_samples": "(S, N, C) posterior samples of the class probabilities"},
     "probs": {"prob": "(N, C) class probabilities"},
 }
-CLASSIFICATION_TOTAL_ONLY = ("probs",)
+# The total-only forms of each task kind (no AU/EU split: fewer metrics) and what each
+# supplies of a predictive (the needs of :mod:`udora.scoring.registry`): a regression
+# Gaussian; samples, whose variance is a squared error's; quantiles, whose spread orders
+# the points; class probabilities, which are the whole predictive of a label. Every form
+# also has the oracle's targets and the realised outcomes; a form not listed has the split.
+TOTAL_ONLY: dict[str, dict[str, frozenset[Need]]] = {
+    "regression": {
+        "gaussian": frozenset({"mean", "total_order", "total", "gaussian"}),
+        "samples": frozenset({"mean", "total_order", "total"}),
+        "quantiles": frozenset({"mean", "total_order"}),
+    },
+    "classification": {"probs": frozenset({"mean", "total_order", "total", "gaussian"})},
+}
 _RULES = {
     "regression": "variances >= 0; finite values",
     "classification": (
@@ -383,8 +395,18 @@ def find_form(
     allowed = set(forms[found[0]]) | (set(split_optional) if found[0] == "split" else set())
     extra = sorted(present - allowed)
     if extra:
+        # a larger form holding these fields and the extra ones lacks some: name them
+        larger = [
+            n
+            for n, need in forms.items()
+            if set(forms[found[0]]) < set(need) and set(extra) & set(need)
+        ]
+        hint = "".join(
+            f"; the {n} form also needs {', '.join(sorted(set(forms[n]) - present))}"
+            for n in larger[:1]
+        )
         raise UserError(
             f"{where}: field {reading.brief(extra[0])} is not part of the {found[0]} form "
-            f"({', '.join(sorted(allowed))})"
+            f"({', '.join(sorted(allowed))}){hint}"
         )
     return found[0]

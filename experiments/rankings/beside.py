@@ -105,6 +105,15 @@ def beside_baseline(
     ``kind``'s ranked metrics; the baseline's rows of other kinds are left aside."""
     if "kind" in theirs:
         theirs = theirs[theirs["kind"].fillna("regression") == kind]
+    heading = "## Beside the baseline" + ("" if kind == "regression" else f" ({kind})")
+    if theirs.empty:
+        none = f"Nothing to compare: the baseline holds no {kind} runs."
+        warnings.warn(
+            f"the baseline holds no {kind} runs: nothing to compare",
+            BaselineMismatchWarning,
+            stacklevel=2,
+        )
+        return [heading, "", none, ""], [f"# {TITLE}", "", none, ""]
     m = match(mine, theirs)
     n_tasks = m.mine["task_hash"].nunique()
     method = (
@@ -115,18 +124,16 @@ def beside_baseline(
     )
     link = f"[{page_name}.md]({page_name}.md) ([HTML]({page_name}.html))"
     matched = _matched_lines(m, page_name)
-    heading = "## Beside the baseline" + ("" if kind == "regression" else f" ({kind})")
-    lines = [
-        heading,
-        "",
+    counts = (
         f"{n_tasks} of your tasks (preset and seed) are in the baseline and match its task "
-        f"hash; {len(m.refused)} refused, {len(m.unmatched)} not in it. {method}",
-        "",
-    ]
-    page = [f"# {TITLE}", "", lines[2], "", *matched]
+        f"hash; {len(m.refused)} refused, {len(m.unmatched)} not in it."
+    )
     if m.mine.empty:
         none = "Nothing to compare: no task of yours is in the baseline."
-        return [*lines, none, ""], [*page, none, ""]
+        page = [f"# {TITLE}", "", counts, "", *matched]
+        return [heading, "", counts, "", none, ""], [*page, none, ""]
+    lines = [heading, "", f"{counts} {method}", ""]
+    page = [f"# {TITLE}", "", lines[2], "", *matched]
     result = compare(m, kind=kind)
     table = summary(m, result, kind)
     lines += [

@@ -3,7 +3,8 @@
 A metric declares what it needs of a prediction (:mod:`udora.scoring.registry`); a
 config supplies what its method declares (``aleatoric = "constant"``: no AU that varies,
 :mod:`udora.methods.base`) or what its predictions file's form holds (the total-only forms
-of ``udora score``: no AU/EU split, :data:`udora.experiments.open.score.SUPPLIES`). A
+of ``udora score`` per task kind: no AU/EU split,
+:data:`udora.experiments.open.tasks.TOTAL_ONLY`). A
 metric a config cannot supply is empty for a declared reason; any other empty cell is
 said to be so with no reason guessed (every run failed, or no run has a finite value).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from udora.experiments.open.score import SUPPLIES
+from udora.experiments.open.tasks import TOTAL_ONLY
 from udora.experiments.results.summaries import per_dataset
 from udora.oracle.kinds import REGRESSION
 from udora.scoring.declaration import Need
@@ -38,9 +39,11 @@ def _declared_gap(rows: pd.DataFrame, name: str) -> str | None:
     first = rows.iloc[0]
     needs = metric(name).needs
     label = metric(name).label
-    if bool(first.get("external", False)) and first.get("prediction_form") in SUPPLIES:
-        form = first["prediction_form"]
-        lacks = sorted(needs - SUPPLIES[form] - {"oracle", "outcomes"})
+    kind = str(first.get("kind", REGRESSION))
+    form = str(first.get("prediction_form"))
+    supplied = TOTAL_ONLY.get(kind, {}).get(form)
+    if bool(first.get("external", False)) and supplied is not None:
+        lacks = sorted(needs - supplied - {"oracle", "outcomes"})
         if lacks:
             what = "; ".join(_LACKS.get(n, n) for n in lacks)
             return (
@@ -49,7 +52,6 @@ def _declared_gap(rows: pd.DataFrame, name: str) -> str | None:
             )
         return None
     info = {i.name: i for i in method_infos()}.get(str(first["method"]))
-    kind = str(first.get("kind", REGRESSION))
     if (
         info is not None
         and aleatoric_on(info.aleatoric, kind) == "constant"

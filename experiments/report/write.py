@@ -309,11 +309,7 @@ def _external_lines(table) -> list[str]:
     rows = table[table["external"]].drop_duplicates("config")
     parts = [
         f"`{r.config}` ({r.prediction_form} form"
-        + (
-            ""
-            if r.prediction_form in ("split", "members", "draws")
-            else ": total only, its AU and EU metrics are NaN"
-        )
+        + ("" if r.has_split else ": total only, its AU and EU metrics are NaN")
         + ")"
         for r in rows.itertuples()
     ]

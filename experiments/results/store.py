@@ -204,7 +204,8 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     """(table, curves): one row per run with spec, config label, overrides, timings, metrics.
 
     The table has :data:`BASE_COLUMNS`, ``kind`` (the task kind; regression for records
-    written before kinds), ``external``, ``prediction_form``, ``task_hash``
+    written before kinds), ``external``, ``prediction_form``, ``has_split`` (False for a
+    total-only external prediction, whose AU and EU metrics are NaN), ``task_hash``
     (the task's identity: preset fields, data checksum, seed), ``data_sha256``,
     ``data_kind`` (file, package or openml), ``oracle_sha256`` (the stored oracle arrays
     the run was scored on), ``udora_version``, ``source_sha256`` and
@@ -258,6 +259,7 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
             "kind": rec.kind,
             "external": rec.external is not None,
             "prediction_form": rec.external.form if rec.external else "split",
+            "has_split": rec.external.split if rec.external else True,
             "config_base": base,
             "task_hash": rec.task_hash,
             "data_sha256": (rec.data_source or {}).get("sha256"),

@@ -87,8 +87,111 @@ def test_forms_are_recognised_and_bad_input_names_the_field(cls, no_posterior):
         parse({"prob": q[:, :2], "task_hash": h}, task)
     with pytest.raises(UserError, match=r"one classification prediction form"):
         parse({"mean": np.zeros(N), "task_hash": h}, task)
+    with pytest.raises(
+        UserError,
+        match=r"'aleatoric' is not part of the probs form \(prob\); "
+        r"the split form also needs epistemic$",
+    ):
+        parse({"prob": q, "aleatoric": np.ones(N), "task_hash": h}, task)
+    negative = members.copy()
+    negative[0, 0] = [-0.1, 0.6, 0.5]
+    with pytest.raises(UserError, match=r"^predictions: field 'prob_samples': probabilities "):
+        parse({"prob_samples": negative, "task_hash": h}, task)
+    with pytest.raises(UserError, match=r"^predictions: field 'prob': .* do not sum to 1"):
+        parse({"prob": bad, "task_hash": h}, task)
     with pytest.raises(UserError, match=r"'member_means' is not part of the members form"):
         parse({"member_probs": members, "member_means": np.zeros((4, N)), "task_hash": h}, task)
+
+
+def test_the_command_lines_estimator_is_seeded_and_its_file_is_the_runs_own(
+    cls, tmp_path, no_posterior, monkeypatch
+):
+    """`udora score --estimator` fits a randomised classifier the same way twice
+    (random_state=0), names its fields' file by the run's method (two runs into one
+    folder keep their own), and without --out leaves no scratch folder behind."""
+    import tempfile
+
+    from udora.experiments.cli.open import _fit_here
+
+    path, data = cls
+    task = load_task(path, 0, data)
+    forest = "sklearn.ensemble:RandomForestClassifier"
+    one = _fit_here(forest, None, task, tmp_path, "rf")
+    two = _fit_here(forest, None, task, tmp_path, "rf_again")
+    bag = _fit_here(forest, 3, task, tmp_path, "rf_bag")
+    assert len({one, two, bag}) == 3 and all(p.parent == tmp_path for p in (one, two, bag))
+    np.testing.assert_array_equal(read_npz(one)["prob"], read_npz(two)["prob"])
+    assert read_npz(bag)["member_probs"].shape == (3, task.n_pool, 3)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    from typer.testing import CliRunner
+
+    from udora.experiments.cli.main import app
+
+    export_task(task, tmp_path / "t")
+    import udora.experiments.open.score as score_module
+
+    scored = []
+
+    def fake_score(file, task, method, out, data_dir):  # the oracle is not built here
+        scored.append(read_npz(file)["prob"])
+        return {"metrics": {}, "external": {"form": "probs", "split": False}}
+
+    monkeypatch.setattr(score_module, "score_file", fake_score)
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # the command's scratch folder
+    cli = ["score", "--estimator", forest, "--task", str(tmp_path / "t")]
+    done = CliRunner().invoke(app, [*cli, "--method", "rf"])
+    assert done.exit_code == 0, done.output
+    np.testing.assert_array_equal(scored[0], read_npz(one)["prob"])
+    assert list(scratch.iterdir()) == []  # scored, then removed with its folder
+    done = CliRunner().invoke(app, [*cli, "--method", "../x"])
+    assert done.exit_code == 2 and "--method '../x' is not a valid name" in done.output
+    assert list(scratch.iterdir()) == [] and not (tmp_path / "x").exists()
+
+
+def test_samples_is_a_split_on_a_classification_task_and_total_only_on_a_regression_one():
+    """`samples` (draws of the predictive) has no AU/EU split for a regression task but is
+    combined into one for a classification task: the report's line on external runs, the
+    configs `udora meta` ranks and the reasons for an empty cell read the run's own split
+    flag (``has_split``) and the kind's total-only forms, never the form's name alone."""
+    from udora.experiments.meta.outputs import practitioner_configs
+    from udora.experiments.report.gaps import why_empty
+    from udora.experiments.report.write import _external_lines
+
+    def row(config, kind, form, split, eu):
+        return dict(
+            config=config,
+            method=config,
+            kind=kind,
+            external=True,
+            status="ok",
+            prediction_form=form,
+            has_split=split,
+            preset="p",
+            seed=0,
+            spearman_eu=eu,
+        )
+
+    table = pd.DataFrame(
+        [
+            row("cls (external)", "classification", "samples", True, np.nan),
+            row("reg (external)", "regression", "samples", False, np.nan),
+            row("probs (external)", "classification", "probs", False, np.nan),
+        ]
+    )
+    (line, _) = _external_lines(table)
+    assert "`cls (external)` (samples form)" in line
+    assert "`reg (external)` (samples form: total only" in line
+    assert "`probs (external)` (probs form: total only" in line
+    _, left_out = practitioner_configs(table)
+    assert set(left_out) == {"reg (external)", "probs (external)"}
+    assert why_empty(table, "reg (external)", "spearman_eu").startswith(
+        "scored from a predictions file of the `samples` form"
+    )
+    assert why_empty(table, "probs (external)", "spearman_eu").startswith(
+        "scored from a predictions file of the `probs` form"
+    )
+    assert why_empty(table, "cls (external)", "spearman_eu").startswith("no run has a finite")
 
 
 @pytest.mark.slow  # builds the tiny task's sampled oracle (~15 s) and runs two methods

@@ -317,3 +317,26 @@ def test_a_classification_comparison_uses_its_kinds_metrics_and_rows():
     assert "16 of your tasks" in lines[2] and "[b_cls.md](b_cls.md)" in "\n".join(lines)
     text = "\n".join(lines)
     assert metric("kl_mean").label.split("(")[0].strip() in text
+
+
+def test_a_baseline_without_the_kind_says_so_and_compares_nothing():
+    """Classification runs beside a baseline of regression rows only (the shipped release
+    before its classification part): one warning and one line naming the kind, no test
+    described; with rows of the kind but none of the user's tasks: no test described."""
+    from udora.experiments.rankings.baseline import BaselineMismatchWarning
+
+    mine = frame(("catboost_ve",), (0.45,), seed=1).assign(kind="classification")
+    regression = BASE.assign(kind="regression")
+    with pytest.warns(BaselineMismatchWarning, match="^the baseline holds no classification"):
+        lines, page = beside_baseline(mine, regression, markdown_table, "classification")
+    assert lines == [
+        "## Beside the baseline (classification)",
+        "",
+        "Nothing to compare: the baseline holds no classification runs.",
+        "",
+    ]
+    assert page[-2] == lines[-2]
+    other = BASE.assign(kind="classification", preset=lambda t: "q" + t["preset"])
+    with pytest.warns(BaselineMismatchWarning, match="none of your tasks is in the baseline"):
+        lines, _ = beside_baseline(mine, other, markdown_table, "classification")
+    assert "Wilcoxon" not in "\n".join(lines) and lines[-2].startswith("Nothing to compare")
