@@ -107,21 +107,28 @@ def paired_effects(
     ``threshold`` T = 2 sqrt(2) sigma / sqrt(R); ``agree`` the presets whose mean
     difference has delta's sign, of ``presets``, against :func:`sign_quorum`; ``passes``
     "yes" when ``abs(delta) > T`` and the quorum holds, "no", or "n/a" when the release
-    has no noise floor for it. Raises UserError naming a metric the rows lack, a method
-    ``base`` never ran or an unknown ``noise``."""
+    has no noise floor for it. ``baseline`` says what the arm was compared with: ``arm``
+    (``base``'s rows) or, for a method ``base`` never ran, ``release`` (the release's own
+    rows of it, not its ``method_seed`` replicates). Raises UserError naming a metric the
+    rows lack, a method neither ran or an unknown ``noise``."""
     if noise not in NOISE:
         raise UserError(f"noise must be one of {', '.join(NOISE)}; got {noise!r}")
     own_rows = primary_rows(release)  # not the package copies' rows of a preset
     floor = noise_floor(own_rows[own_rows["status"] == "ok"], metrics=metrics)
     rows = []
     new, base = (t[t["status"] == "ok"] for t in (primary_rows(new), primary_rows(base)))
+    released = own_rows[own_rows["status"] == "ok"]
+    if "method_seed" in released:
+        released = released[released["method_seed"].isna()]
     for metric in metrics:
         if metric not in new or metric not in base:
             raise UserError(f"the rows have no metric {metric!r}")
     for (method, suite), part in new.groupby(["method", "suite"]):
-        other = base[base["method"] == method]
+        other, against = base[base["method"] == method], "arm"
         if other.empty:
-            raise UserError(f"the baseline has no ok run of {method}")
+            other, against = released[released["method"] == method], "release"
+        if other.empty:
+            raise UserError(f"neither the baseline arm nor the release has an ok run of {method}")
         for metric in metrics:
             both = pd.concat(
                 {
@@ -145,6 +152,7 @@ def paired_effects(
                     "method": method,
                     "suite": suite,
                     "metric": metric,
+                    "baseline": against,
                     "R": len(diff),
                     "delta": delta,
                     "sigma": sigma,

@@ -168,8 +168,14 @@ def test_a_paired_effect_against_its_baseline_and_the_registered_threshold(relea
     ).iloc[0]
     assert lone["passes"] == "n/a"
     assert [dis.sign_quorum(n) for n in (1, 2, 7, 9)] == [1, 2, 5, 7]
-    with pytest.raises(UserError, match="baseline has no ok run of nn_dropout"):
-        dis.paired_effects(new, base.assign(method="swag"), release, ("spearman_eu",))
+    # a method the baseline arm never ran is compared with the release's own rows of it
+    # (not its method_seed replicates): here those are the rows the arm was made from
+    assert got["baseline"] == "arm"
+    fallback = dis.paired_effects(new, base.assign(method="swag"), release, ("spearman_eu",))
+    assert fallback.iloc[0]["baseline"] == "release" and fallback.iloc[0]["R"] == 21
+    assert fallback.iloc[0]["delta"] == pytest.approx((5 * 0.1 - 2 * 0.01) / 7, abs=1e-12)
+    with pytest.raises(UserError, match="nor the release has an ok run of mine"):
+        dis.paired_effects(new.assign(method="mine"), base, release, ("spearman_eu",))
 
 
 def test_the_command_compares_an_arm_with_its_baseline_arm(release, tmp_path, monkeypatch):
@@ -190,7 +196,7 @@ def test_the_command_compares_an_arm_with_its_baseline_arm(release, tmp_path, mo
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
     assert "paired effect against the baseline arm" in out.output
-    assert "| nn_dropout | heldout | spearman_eu | 21 | 0.2" in out.output
+    assert "| nn_dropout | heldout | spearman_eu | arm | 21 | 0.2" in out.output
     assert "| claim | baseline | swapped | ours |" in out.output
     alone = CliRunner().invoke(app, ["release", "disagreements", "release", "--against", "x"])
     assert alone.exit_code != 0 and "give --swap ARM too" in alone.output
