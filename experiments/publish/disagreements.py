@@ -56,8 +56,10 @@ def swap(release: pd.DataFrame, new: pd.DataFrame, method_seed: int | None = Non
             "the new rows set method_seed (fit-seed replicates): give --method-seed to take "
             "one replicate as the method's rows"
         )
-    if method_seed is not None:
+    if method_seed is not None:  # the replicate stands in as the method's rows, so it is
+        # no longer a method_seed variant (which claim_rows would leave out again)
         rows = rows[seeded & (rows.get("method_seed") == method_seed)]
+        rows = rows.assign(method_seed=np.nan)
     for field in ("preset", "method"):
         unknown = sorted(set(rows[field]) - set(base[field]))
         if unknown:

@@ -51,6 +51,11 @@ def test_the_swap_refuses_rows_it_cannot_place(release):
         dis.swap(release, seeded)
     picked = dis.swap(release, pd.concat([seeded, seeded.assign(method_seed=2.0)]), 1)
     assert len(picked) == len(dis.claim_rows(release))
+    # the picked replicate is the method's rows now: the bootstrap's claim rows keep it
+    assert len(dis.claim_rows(picked)) == len(picked)
+    assert (dis.claim_rows(picked)["method"] == "swag").sum() == (
+        dis.claim_rows(release)["method"] == "swag"
+    ).sum()
     with pytest.raises(UserError, match="presets not in the release: nowhere"):
         dis.swap(release, _new_rows(release, "swag", 0.0).assign(preset="nowhere"))
     with pytest.raises(UserError, match="methods not in the release: mine"):
