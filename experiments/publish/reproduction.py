@@ -9,6 +9,7 @@ from pathlib import Path
 from udora.experiments.publish import claims as c
 from udora.experiments.publish.artefact import code_line, primary_rows, read_release
 from udora.experiments.publish.claim_data import NN8, NONNN, P14, SUITES, ClaimData, Verdict
+from udora.experiments.publish.diagnosis import why_lines
 from udora.experiments.publish.variants import Variant
 from udora.oracle.atomic import write_text
 
@@ -232,6 +233,21 @@ def write_reproduction(release: str | Path | None, docs: str | Path, command: st
             f"| {claim.id} | {claim.source} | {claim.claim} | {claim.rule} | "
             f"{v.ours} | **{v.verdict}** |"
         )
+    if release is not None:
+        lines += [
+            "",
+            "## Why they disagree",
+            "",
+            "Each failing or partial claim, and two observations, as the registered "
+            "experiments of docs/paper_disagreements.md decide them "
+            "(`udora.experiments.publish.diagnosis`): *defect fixed* (udora deviated from "
+            "the paper's description and now follows it), *finding* (a faithful "
+            "implementation fails it; the candidate causes were ruled out), *explained* "
+            "(by a choice the paper leaves unstated), *open* (not settled by the "
+            "experiments run).",
+            "",
+            *why_lines([(claim.id, v.verdict) for claim, v in found]),
+        ]
     lines += [
         "",
         "## Deviations that apply to every claim",

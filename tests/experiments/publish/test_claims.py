@@ -135,8 +135,40 @@ def test_release_claims_writes_the_page(tmp_path):
     assert "Release commit `feed`" in text and "| C15 | §7 |" in text
     assert text.count("| **") == 15
     assert all(line.count("|") == 7 for line in text.splitlines() if line.startswith("| C"))
+    assert "## Why they disagree" in text  # each failing claim's bullet: the test below
     rules = CliRunner().invoke(
         app, ["release", "claims", "--rules-only", "--docs", str(tmp_path / "r")]
     )
     assert rules.exit_code == 0, rules.output
     assert (tmp_path / "r" / "paper_reproduction.md").read_text().count("**not scored**") == 15
+
+
+def test_every_claim_the_release_fails_has_its_diagnosis_on_the_page(tmp_path):
+    """docs/paper_reproduction.md's "Why" section: one bullet per FAIL or PARTIAL claim
+    with its entry of diagnosis.WHY (a claim without one is shown as open, not left out),
+    then the observations; the ids of WHY are claims of the page."""
+    from udora.experiments.publish.diagnosis import OBSERVATIONS, WHY, why_lines
+    from udora.experiments.publish.reproduction import CLAIMS
+
+    assert set(WHY) <= {claim.id for claim in CLAIMS}
+    lines = why_lines([("C1", "FAIL"), ("C2", "PASS"), ("C5", "PARTIAL"), ("C99", "FAIL")])
+    assert lines[0].startswith(f"- **C1 (FAIL)**: {WHY['C1'].status}. {WHY['C1'].text}")
+    assert lines[0].endswith(f"(docs/paper_disagreements.md, {WHY['C1'].section})")
+    assert not any("C2" in line for line in lines)  # a passing claim needs no diagnosis
+    assert lines[2] == "- **C99 (FAIL)**: open. Not diagnosed yet."
+    assert len(lines) == 3 + len(OBSERVATIONS) and lines[3].startswith("- **O1: ")
+    assert all(w.status in ("defect fixed", "finding", "explained", "open") for w in WHY.values())
+
+
+def test_the_committed_page_regenerates_from_the_shipped_release(tmp_path):
+    """docs/paper_reproduction.md is `udora release claims release --docs docs` of the
+    shipped release and the committed diagnoses, byte for byte."""
+    from pathlib import Path
+
+    from udora.experiments.publish.artefact import release_folder
+    from udora.experiments.publish.reproduction import write_reproduction
+
+    docs = Path(__file__).resolve().parents[3] / "docs"
+    command = "udora release claims release --docs docs"
+    page = write_reproduction(release_folder("release"), tmp_path, command)
+    assert page.read_text() == (docs / "paper_reproduction.md").read_text()
