@@ -145,7 +145,7 @@ def swag():
     task = make_task()
     cfg = {"width": 16, "blocks": 1, "n_epochs": 30, "n_checkpoints": 8, "epochs_per_checkpoint": 2}
     method = methods.get_method("swag", **cfg).fit(task.X, task.y, seed=1)
-    assert method.config.swag_burn_in == 200 and not method.config.early_stopping
+    assert method.config.swag_burn_in == 0 and not method.config.early_stopping  # the paper
     return method, task
 
 
