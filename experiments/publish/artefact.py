@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from udora.errors import UserError
@@ -148,9 +149,11 @@ def _sampled_oracles(root: Path, table: pd.DataFrame) -> dict[str, dict[str, Any
     """{task hash: record} of the sampled oracles the ok runs of a kind with Monte Carlo
     targets (classification) were scored on: preset, seed, the SHA-256 of the stored
     arrays (a run on other arrays is refused beside the release:
-    :func:`udora.experiments.rankings.baseline.match`), and the oracle's own Monte Carlo
+    :func:`udora.experiments.rankings.baseline.match`), the oracle's own Monte Carlo
     ceiling, the split-half Spearman of each target and the AU ceiling (docs/design.md,
-    "Classification: diagnostics")."""
+    "Classification: diagnostics"), and ``class_shares``, each class's share of the pool's
+    drawn labels (the draw's class balance, which is the prior function's, not the
+    data's)."""
     from udora.experiments.tasks import arrays as oracle_arrays
     from udora.experiments.tasks.kinds import run_kind
 
@@ -171,12 +174,17 @@ def _sampled_oracles(root: Path, table: pd.DataFrame) -> dict[str, dict[str, Any
                     f"{int(rows['seed'].iloc[0])} are not stored beside its runs"
                 ) from None
             meta = entry.get("meta", {})
+            stored = oracle_arrays.paths(root, str(task_hash))[0]
+            drawn = reading.arrays(stored, names=("y", "prob"))
+            classes = drawn["prob"].shape[1]  # a class no pool label drew still counts
+            counts = np.bincount(np.asarray(drawn["y"], dtype=np.int64), minlength=classes)
             out[str(task_hash)] = {
                 "preset": str(rows["preset"].iloc[0]),
                 "seed": int(rows["seed"].iloc[0]),
                 "sha256": entry.get("sha256"),
                 "split_half_spearman": meta.get("diagnostics", {}).get("split_half_spearman"),
                 "au_ceiling_spearman": meta.get("au_ceiling_spearman"),
+                "class_shares": [round(float(c), 6) for c in counts / counts.sum()],
             }
     return out
 

@@ -106,6 +106,7 @@ def _ceilings(manifest: dict) -> list[str]:
             "seed": o["seed"],
             **{f"split-half {k}": v for k, v in (o.get("split_half_spearman") or {}).items()},
             "AU ceiling": o.get("au_ceiling_spearman"),
+            "majority share": max(o["class_shares"]) if o.get("class_shares") else None,
             "arrays SHA-256": str(o.get("sha256"))[:12],
         }
         for o in oracles.values()
@@ -117,8 +118,11 @@ def _ceilings(manifest: dict) -> list[str]:
         "The split-half Spearman of the oracle's own targets (the mutual information and "
         "the expected entropy between the two halves of its draws): differences between "
         "methods near it are within the oracle's Monte Carlo error. The AU ceiling is the "
-        "Spearman of the oracle's AU with the realised entropy. The arrays' SHA-256 is what "
-        "a run beside this release must have been scored on (docs/rankings.md).",
+        "Spearman of the oracle's AU with the realised entropy. The majority share is the "
+        "largest class's share of the pool's drawn labels: the class balance of a task is "
+        "its drawn latent function's, not the real data's, so a task near 1 is nearly one "
+        "class and its accuracy says little. The arrays' SHA-256 is what a run beside this "
+        "release must have been scored on (docs/rankings.md).",
         "",
         markdown_table(frame),
         "",

@@ -34,6 +34,13 @@ def test_a_classification_release_and_its_page(tmp_path, monkeypatch):
     assert oracle["sha256"] == stored["sha256"] and oracle["preset"] == "tinycls"
     split = stored["meta"]["diagnostics"]["split_half_spearman"]
     assert oracle["split_half_spearman"] == split
+    # the drawn pool's class balance, counted here from the stored labels
+    import numpy as np
+
+    with np.load(record.with_suffix(".npz")) as arrays:
+        labels = arrays["y"]
+    shares = [float(np.mean(labels == c)) for c in range(3)]
+    assert oracle["class_shares"] == pytest.approx(shares, abs=1e-6) and len(shares) == 3
     found = (tmp_path / "res").glob("tinycls/nn_ensemble/*/seed-0/result.json")
     run = json.loads(next(found).read_text())
     assert run["oracle_sha256"] == oracle["sha256"]
@@ -45,6 +52,7 @@ def test_a_classification_release_and_its_page(tmp_path, monkeypatch):
     assert head in text
     au, mi = split["au_entropy"], split["mutual_information"]
     assert f"| tinycls | 0 | {au:.3f} | {mi:.3f} |" in text
+    assert f"| {max(shares):.3f} | {oracle['sha256'][:12]} |" in text
     # a regression release folder with this one under classification/: one baseline
     both = tmp_path / "both"
     shutil.copytree(tmp_path / "rel", both / "classification")
