@@ -84,13 +84,21 @@ def build_cmd(
             "records its own when it ran from a git checkout)."
         ),
     ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            help="A release folder ('release': the shipped one) to make a new version of: "
+            "its rows of every method RESULTS does not run are kept."
+        ),
+    ] = None,
 ) -> None:
     """Write OUT/results.parquet, OUT/curves.json.gz and OUT/manifest.json (with their
-    SHA-256) from the runs of RESULTS."""
+    SHA-256) from the runs of RESULTS (with --base, and the base release's rows of the
+    other methods: a new version of it)."""
     from udora.experiments.publish.artefact import build_release
 
     with user_errors(console, "interrupted: the release folder may be incomplete"):
-        path = build_release(results, out, commit)
+        path = build_release(results, out, commit, base)
     console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
 
 

@@ -46,30 +46,45 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def build_release(results: list[str | Path], out: str | Path, commit: str | None = None) -> Path:
+def build_release(
+    results: list[str | Path],
+    out: str | Path,
+    commit: str | None = None,
+    base: str | Path | None = None,
+) -> Path:
     """Write the release folder ``out`` from the results folders ``results``; returns the
     manifest's path. Each row's ``commit`` and ``source_sha256`` are those its result.json
     recorded (:mod:`udora.experiments.run.provenance`), and the manifest lists every
     commit; ``commit`` (a SHA or its prefix) fills the rows whose record has none (runs
     of an installed wheel) and must agree with those that have one.
 
+    ``base``: a release folder (or ``"release"``, the shipped one) whose rows of every
+    method ``results`` does not run are kept with their curves (checked against its
+    manifest first): a new version of it in which the methods of ``results`` are rerun.
+    The manifest's ``version`` is then the base's plus one, and ``base`` records the
+    base's version, files and the methods replaced.
+
     Raises ValueError when a run appears twice (same preset, config, seed and data kind), a
     run has no task hash (written before task hashes were recorded), or a recorded commit
     is not ``commit``. Runs of a checkout with uncommitted changes are counted in the
     manifest's ``dirty_runs``, which the pages show."""
-    tables, curves, oracles = [], {}, {}
+    tables, oracles = [], {}
     for folder in results:
         table, found = load_runs(folder)
         root = Path(folder).resolve()
         oracles.update(_sampled_oracles(root, table))
         table["run"] = [str(Path(d).resolve().relative_to(root)) for d in table["run_dir"]]
-        for r, key in zip(
-            table["run"],
-            table[["preset", "method", "config", "seed"]].itertuples(index=False, name=None),
-            strict=True,
-        ):
-            curves[r] = found.get(key, {})
+        keys = table[["preset", "method", "config", "seed"]].itertuples(index=False, name=None)
+        table["_curves"] = [found.get(key, {}) for key in keys]  # each row its own run's
         tables.append(table.drop(columns="run_dir"))
+    based = None
+    if base is not None:
+        kept, based, old_oracles = _base_rows(base, set(pd.concat(tables)["method"]))
+        tables.insert(0, kept)
+        oracles = {
+            **{h: o for h, o in old_oracles.items() if h in set(kept["task_hash"])},
+            **oracles,
+        }
     table = pd.concat(tables, ignore_index=True)
     from udora.experiments.results.store import kind_of
 
@@ -100,15 +115,12 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
     table = table.reset_index(drop=True)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_parquet(out / TABLE, table)
+    write_parquet(out / TABLE, table.drop(columns="_curves"))
     keyed = [
-        {
-            "key": [r.preset, r.method, r.config, int(r.seed)],
-            "run": r.run,
-            "curves": curves.get(r.run, {}),
-        }
-        for r in table.itertuples(index=False)
+        {"key": [r.preset, r.method, r.config, int(r.seed)], "run": r.run, "curves": c}
+        for r, c in zip(table.itertuples(index=False), table["_curves"], strict=True)
     ]
+    table = table.drop(columns="_curves")
     blob = json.dumps(keyed, separators=(",", ":"), allow_nan=True).encode()
     write_bytes(out / CURVES, gzip.compress(blob, mtime=0))
     failed = table[table["status"] != "ok"]
@@ -128,7 +140,7 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
             for c in sorted(table.columns)
             if c.startswith("version.")
         },
-        "built_from": [Path(f).name for f in results],
+        "built_from": [*(based or {}).get("built_from", []), *(Path(f).name for f in results)],
         "runs": len(table),
         "ok": int((table["status"] == "ok").sum()),
         "failed": [
@@ -140,9 +152,46 @@ def build_release(results: list[str | Path], out: str | Path, commit: str | None
         "seeds": sorted(int(s) for s in table["seed"].unique()),
         "files": {TABLE: _sha256(out / TABLE), CURVES: _sha256(out / CURVES)},
         **({"oracles": dict(sorted(oracles.items()))} if oracles else {}),
+        "version": (based or {}).get("version", 0) + 1,
+        **({"base": based["record"]} if based else {}),
     }
     write_bytes(out / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
     return out / MANIFEST
+
+
+def _base_rows(
+    base: str | Path, replaced: set[str]
+) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
+    """(rows, about, oracles) of the release ``base`` for a new version of it: its rows of
+    every method not in ``replaced`` with their curves (a ``_curves`` column), what the
+    new manifest says of the base (its version, built_from, and a ``record`` naming its
+    files' SHA-256 and the methods replaced) and its sampled oracles. Raises
+    FileNotFoundError when ``base`` is no release folder and UserError when it has no
+    row of a replaced method (a new version replaces rows, it does not add methods)."""
+    folder = release_folder(base)
+    if folder is None:
+        raise FileNotFoundError(f"{base}: not a release folder (no manifest.json)")
+    table, _, manifest = read_release(folder)  # its files checked against the manifest
+    keyed = json.loads(gzip.decompress((folder / CURVES).read_bytes()))
+    if [k["run"] for k in keyed] != table["run"].tolist():
+        raise UserError(f"{folder / CURVES}: its entries are not the table's rows, in order")
+    missing = sorted(replaced - set(table["method"]))
+    if missing:
+        raise UserError(
+            f"{base}: no rows of {', '.join(missing)}; a new version reruns methods the release has"
+        )
+    table = table.assign(_curves=[k["curves"] for k in keyed])
+    version = int(manifest.get("version", 1))
+    about = {
+        "version": version,
+        "built_from": [f"{base}@v{version}:{b}" for b in manifest.get("built_from", [])],
+        "record": {
+            "version": version,
+            "files": manifest["files"],
+            "replaced_methods": sorted(replaced),
+        },
+    }
+    return table[~table["method"].isin(replaced)], about, manifest.get("oracles", {})
 
 
 def _sampled_oracles(root: Path, table: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -212,10 +261,18 @@ def primary_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def release_folder(source: str | Path) -> Path | None:
-    """The release folder ``source`` names: the shipped one for ``"release"``, a folder
-    with a manifest.json, else None."""
-    if str(source) == SHIPPED:
+    """The release folder ``source`` names: the shipped one for ``"release"``, an earlier
+    shipped version for ``"release@vN"`` (kept in the shipped folder's ``vN/``; the newest
+    is the folder itself), a folder with a manifest.json, else None."""
+    text = str(source)
+    if text == SHIPPED:
         return Path(str(resources.files("udora.release")))
+    if text.startswith(f"{SHIPPED}@v") and text[len(SHIPPED) + 2 :].isdigit():
+        root = Path(str(resources.files("udora.release")))
+        wanted = int(text[len(SHIPPED) + 2 :])
+        newest = int(reading.json_object(root / MANIFEST).get("version", 1))
+        folder = root if wanted == newest else root / f"v{wanted}"
+        return folder if (folder / MANIFEST).is_file() else None
     path = Path(source)
     return path if (path / MANIFEST).is_file() else None
 

@@ -61,6 +61,42 @@ def test_a_release_is_read_back_only_when_its_checksums_match(tiny_preset, tmp_p
         load_baseline(tmp_path / "rel")
 
 
+def test_a_new_version_keeps_the_base_rows_of_the_methods_it_does_not_rerun(tiny_preset, tmp_path):
+    """`udora release build NEW --base OLD`: OLD's rows and curves of every method NEW does
+    not run, NEW's rows of the rest; the manifest counts the version up and names the
+    base's files and the methods replaced; a base without the method is refused."""
+    old = _runs(tiny_preset, tmp_path / "old", seeds=(0, 1))
+    build_release([old], tmp_path / "v1")
+    v1, v1_curves, m1 = read_release(tmp_path / "v1")
+    assert m1["version"] == 1 and "base" not in m1
+    path, data = tiny_preset
+    new = tmp_path / "new"
+    for s in (0, 1):  # blr rerun with another config: its rows must replace the old ones
+        run = run_one(path, "blr", s, {"alpha": 2.0}, new, data_dir=data)
+        assert run.status == "ok"
+    m2 = json.loads(build_release([new], tmp_path / "v2", base=tmp_path / "v1").read_text())
+    v2, v2_curves, _ = read_release(tmp_path / "v2")
+    assert m2["version"] == 2 and m2["base"]["version"] == 1
+    assert m2["base"]["files"] == m1["files"] and m2["base"]["replaced_methods"] == ["blr"]
+    assert m2["built_from"] == [f"{tmp_path / 'v1'}@v1:old", "new"] and m2["runs"] == 4
+    kept = v1[v1["method"] == "catboost_ps"].set_index("seed")
+    again = v2[v2["method"] == "catboost_ps"].set_index("seed")
+    np.testing.assert_array_equal(kept["spearman_eu"], again["spearman_eu"])
+    for key, curves in v1_curves.items():  # the kept rows' curves, entry for entry
+        if key[1] == "catboost_ps":
+            assert v2_curves[key] == curves
+    fresh, found = load_runs(new)
+    assert set(v2.loc[v2["method"] == "blr", "config"]) == set(fresh["config"])
+    for key, curves in found.items():
+        assert v2_curves[key] == curves
+    with pytest.raises(FileNotFoundError, match="not a release folder"):
+        build_release([new], tmp_path / "v3", base=tmp_path / "nowhere")
+    only = tmp_path / "only"
+    build_release([_runs(tiny_preset, tmp_path / "cb", methods=("catboost_ps",))], only)
+    with pytest.raises(ValueError, match="no rows of blr; a new version reruns"):
+        build_release([new], tmp_path / "v3", base=only)
+
+
 def test_a_run_in_two_folders_is_refused(tiny_preset, tmp_path):
     a = _runs(tiny_preset, tmp_path / "a", methods=("blr",))
     b = _runs(tiny_preset, tmp_path / "b", methods=("blr",))
@@ -137,3 +173,19 @@ def test_report_page_and_baseline_from_a_release(tmp_path, monkeypatch):
     for metric in ("spearman_eu", "spearman_au", "nll", "crps"):
         assert again[metric].iloc[0] == pytest.approx(row[metric], rel=1e-9, abs=1e-12)
     assert fresh.status == "ok"
+
+
+def test_an_earlier_shipped_version_is_named_release_at_v(tmp_path, monkeypatch):
+    """`release@vN`: the shipped folder itself for its own version, its `vN/` subfolder
+    for an earlier one, nothing for a version it does not hold."""
+    from importlib import resources
+
+    from udora.experiments.publish.artefact import release_folder
+
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"version": 2}))
+    (tmp_path / "v1" / "manifest.json").write_text(json.dumps({"version": 1}))
+    monkeypatch.setattr(resources, "files", lambda package: tmp_path)
+    assert release_folder("release") == tmp_path == release_folder("release@v2")
+    assert release_folder("release@v1") == tmp_path / "v1"
+    assert release_folder("release@v3") is None and release_folder("release@vx") is None
