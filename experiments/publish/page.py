@@ -92,6 +92,20 @@ def _section(table: pd.DataFrame, docs: Path, tag: str) -> list[str]:
     return out
 
 
+def _version_lines(manifest: dict) -> list[str]:
+    """A release made from another (``udora release build --base``): its version, the
+    methods it reran and where the earlier version is; [] for a first version."""
+    base = manifest.get("base")
+    if not base:
+        return []
+    return [
+        f"Version {manifest.get('version')}: {', '.join(base['replaced_methods'])} rerun "
+        f"on version {base['version']} (`release@v{base['version']}`), whose other rows it "
+        "keeps (release/README.md says why).",
+        "",
+    ]
+
+
 def _ceilings(manifest: dict) -> list[str]:
     """The Monte Carlo ceiling of each sampled oracle (manifest ``oracles``): how well the
     oracle's own targets agree between the two halves of its draws, per preset and seed;
@@ -153,6 +167,7 @@ def write_page(release: str | Path, docs: str | Path, command: str) -> Path:
         f"{manifest['seeds']}; commit {code_line(manifest)}, udora "
         f"{', '.join(manifest['udora_version'])}. {_protocol(table)}",
         "",
+        *_version_lines(manifest),
         "Each number is a mean over presets of a config's mean over its seeds; configs are "
         "never averaged together. The leaderboards leave out the `method_seed` variants "
         "(a method's own seed varied on a fixed task, on a few presets: the noise floor "

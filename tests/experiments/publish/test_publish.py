@@ -89,6 +89,10 @@ def test_a_new_version_keeps_the_base_rows_of_the_methods_it_does_not_rerun(tiny
     assert set(v2.loc[v2["method"] == "blr", "config"]) == set(fresh["config"])
     for key, curves in found.items():
         assert v2_curves[key] == curves
+    from udora.experiments.publish.page import _version_lines
+
+    assert _version_lines(m2)[0].startswith("Version 2: blr rerun on version 1 (`release@v1`)")
+    assert _version_lines(m1) == []
     with pytest.raises(FileNotFoundError, match="not a release folder"):
         build_release([new], tmp_path / "v3", base=tmp_path / "nowhere")
     only = tmp_path / "only"
