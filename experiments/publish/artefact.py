@@ -181,10 +181,17 @@ def _base_rows(
             f"{base}: no rows of {', '.join(missing)}; a new version reruns methods the release has"
         )
     table = table.assign(_curves=[k["curves"] for k in keyed])
+    # columns an older release lacks get load_runs' values for records written before them
+    for column, value in (("kind", "regression"), ("has_split", True), ("n_acquired", 0)):
+        if column not in table:
+            table[column] = value
     version = int(manifest.get("version", 1))
     about = {
         "version": version,
-        "built_from": [f"{base}@v{version}:{b}" for b in manifest.get("built_from", [])],
+        "built_from": [
+            f"{base}:{b}" if "@v" in str(base) else f"{base}@v{version}:{b}"
+            for b in manifest.get("built_from", [])
+        ],
         "record": {
             "version": version,
             "files": manifest["files"],
