@@ -102,15 +102,16 @@ def score_cmd(
             record = score_file(predictions, found, method, out, data_dir)
         else:
             method = check_name(method or estimator.rsplit(":", 1)[-1], "--method")
+            made = f"--estimator {estimator}" + (f" --bagged {bagged}" if bagged else "")
             with tempfile.TemporaryDirectory(prefix="udora-estimator-") as scratch:
-                try:  # its fields are kept beside the results, else removed with scratch
-                    fields = _fit_here(estimator, bagged, found, Path(out or scratch), method)
+                try:  # the run folder keeps the fields (predictions.npz); scratch goes
+                    fields = _fit_here(estimator, bagged, found, Path(scratch), method)
                 except NoPredictiveStd as err:  # the command line's way round it is a flag
                     raise UsageError(
                         f"{err}; from the command line, --bagged K (K >= 2) fits K bootstrap "
                         "copies and scores their spread as EU"
                     ) from None
-                record = score_file(fields, found, method, out, data_dir)
+                record = score_file(fields, found, method, out, data_dir, source=made)
     m = record["metrics"]
     head = f"{record['external']['form']} form"
     if not record["external"]["split"]:
@@ -125,8 +126,8 @@ def score_cmd(
 def _fit_here(path: str, bagged: int | None, task, folder: Path, method: str) -> Path:
     """Fit the estimator at import ``path`` on ``task`` (seeded: ``random_state=0`` where
     it has one; bagged, :func:`~udora.experiments.open.adapters.bagged_fields` at seed 0)
-    and save its prediction fields in ``folder`` as a file named by the run's method,
-    preset and seed (so two runs never share one), which is scored like any file."""
+    and save its prediction fields in ``folder`` (a scratch folder) as a file named by
+    the run's method, preset and seed, which is scored like any file."""
     from udora.experiments.open.adapters import bagged_fields, estimator_from_path, sklearn_fields
     from udora.oracle.atomic import write_npz
 

@@ -238,7 +238,10 @@ def disagreements_cmd(
                 arm = new if method_seed is None else new[new["method_seed"] == method_seed]
                 wanted = effect if effect is not None else "spearman_eu,nAURC_eu"
                 metrics = tuple(m.strip() for m in wanted.split(",") if m.strip())
-                effects = dis.paired_effects(arm, base, released, metrics, noise)
+                # a method the arm's baseline never ran is compared with the release's
+                # own rows, under the same variant as the arm's
+                own = derive(released, curves) if picked is not None else released
+                effects = dis.paired_effects(arm, base, own, metrics, noise)
                 console.print(
                     "paired effect against the baseline arm (docs/paper_disagreements.md, 1.2)\n"
                     + markdown_table(effects, index=False),

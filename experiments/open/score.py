@@ -186,13 +186,15 @@ def score_file(
     method: str,
     out: str | Path | None = None,
     data_dir: str | Path | None = None,
+    source: str | None = None,
 ) -> dict[str, Any]:
     """Read, check and score the predictions file ``path`` on ``task``; with ``out``,
     write its run folder ``<out>/<preset>/<method>/<hash>/seed-<s>/`` (result.json marked
     ``external``, with the code and compute that scored it; the predictions in pool order
     as ``predictions.npz``, both checksummed) and return the record as JSON values (with
-    ``path``). Raises UserError naming the file and field on bad input, before anything
-    is written."""
+    ``path``). ``source``: what the record's ``external.file`` names instead of ``path``
+    (a file made in a scratch folder, such as ``udora score --estimator``'s). Raises
+    UserError naming the file and field on bad input, before anything is written."""
     from udora.experiments.run import provenance
     from udora.experiments.run.execute import _summarise
     from udora.experiments.run.record import SCHEMA, RunRecord, write_run
@@ -231,7 +233,7 @@ def score_file(
         config_source="external",
         external={
             "form": predictions.form,
-            "file": str(path),
+            "file": source if source is not None else str(path),
             "sha256": sha,
             "split": predictions.split,
         },

@@ -36,6 +36,12 @@ def claim_rows(table: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+def claim_config(method: str, configs) -> str:
+    """The config claims read for ``method``: ``method@tuned`` where ``configs`` (a
+    release's configs) has it, else the bare method."""
+    return f"{method}@tuned" if f"{method}@tuned" in set(configs) else method
+
+
 def swap(release: pd.DataFrame, new: pd.DataFrame, method_seed: int | None = None) -> pd.DataFrame:
     """The release's claim rows with every ok row of ``new`` in place of the release row of
     the same (preset, method, seed) of that method's claim config (``method@tuned``; the
@@ -73,7 +79,7 @@ def swap(release: pd.DataFrame, new: pd.DataFrame, method_seed: int | None = Non
             f"({', '.join(configs)}); swap one config per method"
         )
     configs = set(base["config"])
-    label = {m: f"{m}@tuned" if f"{m}@tuned" in configs else m for m in base["method"].unique()}
+    label = {m: claim_config(m, configs) for m in base["method"].unique()}
     rows = rows.assign(config=rows["method"].map(label))
     hit = base.set_index(KEY).index.isin(rows.set_index(KEY).index) & (
         base["config"] == base["method"].map(label)
@@ -102,7 +108,7 @@ def paired_effects(
     """The registered effect of an arm (docs/paper_disagreements.md, 1.2): per method of
     ``new``, suite and metric, over the R (preset, seed) tasks of that suite both ``new``
     and ``base`` ran ok, ``delta`` the mean paired difference new - base; ``sigma`` the
-    release's noise of ``method@tuned`` (the bare method without a tuned config;
+    release's noise of the method's claim config (:func:`claim_config`;
     :func:`~udora.experiments.rankings.noise.noise_floor`): with ``noise="fit"`` its
     own-seed noise on a fixed task (``fixed_task_sd``, sigma_m), with ``"task"`` the
     spread over task seeds (``task_seed_sd``, sigma_t, for arms on other tasks);
@@ -111,7 +117,8 @@ def paired_effects(
     "yes" when ``abs(delta) > T`` and the quorum holds, "no", or "n/a" when the release
     has no noise floor for it. ``baseline`` says what the arm was compared with: ``arm``
     (``base``'s rows) or, for a method ``base`` never ran, ``release`` (the release's own
-    rows of it, not its ``method_seed`` replicates). Raises UserError naming a metric the
+    rows of its claim config, not its ``method_seed`` replicates; a metric variant's
+    metrics must then be derived on ``release`` too). Raises UserError naming a metric the
     rows lack, a method neither ran or an unknown ``noise``."""
     if noise not in NOISE:
         raise UserError(f"noise must be one of {', '.join(NOISE)}; got {noise!r}")
@@ -125,10 +132,18 @@ def paired_effects(
     for metric in metrics:
         if metric not in new or metric not in base:
             raise UserError(f"the rows have no metric {metric!r}")
+    configs = set(released["config"])
     for (method, suite), part in new.groupby(["method", "suite"]):
+        label = claim_config(method, configs)
         other, against = base[base["method"] == method], "arm"
-        if other.empty:
-            other, against = released[released["method"] == method], "release"
+        if other.empty:  # one config, the one claims read: configs are never averaged
+            other, against = released[released["config"] == label], "release"
+            lacking = [m for m in metrics if m not in other]
+            if lacking:
+                raise UserError(
+                    f"the release's rows have no metric {lacking[0]!r} to compare {method} "
+                    "with (the baseline arm never ran it)"
+                )
         if other.empty:
             raise UserError(f"neither the baseline arm nor the release has an ok run of {method}")
         for metric in metrics:
@@ -143,7 +158,6 @@ def paired_effects(
             diff = both["new"] - both["base"]
             per_preset = diff.groupby(level="preset").mean()
             delta = float(diff.mean()) if len(diff) else np.nan
-            label = f"{method}@tuned" if f"{method}@tuned" in set(floor["config"]) else method
             own = floor[(floor["config"] == label) & (floor["metric_key"] == metric)]
             sigma = float(own[NOISE[noise]].iloc[0]) if len(own) else np.nan
             threshold = 2 * math.sqrt(2) * sigma / math.sqrt(len(diff)) if len(diff) else np.nan

@@ -108,7 +108,8 @@ def test_the_command_lines_estimator_is_seeded_and_its_file_is_the_runs_own(
 ):
     """`udora score --estimator` fits a randomised classifier the same way twice
     (random_state=0), names its fields' file by the run's method (two runs into one
-    folder keep their own), and without --out leaves no scratch folder behind."""
+    folder keep their own), writes them to a scratch folder only (never into --out), names
+    the command in the record's external.file and leaves no scratch folder behind."""
     import tempfile
 
     from udora.experiments.cli.open import _fit_here
@@ -131,19 +132,22 @@ def test_the_command_lines_estimator_is_seeded_and_its_file_is_the_runs_own(
     export_task(task, tmp_path / "t")
     import udora.experiments.open.score as score_module
 
-    scored = []
+    scored, named = [], []
 
-    def fake_score(file, task, method, out, data_dir):  # the oracle is not built here
+    def fake_score(file, task, method, out, data_dir, source=None):  # no oracle built here
         scored.append(read_npz(file)["prob"])
+        named.append(source)
         return {"metrics": {}, "external": {"form": "probs", "split": False}}
 
     monkeypatch.setattr(score_module, "score_file", fake_score)
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # the command's scratch folder
     cli = ["score", "--estimator", forest, "--task", str(tmp_path / "t")]
-    done = CliRunner().invoke(app, [*cli, "--method", "rf"])
+    done = CliRunner().invoke(app, [*cli, "--method", "rf", "--out", str(tmp_path / "res")])
     assert done.exit_code == 0, done.output
     np.testing.assert_array_equal(scored[0], read_npz(one)["prob"])
+    assert named == [f"--estimator {forest}"]  # the record names the command, not scratch
     assert list(scratch.iterdir()) == []  # scored, then removed with its folder
+    assert not (tmp_path / "res").exists()  # the fields never go into --out
     done = CliRunner().invoke(app, [*cli, "--method", "../x"])
     assert done.exit_code == 2 and "--method '../x' is not a valid name" in done.output
     assert list(scratch.iterdir()) == [] and not (tmp_path / "x").exists()

@@ -179,6 +179,17 @@ def test_a_paired_effect_against_its_baseline_and_the_registered_threshold(relea
     fallback = dis.paired_effects(new, base.assign(method="swag"), release, ("spearman_eu",))
     assert fallback.iloc[0]["baseline"] == "release" and fallback.iloc[0]["R"] == 21
     assert fallback.iloc[0]["delta"] == pytest.approx((5 * 0.1 - 2 * 0.01) / 7, abs=1e-12)
+    # only its claim config: another config's rows of the method are never averaged in
+    tuned = release[release["config"] == "nn_dropout@tuned"]
+    other = tuned.assign(config="nn_dropout@other", config_base="nn_dropout@other")
+    widened = pd.concat([release, other.assign(spearman_eu=other["spearman_eu"] + 5.0)])
+    again = dis.paired_effects(new, base.assign(method="swag"), widened, ("spearman_eu",))
+    assert again.iloc[0]["delta"] == pytest.approx(fallback.iloc[0]["delta"], abs=1e-12)
+    # a metric the release's rows lack (a variant's, not derived on them) is named
+    with pytest.raises(UserError, match="the release's rows have no metric 'rr50_eu'"):
+        dis.paired_effects(
+            new.assign(rr50_eu=0.0), base.assign(method="swag", rr50_eu=0.0), release, ("rr50_eu",)
+        )
     with pytest.raises(UserError, match="nor the release has an ok run of mine"):
         dis.paired_effects(new.assign(method="mine"), base, release, ("spearman_eu",))
 
