@@ -75,7 +75,13 @@ release_app = typer.Typer(
 
 @release_app.command("build")
 def build_cmd(
-    results: Annotated[list[Path], typer.Argument(help="Results folders (e.g. dev, heldout).")],
+    results: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Results folders (e.g. dev, heldout), or release folders built from some "
+            "of the runs (parts: their rows are taken as they are)."
+        ),
+    ],
     out: Annotated[Path, typer.Option(help="The release folder to write.")],
     commit: Annotated[
         str | None,
@@ -93,8 +99,8 @@ def build_cmd(
     ] = None,
 ) -> None:
     """Write OUT/results.parquet, OUT/curves.json.gz and OUT/manifest.json (with their
-    SHA-256) from the runs of RESULTS (with --base, and the base release's rows of the
-    other methods: a new version of it)."""
+    SHA-256) from the runs of RESULTS and the rows of the release parts among them (with
+    --base, and the base release's rows of the other methods: a new version of it)."""
     from udora.experiments.publish.artefact import build_release
 
     with user_errors(console, "interrupted: the release folder may be incomplete"):

@@ -136,12 +136,13 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
             )
     except PredictionError as err:  # named by the file's field, not the prediction type's
         text = str(err)
-        found = re.match(r"ClassificationPrediction\.(\w+): ", text)
-        if found is not None:
-            field = found.group(1)
-            if form in ("members", "samples") and field == "member_probs":
-                field = next(iter(CLASSIFICATION_FORMS[form]))
-            text = f"field {field!r}: {text[found.end() :]}"
+        found = re.match(r"ClassificationPrediction\.(\w+(?:, \w+)*): ", text)
+        if found is not None:  # one field, or several ("aleatoric_brier, epistemic_brier")
+            named = found.group(1).split(", ")
+            if form in ("members", "samples") and named == ["member_probs"]:
+                named = [next(iter(CLASSIFICATION_FORMS[form]))]
+            head = "field" if len(named) == 1 else "fields"
+            text = f"{head} {', '.join(map(repr, named))}: {text[found.end() :]}"
         raise UserError(f"{where}: {text}") from None
     return ClassPredictions(form, prediction)
 

@@ -391,7 +391,19 @@ def find_form(
     if len(found) != 1:
         listed = "; ".join(f"{n}: {', '.join(need)}" for n, need in forms.items())
         got = ", ".join(reading.brief(n) for n in sorted(present)[:20]) or "none"
-        raise UserError(f"{where}: expected the fields of one {what} form ({listed}); got {got}")
+        # fields that together belong to one form lacking some (member_probs and prob: the
+        # split's, short of aleatoric and epistemic): name what it lacks
+        short = [
+            (n, sorted(set(need) - present))
+            for n, need in forms.items()
+            if len(present) > 1
+            and present <= set(need) | (set(split_optional) if n == "split" else set())
+            and not set(need) <= present
+        ]
+        hint = "".join(f"; the {n} form also needs {', '.join(lack)}" for n, lack in short[:1])
+        raise UserError(
+            f"{where}: expected the fields of one {what} form ({listed}); got {got}{hint}"
+        )
     allowed = set(forms[found[0]]) | (set(split_optional) if found[0] == "split" else set())
     extra = sorted(present - allowed)
     if extra:

@@ -53,9 +53,13 @@ def build_release(
     base: str | Path | None = None,
 ) -> Path:
     """Write the release folder ``out`` from the results folders ``results``; returns the
-    manifest's path. Each row's ``commit`` and ``source_sha256`` are those its result.json
-    recorded (:mod:`udora.experiments.run.provenance`), and the manifest lists every
-    commit; ``commit`` (a SHA or its prefix) fills the rows whose record has none (runs
+    manifest's path. An entry of ``results`` that is a release folder (a part, built by
+    this function from runs made apart, as a protocol run over several machines builds
+    one per preset) contributes its rows and curves as they are, checked against its
+    manifest first; the manifest's ``parts`` names each part's files and SHA-256. Each
+    row's ``commit`` and ``source_sha256`` are those its result.json recorded
+    (:mod:`udora.experiments.run.provenance`), and the manifest lists every commit;
+    ``commit`` (a SHA or its prefix) fills the rows whose record has none (runs
     of an installed wheel) and must agree with those that have one.
 
     ``base``: a release folder (or ``"release"``, the shipped one) whose rows of every
@@ -68,8 +72,17 @@ def build_release(
     run has no task hash (written before task hashes were recorded), or a recorded commit
     is not ``commit``. Runs of a checkout with uncommitted changes are counted in the
     manifest's ``dirty_runs``, which the pages show."""
-    tables, oracles = [], {}
+    tables, oracles, built_from, parts = [], {}, [], {}
     for folder in results:
+        if release_folder(folder) is not None:  # a release part: its checked rows as they are
+            part, manifest = _release_rows(folder)
+            tables.append(part)
+            oracles.update(manifest.get("oracles", {}))
+            name = Path(folder).name
+            built_from += [f"{name}:{b}" for b in manifest.get("built_from", [])]
+            parts[name] = manifest["files"]
+            continue
+        built_from.append(Path(folder).name)
         table, found = load_runs(folder)
         root = Path(folder).resolve()
         oracles.update(_sampled_oracles(root, table))
@@ -140,7 +153,7 @@ def build_release(
             for c in sorted(table.columns)
             if c.startswith("version.")
         },
-        "built_from": [*(based or {}).get("built_from", []), *(Path(f).name for f in results)],
+        "built_from": [*(based or {}).get("built_from", []), *built_from],
         "runs": len(table),
         "ok": int((table["status"] == "ok").sum()),
         "failed": [
@@ -154,6 +167,7 @@ def build_release(
         **({"oracles": dict(sorted(oracles.items()))} if oracles else {}),
         "version": (based or {}).get("version", 0) + 1,
         **({"base": based["record"]} if based else {}),
+        **({"parts": parts} if parts else {}),
     }
     write_bytes(out / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
     return out / MANIFEST
@@ -168,23 +182,12 @@ def _base_rows(
     files' SHA-256 and the methods replaced) and its sampled oracles. Raises
     FileNotFoundError when ``base`` is no release folder and UserError when it has no
     row of a replaced method (a new version replaces rows, it does not add methods)."""
-    folder = release_folder(base)
-    if folder is None:
-        raise FileNotFoundError(f"{base}: not a release folder (no manifest.json)")
-    table, _, manifest = read_release(folder)  # its files checked against the manifest
-    keyed = json.loads(gzip.decompress((folder / CURVES).read_bytes()))
-    if [k["run"] for k in keyed] != table["run"].tolist():
-        raise UserError(f"{folder / CURVES}: its entries are not the table's rows, in order")
+    table, manifest = _release_rows(base)
     missing = sorted(replaced - set(table["method"]))
     if missing:
         raise UserError(
             f"{base}: no rows of {', '.join(missing)}; a new version reruns methods the release has"
         )
-    table = table.assign(_curves=[k["curves"] for k in keyed])
-    # columns an older release lacks get load_runs' values for records written before them
-    for column, value in (("kind", "regression"), ("has_split", True), ("n_acquired", 0)):
-        if column not in table:
-            table[column] = value
     version = int(manifest.get("version", 1))
     about = {
         "version": version,
@@ -199,6 +202,28 @@ def _base_rows(
         },
     }
     return table[~table["method"].isin(replaced)], about, manifest.get("oracles", {})
+
+
+def _release_rows(source: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """(rows, manifest) of the release folder ``source``, its files checked against its
+    manifest: each row with its curves (a ``_curves`` column) and, for the columns an
+    older release predates, load_runs' values for records written before them. Raises
+    FileNotFoundError when ``source`` is no release folder and UserError when its curves
+    are not its rows'."""
+    from udora.experiments.results.store import LEGACY
+
+    folder = release_folder(source)
+    if folder is None:
+        raise FileNotFoundError(f"{source}: not a release folder (no manifest.json)")
+    table, _, manifest = read_release(folder)
+    keyed = json.loads(gzip.decompress((folder / CURVES).read_bytes()))
+    if [k["run"] for k in keyed] != table["run"].tolist():
+        raise UserError(f"{folder / CURVES}: its entries are not the table's rows, in order")
+    table = table.assign(_curves=[k["curves"] for k in keyed])
+    for column, value in LEGACY.items():
+        if column not in table:
+            table[column] = value
+    return table, manifest
 
 
 def _sampled_oracles(root: Path, table: pd.DataFrame) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from udora.experiments.publish import claims as c
 from udora.experiments.publish.artefact import code_line, primary_rows, read_release
 from udora.experiments.publish.claim_data import NN8, NONNN, P14, SUITES, ClaimData, Verdict
-from udora.experiments.publish.diagnosis import why_lines
+from udora.experiments.publish.diagnosis import MEASURED_AGAINST, why_lines
 from udora.experiments.publish.variants import Variant
 from udora.oracle.atomic import write_text
 
@@ -244,7 +244,7 @@ def write_reproduction(release: str | Path | None, docs: str | Path, command: st
             "the paper's description and now follows it), *finding* (a faithful "
             "implementation fails it; the candidate causes were ruled out), *explained* "
             "(by a choice the paper leaves unstated), *open* (not settled by the "
-            "experiments run).",
+            f"experiments run). {MEASURED_AGAINST}",
             "",
             *why_lines([(claim.id, v.verdict) for claim, v in found]),
         ]

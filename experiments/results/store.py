@@ -200,6 +200,12 @@ def _split_reused_labels(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+LEGACY = {"kind": REGRESSION, "has_split": True, "n_acquired": 0}
+"""The values :func:`load_runs` gives these columns for a record written before its
+fields existed (a regression task, a method's own AU/EU split, no acquired points); a
+table built before them (an older release's) is read with the same values."""
+
+
 def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]:
     """(table, curves): one row per run with spec, config label, overrides, timings, metrics.
 

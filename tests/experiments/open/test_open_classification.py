@@ -87,12 +87,22 @@ def test_forms_are_recognised_and_bad_input_names_the_field(cls, no_posterior):
         parse({"prob": q[:, :2], "task_hash": h}, task)
     with pytest.raises(UserError, match=r"one classification prediction form"):
         parse({"mean": np.zeros(N), "task_hash": h}, task)
+    with pytest.raises(  # two forms' fields that are together the split's, short of two
+        UserError,
+        match=r"got 'member_probs', 'prob'; the split form also needs aleatoric, epistemic$",
+    ):
+        parse({"prob": q, "member_probs": members, "task_hash": h}, task)
     with pytest.raises(
         UserError,
         match=r"'aleatoric' is not part of the probs form \(prob\); "
         r"the split form also needs epistemic$",
     ):
         parse({"prob": q, "aleatoric": np.ones(N), "task_hash": h}, task)
+    with pytest.raises(
+        UserError,
+        match=r"^predictions: fields 'aleatoric_brier', 'epistemic_brier': set both or neither$",
+    ):
+        parse({**fields, "aleatoric_brier": np.ones(N)}, task)
     negative = members.copy()
     negative[0, 0] = [-0.1, 0.6, 0.5]
     with pytest.raises(UserError, match=r"^predictions: field 'prob_samples': probabilities "):

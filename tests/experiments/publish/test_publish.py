@@ -101,6 +101,44 @@ def test_a_new_version_keeps_the_base_rows_of_the_methods_it_does_not_rerun(tiny
         build_release([new], tmp_path / "v3", base=only)
 
 
+def test_a_release_built_from_parts_is_the_release_built_from_their_runs(tiny_preset, tmp_path):
+    """Release folders among the inputs (parts, built apart: one per preset of a protocol
+    run over several machines) give the rows and curves a build from their runs gives;
+    the manifest names the parts' files; a part older than a column gets load_runs'
+    value for it; a tampered part and a run twice (a part and its own runs) are refused."""
+    a = _runs(tiny_preset, tmp_path / "a", methods=("blr",), seeds=(0, 1))
+    b = _runs(tiny_preset, tmp_path / "b", methods=("catboost_ps",))
+    path, data = tiny_preset
+    assert run_one(path, "blr", 0, {"alpha": 2.0}, tmp_path / "c", data_dir=data).status == "ok"
+    direct = json.loads(build_release([a, b, tmp_path / "c"], tmp_path / "direct").read_text())
+    pa = json.loads(build_release([a], tmp_path / "part-a").read_text())
+    build_release([b], tmp_path / "part-b")
+    # part-a as a release built before the kind, has_split and n_acquired columns
+    old = pd.read_parquet(tmp_path / "part-a" / "results.parquet")
+    old.drop(columns=["kind", "has_split", "n_acquired"]).to_parquet(
+        tmp_path / "part-a" / "results.parquet", index=False
+    )
+    pa["files"]["results.parquet"] = hashlib.sha256(
+        (tmp_path / "part-a" / "results.parquet").read_bytes()
+    ).hexdigest()
+    (tmp_path / "part-a" / "manifest.json").write_text(json.dumps(pa))
+    parts = [tmp_path / "part-a", tmp_path / "part-b", tmp_path / "c"]
+    built = json.loads(build_release(parts, tmp_path / "whole").read_text())
+    one, one_curves, _ = read_release(tmp_path / "direct")
+    two, two_curves, _ = read_release(tmp_path / "whole")
+    pd.testing.assert_frame_equal(one, two[one.columns], check_dtype=False)
+    assert one_curves == two_curves and built["runs"] == direct["runs"] == 4
+    assert built["built_from"] == ["part-a:a", "part-b:b", "c"]
+    assert built["parts"]["part-a"] == pa["files"] and set(built["parts"]) == {"part-a", "part-b"}
+    assert set(two["kind"]) == {"regression"} and two["has_split"].all()
+    assert (two["n_acquired"] == 0).all()
+    with pytest.raises(ValueError, match="tiny blr seed 0: more than one run"):
+        build_release([tmp_path / "part-a", a], tmp_path / "twice")
+    (tmp_path / "part-b" / "curves.json.gz").write_bytes(b"not the curves")
+    with pytest.raises(ValueError, match=r"curves\.json\.gz: its SHA-256 is not the one"):
+        build_release(parts, tmp_path / "tampered")
+
+
 def test_a_run_in_two_folders_is_refused(tiny_preset, tmp_path):
     a = _runs(tiny_preset, tmp_path / "a", methods=("blr",))
     b = _runs(tiny_preset, tmp_path / "b", methods=("blr",))
