@@ -41,6 +41,11 @@ class TaskKind:
         version: the builder's version, part of a disk-cached task's key.
         cache_on_disk: keep built tasks on disk by task hash (an expensive build); the
             task then has ``to_arrays() -> {name: array}`` and ``load`` restores it.
+        single_threaded: (with ``cache_on_disk``) the build's output follows how its
+            floating-point sums are split over threads (a sampled posterior's chains
+            amplify every rounding): the runner builds it in a process of its own on
+            one core with one thread (:mod:`udora.experiments.tasks.cache`), so the same
+            task gives the same arrays whoever asks.
         load: ``load(preset, seed, arrays, meta) -> task``, the task whose
             ``to_arrays()`` gave ``arrays`` (and whose JSON-able ``meta`` was kept).
         shapes: the arrays an ``oracle build`` folder holds (the task's ``to_arrays()``),
@@ -59,6 +64,7 @@ class TaskKind:
     suites: tuple[str, ...] = ()
     version: int = 1
     cache_on_disk: bool = False
+    single_threaded: bool = False
     load: Callable[..., Any] | None = None
     shapes: dict[str, str] | None = None
     summary: Callable[[dict, dict], dict[str, Any]] | None = None
@@ -67,6 +73,8 @@ class TaskKind:
     def __post_init__(self) -> None:
         if self.cache_on_disk and self.load is None:
             raise ValueError(f"task kind {self.name!r}: cache_on_disk needs a load function")
+        if self.single_threaded and not self.cache_on_disk:
+            raise ValueError(f"task kind {self.name!r}: single_threaded needs cache_on_disk")
 
 
 _KINDS: dict[str, TaskKind] = {}

@@ -159,7 +159,7 @@ def oracle_build(
     from dataclasses import replace
 
     from udora.experiments.run.overrides import Overrides
-    from udora.oracle.kinds import build
+    from udora.experiments.tasks.cache import build
     from udora.oracle.preset import load_preset
     from udora.oracle.store import load_oracle, save_task, summary
 
@@ -173,7 +173,7 @@ def oracle_build(
     chosen = load_preset(preset)
     if overrides.task:
         chosen = chosen.with_overrides(dict(overrides.task), origin="--set preset")
-    folder = save_task(build(chosen, seed, data_dir=data_dir), out)
+    folder = save_task(build(chosen, seed, data_dir), out)  # as every run builds it
     _print_summary(summary(*load_oracle(folder)))
     console.print(f"wrote {folder / 'oracle.npz'} and {folder / 'oracle.json'}")
 

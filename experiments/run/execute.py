@@ -78,7 +78,7 @@ def _cached_task(preset_json: str, seed: int, data_dir: str | None) -> Any:
     preset = parse_preset(json.loads(preset_json), "the run's preset")
 
     def build() -> Any:  # JAX: the builders import it when a run starts, not before
-        return oracle_kinds.build(preset, seed, data_dir=data_dir)
+        return task_cache.build(preset, seed, data_dir)
 
     if not oracle_kinds.get_kind(preset.kind).cache_on_disk:
         return build()

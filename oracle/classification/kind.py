@@ -52,6 +52,7 @@ KIND = register_kind(
         suites=SUITES,
         version=1,
         cache_on_disk=True,
+        single_threaded=True,  # its chains amplify every rounding: one thread, always
         load=_load,
         shapes=_shapes(),
         summary=_summary,

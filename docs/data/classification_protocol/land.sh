@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Copy a finished preset's part into the checkout for a commit: its release part
-# (results.parquet, curves.json.gz, manifest.json), the sampled oracle arrays its runs were
-# scored on with their records (build seconds, diagnostics: another machine's build of the
-# same task may draw other samples), its retuned swag and ngboost_bag configs, and every sweep's
-# trial records.
+# (results.parquet, curves.json.gz, manifest.json), the records of the sampled oracles its
+# runs were scored on (the arrays' SHA-256, build seconds, diagnostics), its retuned swag and
+# ngboost_bag configs, and every sweep's trial records.
 # Usage: ROOT=/work/cls bash land.sh PRESET
 set -euo pipefail
 REPO=$(git rev-parse --show-toplevel)
@@ -13,7 +12,7 @@ HERE=$REPO/docs/data/classification_protocol
 [ -f "$ROOT/parts/$P/manifest.json" ] || { echo "no part of $P yet" >&2; exit 1; }
 mkdir -p "$HERE/parts/$P/oracle"
 cp "$ROOT"/parts/"$P"/{results.parquet,curves.json.gz,manifest.json} "$HERE/parts/$P/"
-cp "$ROOT"/results/"$P"/oracle/*.json "$ROOT"/results/"$P"/oracle/*.npz "$HERE/parts/$P/oracle/"
+cp "$ROOT"/results/"$P"/oracle/*.json "$HERE/parts/$P/oracle/"
 grep "^$P " "$ROOT/times.txt" > "$HERE/parts/$P/times.txt"
 for m in swag ngboost_bag; do  # sweep paths relative to the tuned folder, as committed
   sed "s|$ROOT/tuned/||" "$ROOT/tuned/$P/$m.yaml" > "$REPO/docs/data/tuned/classification/$P/$m.yaml"
