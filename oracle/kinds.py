@@ -44,7 +44,7 @@ class TaskKind:
         single_threaded: (with ``cache_on_disk``) the build's output follows how its
             floating-point sums are split over threads (a sampled posterior's chains
             amplify every rounding): the runner builds it in a process of its own on
-            one core with one thread (:mod:`udora.experiments.tasks.cache`), so the same
+            one core with one thread (:mod:`udora.experiments.run.processes`), so the same
             task gives the same arrays whoever asks.
         load: ``load(preset, seed, arrays, meta) -> task``, the task whose
             ``to_arrays()`` gave ``arrays`` (and whose JSON-able ``meta`` was kept).

@@ -159,7 +159,7 @@ def oracle_build(
     from dataclasses import replace
 
     from udora.experiments.run.overrides import Overrides
-    from udora.experiments.tasks.cache import build
+    from udora.experiments.run.processes import build
     from udora.oracle.preset import load_preset
     from udora.oracle.store import load_oracle, save_task, summary
 

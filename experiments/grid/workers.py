@@ -15,16 +15,20 @@ first (the others were terminated by the pool, SIGTERM), and
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import os
 import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from udora.experiments.run import interrupts
+from udora.experiments.run.processes import (  # noqa: F401 (the pools import them from here)
+    cap_threads,
+    exit_with_parent,
+    stop_pool,
+    thread_env,
+)
 
 
 @dataclass(frozen=True)
@@ -38,45 +42,6 @@ class Outcome:
 # A break with no run to blame (a worker died idle or starting up) this many times in a row
 # is not a run's fault: give up with an error instead of respawning forever.
 MAX_EMPTY_BREAKS = 3
-
-
-def exit_with_parent(parent: int, every: float = 1.0) -> None:
-    """End this worker soon after its parent process is gone (killed, say, by SIGKILL,
-    which gives the parent no chance to terminate its pool): a daemon thread polls the
-    parent pid and calls ``os._exit(1)`` once this process has been re-parented."""
-    import os
-    import threading
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(every)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="udora-parent-watch", daemon=True).start()
-
-
-def thread_env(cpus: int) -> dict[str, str]:
-    """Environment that caps a run's OpenMP, BLAS and (for one core) XLA threads at
-    ``cpus``; set before JAX or numpy start their thread pools. CatBoost's threads are a
-    method config field (``thread_count``, default 1)."""
-    env = {
-        name: str(cpus) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-    }
-    if cpus == 1:
-        flags = os.environ.get("XLA_FLAGS", "")
-        if "xla_cpu_multi_thread_eigen" not in flags:
-            env["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
-    return env
-
-
-def cap_threads(cpus: int) -> None:
-    """Cap this process's threads at ``cpus``: the environment of :func:`thread_env` for
-    libraries not loaded yet, and ``threadpoolctl`` for BLAS/OpenMP already loaded (the
-    spawned worker may have imported numpy with the parent's main module)."""
-    from threadpoolctl import threadpool_limits
-
-    os.environ.update(thread_env(cpus))
-    threadpool_limits(cpus)
 
 
 def init_worker(cores: list[int] | None = None, per_run: int = 0, slot: Any = None) -> None:
@@ -97,26 +62,6 @@ def init_worker(cores: list[int] | None = None, per_run: int = 0, slot: Any = No
     exit_with_parent(os.getppid())
     interrupts.ignore_in_worker()
     configure_compilation_cache()
-
-
-def stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 2.0) -> None:
-    """Cancel queued runs and end the pool's processes now: SIGTERM, then SIGKILL.
-
-    ``ProcessPoolExecutor.shutdown`` waits for running calls, and its exit hook joins the
-    manager thread, which hung on a second Ctrl-C; terminating the workers first lets that
-    thread see them gone and return.
-    """
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
-        if proc.is_alive():
-            proc.terminate()
-    deadline = time.monotonic() + grace
-    for proc in procs:
-        proc.join(timeout=max(0.0, deadline - time.monotonic()))
-        if proc.is_alive():
-            proc.kill()
-            proc.join(timeout=grace)
 
 
 def crash_reason(exitcode: int) -> str:

@@ -77,15 +77,17 @@ def build_release(
         if release_folder(folder) is not None:  # a release part: its checked rows as they are
             part, manifest = _release_rows(folder)
             tables.append(part)
-            oracles.update(manifest.get("oracles", {}))
+            _add_oracles(oracles, manifest.get("oracles", {}), folder)
             name = Path(folder).name
+            if name in parts:
+                raise UserError(f"{folder}: two parts named {name!r}; give parts distinct names")
             built_from += [f"{name}:{b}" for b in manifest.get("built_from", [])]
             parts[name] = manifest["files"]
             continue
         built_from.append(Path(folder).name)
         table, found = load_runs(folder)
         root = Path(folder).resolve()
-        oracles.update(_sampled_oracles(root, table))
+        _add_oracles(oracles, _sampled_oracles(root, table), folder)
         table["run"] = [str(Path(d).resolve().relative_to(root)) for d in table["run_dir"]]
         keys = table[["preset", "method", "config", "seed"]].itertuples(index=False, name=None)
         table["_curves"] = [found.get(key, {}) for key in keys]  # each row its own run's
@@ -94,11 +96,10 @@ def build_release(
     if base is not None:
         kept, based, old_oracles = _base_rows(base, set(pd.concat(tables)["method"]))
         tables.insert(0, kept)
-        oracles = {
-            **{h: o for h, o in old_oracles.items() if h in set(kept["task_hash"])},
-            **oracles,
-        }
+        kept_oracles = {h: o for h, o in old_oracles.items() if h in set(kept["task_hash"])}
+        oracles = _add_oracles(kept_oracles, oracles, base)
     table = pd.concat(tables, ignore_index=True)
+    _check_oracles(table, oracles)
     from udora.experiments.results.store import kind_of
 
     kind_of(table)  # a release holds one task kind (its page ranks one kind's metrics)
@@ -202,6 +203,41 @@ def _base_rows(
         },
     }
     return table[~table["method"].isin(replaced)], about, manifest.get("oracles", {})
+
+
+def _add_oracles(
+    oracles: dict[str, dict[str, Any]], found: dict[str, dict[str, Any]], where: Any
+) -> dict[str, dict[str, Any]]:
+    """Add ``found`` (task hash -> sampled oracle record) to ``oracles`` and return it;
+    a task whose arrays differ from those already there (other draws: another CPU, or a
+    build with other threads) is a UserError naming ``where``."""
+    for task_hash, entry in found.items():
+        known = oracles.get(task_hash)
+        if known is not None and known.get("sha256") != entry.get("sha256"):
+            raise UserError(
+                f"{where}: task {task_hash} ({entry.get('preset')} seed {entry.get('seed')}) "
+                f"was scored on other oracle arrays ({str(entry.get('sha256'))[:12]}) than "
+                f"the release's other runs of it ({str(known.get('sha256'))[:12]}); a "
+                "release holds one set of targets per task"
+            )
+        oracles[task_hash] = entry
+    return oracles
+
+
+def _check_oracles(table: pd.DataFrame, oracles: dict[str, dict[str, Any]]) -> None:
+    """Every ok row of a task with a sampled oracle was scored on the arrays the manifest
+    lists for it (its ``oracle_sha256``); a UserError names the first that was not."""
+    if not oracles or "oracle_sha256" not in table:
+        return
+    ok = table[(table["status"] == "ok") & table["task_hash"].isin(list(oracles))]
+    for r in ok.itertuples(index=False):
+        listed = oracles[r.task_hash].get("sha256")
+        if r.oracle_sha256 != listed:
+            raise UserError(
+                f"{r.preset} {r.config} seed {r.seed}: scored on oracle arrays "
+                f"{str(r.oracle_sha256)[:12]}, not the {str(listed)[:12]} of its task's "
+                "other runs; a release holds one set of targets per task"
+            )
 
 
 def _release_rows(source: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -78,7 +78,7 @@ def swap(release: pd.DataFrame, new: pd.DataFrame, method_seed: int | None = Non
             f"{method} on {preset} seed {seed} has several configs in the new rows "
             f"({', '.join(configs)}); swap one config per method"
         )
-    configs = set(base["config"])
+    configs = set(base.loc[base["status"] == "ok", "config"])  # as paired_effects reads
     label = {m: claim_config(m, configs) for m in base["method"].unique()}
     rows = rows.assign(config=rows["method"].map(label))
     hit = base.set_index(KEY).index.isin(rows.set_index(KEY).index) & (
@@ -119,7 +119,8 @@ def paired_effects(
     (``base``'s rows) or, for a method ``base`` never ran, ``release`` (the release's own
     rows of its claim config, not its ``method_seed`` replicates; a metric variant's
     metrics must then be derived on ``release`` too). Raises UserError naming a metric the
-    rows lack, a method neither ran or an unknown ``noise``."""
+    rows lack (or hold on no task of both), a method with several configs on one task, a
+    method neither ran or an unknown ``noise``."""
     if noise not in NOISE:
         raise UserError(f"noise must be one of {', '.join(NOISE)}; got {noise!r}")
     own_rows = primary_rows(release)  # not the package copies' rows of a preset
@@ -132,17 +133,25 @@ def paired_effects(
     for metric in metrics:
         if metric not in new or metric not in base:
             raise UserError(f"the rows have no metric {metric!r}")
+    for name, rows_of in (("new", new), ("baseline", base)):  # configs are never averaged
+        twice = rows_of.groupby(["preset", "method", "seed"])["config"].nunique()
+        if (twice > 1).any():
+            preset, method, seed = twice[twice > 1].index[0]
+            raise UserError(
+                f"the {name} rows hold several configs of {method} on {preset} seed {seed}; "
+                "compare one config per method"
+            )
     configs = set(released["config"])
     for (method, suite), part in new.groupby(["method", "suite"]):
         label = claim_config(method, configs)
         other, against = base[base["method"] == method], "arm"
-        if other.empty:  # one config, the one claims read: configs are never averaged
+        if other.empty:  # one config, the one claims read
             other, against = released[released["config"] == label], "release"
-            lacking = [m for m in metrics if m not in other]
-            if lacking:
+            lacking = [m for m in metrics if m not in other or not other[m].notna().any()]
+            if lacking and not other.empty:
                 raise UserError(
-                    f"the release's rows have no metric {lacking[0]!r} to compare {method} "
-                    "with (the baseline arm never ran it)"
+                    f"the release's rows of {label} have no {lacking[0]!r} to compare "
+                    f"{method} with (the baseline arm never ran it)"
                 )
         if other.empty:
             raise UserError(f"neither the baseline arm nor the release has an ok run of {method}")
@@ -155,10 +164,18 @@ def paired_effects(
                 axis=1,
                 join="inner",
             ).dropna()
+            if both.empty:
+                raise UserError(
+                    f"{method} ({suite}): no (preset, seed) where both the new and the "
+                    f"{against} rows have {metric!r}"
+                )
             diff = both["new"] - both["base"]
             per_preset = diff.groupby(level="preset").mean()
             delta = float(diff.mean()) if len(diff) else np.nan
-            own = floor[(floor["config"] == label) & (floor["metric_key"] == metric)]
+            if floor.empty:  # a release without method_seed replicates has no floor
+                own = floor
+            else:
+                own = floor[(floor["config"] == label) & (floor["metric_key"] == metric)]
             sigma = float(own[NOISE[noise]].iloc[0]) if len(own) else np.nan
             threshold = 2 * math.sqrt(2) * sigma / math.sqrt(len(diff)) if len(diff) else np.nan
             agree = int((np.sign(per_preset) == np.sign(delta)).sum())

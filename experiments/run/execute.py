@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from udora.experiments.run import interrupts, provenance
+from udora.experiments.run import interrupts, processes, provenance
 from udora.experiments.run.overrides import PRESET_PREFIX, Overrides, parse_set
 from udora.experiments.run.record import SCHEMA, RunRecord, write_run
 from udora.experiments.run.records import read_run, refuse_old
@@ -78,7 +78,7 @@ def _cached_task(preset_json: str, seed: int, data_dir: str | None) -> Any:
     preset = parse_preset(json.loads(preset_json), "the run's preset")
 
     def build() -> Any:  # JAX: the builders import it when a run starts, not before
-        return task_cache.build(preset, seed, data_dir)
+        return processes.build(preset, seed, data_dir)
 
     if not oracle_kinds.get_kind(preset.kind).cache_on_disk:
         return build()
@@ -222,8 +222,13 @@ def run_resolved(
     timings["oracle"] = time.perf_counter() - t0
     kind = run_kind(run.preset.kind)
     # once per task, for later analyses; the run records the checksum it was scored on
-    oracle_arrays.store(out_dir, run.task_hash, task, kind.task_arrays(task))
-    oracle_sha256 = oracle_arrays.checksum(out_dir, run.task_hash)
+    if kind.standard_errors is not None:  # sampled targets: these draws, or none
+        oracle_sha256 = oracle_arrays.store_checked(
+            out_dir, run.task_hash, task, kind.task_arrays(task)
+        )
+    else:  # exact targets: a rebuild differs in the last bits at most
+        oracle_arrays.store(out_dir, run.task_hash, task, kind.task_arrays(task))
+        oracle_sha256 = oracle_arrays.checksum(out_dir, run.task_hash)
     before = task.fingerprint()
     try:
         knowledge = task.knowledge(with_prior=type(model).uses_task_prior)

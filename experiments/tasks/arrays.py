@@ -95,6 +95,26 @@ def store(
     return _write(root, task_hash, arrays, entry)
 
 
+def store_checked(
+    root: str | Path, task_hash: str, task: Any, arrays: dict[str, np.ndarray]
+) -> str:
+    """:func:`store` ``arrays`` of ``task`` under ``root`` and return their SHA-256, the
+    arrays a run is scored on; when the folder already holds arrays of ``task_hash``, they
+    must be these (a sampled oracle's draws: another build may draw others). Raises
+    UserError naming the stored file when they are not."""
+    store(root, task_hash, task, arrays)
+    npz, record = paths(root, task_hash)
+    digest = hashlib.sha256(_npz_bytes(arrays)).hexdigest()
+    if checksum(root, task_hash) != digest:
+        raise UserError(
+            f"{npz}: the stored oracle arrays of task {task_hash} are not this build's "
+            "(another build drew other samples: another machine, or a build before "
+            f"builds were single-threaded); a results folder holds one set per task: "
+            f"delete {npz.name} and {record.name} to keep this build's, or use another folder"
+        )
+    return digest
+
+
 def checksum(root: str | Path, task_hash: str) -> str | None:
     """The SHA-256 of the stored arrays of ``task_hash`` under ``root`` (from its record),
     or None when they are not stored: what a run records it was scored against."""

@@ -14,16 +14,15 @@ Kinds without ``cache_on_disk`` (regression: seconds) are built every time.
 
 A kind that sets ``single_threaded`` (classification) has its tasks built in a process
 of their own on one core, with XLA's and BLAS's threads capped at one
-(:func:`build_single_threaded`): a sampled posterior's draws follow every rounding of its
-sums, and how those are split over threads depends on the caller (a bench worker on one
-core, a command with both), so built in the caller the same task drew other samples.
-Built this way the same task gives the same arrays on the same kind of CPU with the same
-libraries.
+(:func:`udora.experiments.run.processes.build_single_threaded`): a sampled posterior's
+draws follow every rounding of its sums, and how those are split over threads depends on
+the caller (a bench worker on one core, a command with both), so built in the caller the
+same task drew other samples. Built this way the same task gives the same arrays on the
+same kind of CPU with the same libraries.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -60,63 +59,3 @@ def load_or_build(preset: Any, seed: int, task_hash: str, build: Callable[[], An
     task = build()
     oracle_arrays.store(folder, task_hash, task, task.to_arrays())
     return task
-
-
-def build(preset: Any, seed: int, data_dir: str | Path | None = None) -> Any:
-    """The task of ``preset`` at ``seed``, built as its kind says: in a single-threaded
-    process of its own for a ``single_threaded`` kind, else here."""
-    if get_kind(preset.kind).single_threaded:
-        return build_single_threaded(preset, seed, data_dir)
-    from udora.oracle import kinds as oracle_kinds
-
-    return oracle_kinds.build(preset, seed, data_dir=data_dir)
-
-
-def build_single_threaded(preset: Any, seed: int, data_dir: str | Path | None = None) -> Any:
-    """The task of ``preset`` at ``seed`` (a kind with ``cache_on_disk``), built in a
-    spawned process pinned to one of this process's cores with XLA's and BLAS's threads
-    capped at one (:func:`udora.experiments.grid.workers.init_worker`, as a bench worker
-    on one core runs), then read back from its stored arrays as the disk cache reads it.
-    An error in the build is raised here; Ctrl-C ends the build's process at once."""
-    import concurrent.futures as cf
-    import multiprocessing as mp
-    import tempfile
-
-    from udora.experiments.grid.workers import init_worker, stop_pool
-
-    kind = get_kind(preset.kind)
-    affinity = getattr(os, "sched_getaffinity", None)
-    cores = sorted(affinity(0))[:1] if affinity is not None else None
-    ctx = mp.get_context("spawn")
-    text = preset.model_dump_json()
-    folder = tempfile.mkdtemp(prefix="udora-task-")
-    try:
-        pool = cf.ProcessPoolExecutor(
-            1, mp_context=ctx, initializer=init_worker, initargs=(cores, 1, ctx.Value("i", 0))
-        )
-        try:
-            pool.submit(_build_and_store, text, int(seed), data_dir, folder).result()
-        finally:
-            stop_pool(pool)
-        found = oracle_arrays.load_arrays(folder, _NAME)
-        if found is None:  # the build returned without storing: never silently rebuilt
-            raise RuntimeError(f"the build of {preset.name} seed {seed} stored no arrays")
-        entry, arrays = found
-        return kind.load(preset, int(seed), arrays, entry.get("meta", {}))
-    finally:
-        import shutil
-
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-_NAME = "task"  # the stored arrays' name in the build's scratch folder
-
-
-def _build_and_store(preset_json: str, seed: int, data_dir: str | Path | None, folder: str) -> None:
-    """In the build's process: build the task and store its arrays in ``folder``."""
-    from udora.oracle import kinds as oracle_kinds
-    from udora.oracle.preset import parse_preset
-
-    preset = parse_preset(json.loads(preset_json), "the task's preset")
-    task = oracle_kinds.build(preset, seed, data_dir=data_dir)
-    oracle_arrays.store(folder, _NAME, task, task.to_arrays())

@@ -50,7 +50,7 @@ KIND = register_kind(
         ClassificationPreset,
         _build,
         suites=SUITES,
-        version=1,
+        version=2,  # 2: built single-threaded (a cache of version 1 may hold other draws)
         cache_on_disk=True,
         single_threaded=True,  # its chains amplify every rounding: one thread, always
         load=_load,

@@ -13,9 +13,9 @@ HERE=$REPO/docs/data/classification_protocol
 mkdir -p "$HERE/parts/$P/oracle"
 cp "$ROOT"/parts/"$P"/{results.parquet,curves.json.gz,manifest.json} "$HERE/parts/$P/"
 cp "$ROOT"/results/"$P"/oracle/*.json "$HERE/parts/$P/oracle/"
-grep "^$P " "$ROOT/times.txt" > "$HERE/parts/$P/times.txt"
+grep "^$P " "$ROOT/times.txt" > "$HERE/parts/$P/times.txt" || echo "$P: no times recorded" >&2
 for m in swag ngboost_bag; do  # sweep paths relative to the tuned folder, as committed
   sed "s|$ROOT/tuned/||" "$ROOT/tuned/$P/$m.yaml" > "$REPO/docs/data/tuned/classification/$P/$m.yaml"
 done
 tar czf "$REPO/docs/data/tuned/classification/sweeps.tar.gz" -C "$ROOT/tuned" --sort=name \
-  --mtime=2026-01-01 --owner=0 --group=0 sweeps
+  --mtime=2026-01-01 --owner=0 --group=0 --exclude=.udora-lock --exclude='.inflight-*' sweeps

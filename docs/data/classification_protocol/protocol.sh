@@ -4,9 +4,10 @@
 # part survives the machine: tune swag (DEV-1) and ngboost_bag (10 trials, seed 100),
 # refit every method at seeds 0, 1, 2, the noise floor on two presets, build the part.
 # Resumable: tune and bench skip what is done; a built part is not rebuilt.
+# Every run on one core with one thread (--cpus-per-run 1), on any machine.
 # Usage: ROOT=/work/cls UDORA=ROOT/venv/bin/udora bash protocol.sh
 set -euo pipefail
-ROOT=${ROOT:-/work/cls}
+ROOT=${ROOT:-$(cd "$(dirname "$0")" && pwd)}  # default: the folder setup.sh copied it to
 UDORA=${UDORA:-$ROOT/venv/bin/udora}
 export UDORA_DATA_DIR=${UDORA_DATA_DIR:-/work/shared/data}
 cd "$ROOT/wt"   # the clean worktree: every run records its commit
@@ -17,14 +18,14 @@ for P in $PRESETS; do
   if [ -f "$ROOT/parts/$P/manifest.json" ]; then echo "== $P: part built"; continue; fi
   echo "== $P tune $(date -u +%FT%TZ)"
   t0=$(date +%s)
-  "$UDORA" tune --presets "$P" --methods swag,ngboost_bag --trials 10 --seed 100 --jobs 2 --out "$ROOT/tuned"
+  "$UDORA" tune --presets "$P" --methods swag,ngboost_bag --trials 10 --seed 100 --jobs 2 --cpus-per-run 1 --out "$ROOT/tuned"
   t1=$(date +%s)
   echo "== $P bench $(date -u +%FT%TZ)"
-  "$UDORA" bench --presets "$P" --seeds 0,1,2 --methods "$METHODS" --tuned "$ROOT/tuned" --jobs 2 --timeout 10800 --out "$ROOT/results/$P"
+  "$UDORA" bench --presets "$P" --seeds 0,1,2 --methods "$METHODS" --tuned "$ROOT/tuned" --jobs 2 --cpus-per-run 1 --timeout 10800 --out "$ROOT/results/$P"
   t2=$(date +%s)
   if [[ " $FLOOR " == *" $P "* ]]; then
     for m in 1 2 3; do
-      "$UDORA" bench --presets "$P" --seeds 0 --methods "$METHODS" --tuned "$ROOT/tuned" --set method_seed=$m --jobs 2 --timeout 10800 --out "$ROOT/results/$P"
+      "$UDORA" bench --presets "$P" --seeds 0 --methods "$METHODS" --tuned "$ROOT/tuned" --set method_seed=$m --jobs 2 --cpus-per-run 1 --timeout 10800 --out "$ROOT/results/$P"
     done
   fi
   t3=$(date +%s)

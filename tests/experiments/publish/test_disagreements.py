@@ -185,11 +185,25 @@ def test_a_paired_effect_against_its_baseline_and_the_registered_threshold(relea
     widened = pd.concat([release, other.assign(spearman_eu=other["spearman_eu"] + 5.0)])
     again = dis.paired_effects(new, base.assign(method="swag"), widened, ("spearman_eu",))
     assert again.iloc[0]["delta"] == pytest.approx(fallback.iloc[0]["delta"], abs=1e-12)
-    # a metric the release's rows lack (a variant's, not derived on them) is named
-    with pytest.raises(UserError, match="the release's rows have no metric 'rr50_eu'"):
+    # a metric the release's rows lack (a variant's, not derived on them) is named, and so
+    # is one its claim config holds no value of
+    with pytest.raises(UserError, match="rows of nn_dropout@tuned have no 'rr50_eu'"):
         dis.paired_effects(
             new.assign(rr50_eu=0.0), base.assign(method="swag", rr50_eu=0.0), release, ("rr50_eu",)
         )
+    empty = release.assign(
+        spearman_eu=release["spearman_eu"].where(release["method"] != "nn_dropout")
+    )
+    with pytest.raises(UserError, match="rows of nn_dropout@tuned have no 'spearman_eu'"):
+        dis.paired_effects(new, base.assign(method="swag"), empty, ("spearman_eu",))
+    # two configs of one method on one task are refused, never averaged
+    other_config = new.assign(config="nn_dropout@other")
+    with pytest.raises(UserError, match="the new rows hold several configs of nn_dropout"):
+        dis.paired_effects(pd.concat([new, other_config]), base, release, ("spearman_eu",))
+    # a release without method_seed replicates has no noise floor: n/a, not an error
+    unseeded = release[release["method_seed"].isna()]
+    alone = dis.paired_effects(new, base, unseeded, ("spearman_eu",)).iloc[0]
+    assert alone["passes"] == "n/a" and np.isnan(alone["sigma"]) and alone["R"] == 21
     with pytest.raises(UserError, match="nor the release has an ok run of mine"):
         dis.paired_effects(new.assign(method="mine"), base, release, ("spearman_eu",))
 

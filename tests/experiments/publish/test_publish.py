@@ -134,9 +134,40 @@ def test_a_release_built_from_parts_is_the_release_built_from_their_runs(tiny_pr
     assert (two["n_acquired"] == 0).all()
     with pytest.raises(ValueError, match="tiny blr seed 0: more than one run"):
         build_release([tmp_path / "part-a", a], tmp_path / "twice")
+    import shutil
+
+    shutil.copytree(tmp_path / "part-b", tmp_path / "elsewhere" / "part-a")
+    with pytest.raises(ValueError, match="two parts named 'part-a'"):
+        build_release([tmp_path / "part-a", tmp_path / "elsewhere" / "part-a"], tmp_path / "named")
     (tmp_path / "part-b" / "curves.json.gz").write_bytes(b"not the curves")
     with pytest.raises(ValueError, match=r"curves\.json\.gz: its SHA-256 is not the one"):
         build_release(parts, tmp_path / "tampered")
+
+
+def test_a_release_holds_one_set_of_sampled_targets_per_task():
+    """Parts (or results folders) whose runs of one task were scored on other sampled
+    oracle arrays are refused, and so is a row whose arrays are not its task's listed
+    ones: paired comparisons with the release would mix two sets of targets."""
+    from udora.experiments.publish.artefact import _add_oracles, _check_oracles
+
+    a, b = "a" * 64, "b" * 64
+    oracles = _add_oracles({}, {"t1": {"sha256": a, "preset": "p", "seed": 0}}, "part-a")
+    assert _add_oracles(dict(oracles), {"t1": {"sha256": a}}, "again")["t1"]["sha256"] == a
+    with pytest.raises(ValueError, match=r"part-b: task t1 \(p seed 0\) was scored on other"):
+        _add_oracles(oracles, {"t1": {"sha256": b, "preset": "p", "seed": 0}}, "part-b")
+    rows = pd.DataFrame(
+        {
+            "preset": ["p", "p", "p"],
+            "config": ["m1", "m2", "m3"],
+            "seed": [0, 0, 0],
+            "status": ["ok", "failed", "ok"],
+            "task_hash": ["t1", "t1", "t1"],
+            "oracle_sha256": [a, b, b],
+        }
+    )
+    _check_oracles(rows.iloc[:2], oracles)  # a failed run's arrays are not its scores
+    with pytest.raises(ValueError, match="p m3 seed 0: scored on oracle arrays bbbbbbbbbbbb, not"):
+        _check_oracles(rows, oracles)
 
 
 def test_a_run_in_two_folders_is_refused(tiny_preset, tmp_path):

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from udora.errors import UserError
 from udora.experiments.grid.bench import make_grid, run_grid
 from udora.experiments.report.sections import register_section, unregister_section
 from udora.experiments.report.write import write_report
@@ -252,6 +253,28 @@ def test_an_expensive_task_is_built_once_per_machine(dummy_kind, tmp_path):
     assert BUILDS == [1]
     assert second.metrics["abs_error"] == pytest.approx(expected_error(data, 1, 1.0), rel=1e-12)
     assert first.run.task_hash == second.run.task_hash
+
+
+def test_a_folder_holding_other_sampled_arrays_of_the_task_is_refused(dummy_kind, tmp_path):
+    """A run records the checksum of the arrays it was scored on: when its results folder
+    already holds other arrays of its task (another build's draws), it is refused naming
+    the stored file, instead of recording the stored arrays' checksum for its own."""
+    from udora.experiments.tasks import arrays as oracle_arrays
+
+    preset, _ = dummy_kind
+    first = run_one(preset, "mean_guess", 1, None, tmp_path / "res")
+    root, task_hash = tmp_path / "res", first.run.task_hash
+    entry, arrays = oracle_arrays.load_arrays(root, task_hash)
+    for path in oracle_arrays.paths(root, task_hash):
+        path.unlink()
+    name = next(k for k, v in arrays.items() if np.asarray(v).dtype.kind == "f")
+    other = {**arrays, name: np.asarray(arrays[name]) + 1.0}  # another build's draws
+    oracle_arrays._write(root, task_hash, other, {k: v for k, v in entry.items() if k != "sha256"})
+    with pytest.raises(UserError, match=rf"{task_hash}\.npz: the stored oracle arrays of task"):
+        run_one(preset, "mean_guess", 1, {"shift": 1.0}, root)
+    again = run_one(preset, "mean_guess", 1, {"shift": 1.0}, tmp_path / "fresh")
+    sha = [read_run(r.path).record.oracle_sha256 for r in (first, again)]
+    assert sha[0] == sha[1] and len(sha[0]) == 64  # the same build's arrays, the same sum
 
 
 def test_a_grid_of_two_kinds_keeps_them_apart(tiny_preset, dummy_kind, tmp_path):

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from udora.experiments.tasks.cache import build
+from udora.experiments.run.processes import build
 from udora.oracle.preset import load_preset
 
 BY_HAND = """

@@ -1,0 +1,154 @@
+"""A process's threads and lifetime (what a grid's workers use; its pools import them from
+:mod:`udora.experiments.grid.workers`), and building a task as its kind says: a
+``single_threaded`` kind (a sampled posterior, whose draws follow how its sums are split
+over threads) in a spawned process of its own on one core with one OpenMP, BLAS and XLA
+thread, so the same task gives the same arrays whoever asks (a bench worker, ``udora
+run``, ``udora oracle build``); any other kind here (docs/design.md, "Cached and
+reproducible")."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from udora.experiments.run import interrupts
+from udora.experiments.tasks import arrays as oracle_arrays
+from udora.oracle.kinds import get_kind
+
+
+def exit_with_parent(parent: int, every: float = 1.0) -> None:
+    """End this worker soon after its parent process is gone (killed, say, by SIGKILL,
+    which gives the parent no chance to terminate its pool): a daemon thread polls the
+    parent pid and calls ``os._exit(1)`` once this process has been re-parented."""
+    import os
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="udora-parent-watch", daemon=True).start()
+
+
+def thread_env(cpus: int) -> dict[str, str]:
+    """Environment that caps a run's OpenMP, BLAS and (for one core) XLA threads at
+    ``cpus``; set before JAX or numpy start their thread pools. CatBoost's threads are a
+    method config field (``thread_count``, default 1)."""
+    env = {
+        name: str(cpus) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    }
+    if cpus == 1:
+        flags = os.environ.get("XLA_FLAGS", "")
+        if "xla_cpu_multi_thread_eigen" not in flags:
+            env["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    return env
+
+
+def cap_threads(cpus: int) -> None:
+    """Cap this process's threads at ``cpus``: the environment of :func:`thread_env` for
+    libraries not loaded yet, and ``threadpoolctl`` for BLAS/OpenMP already loaded (the
+    spawned worker may have imported numpy with the parent's main module)."""
+    from threadpoolctl import threadpool_limits
+
+    os.environ.update(thread_env(cpus))
+    threadpool_limits(cpus)
+
+
+def stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 2.0) -> None:
+    """Cancel queued runs and end the pool's processes now: SIGTERM, then SIGKILL.
+
+    ``ProcessPoolExecutor.shutdown`` waits for running calls, and its exit hook joins the
+    manager thread, which hung on a second Ctrl-C; terminating the workers first lets that
+    thread see them gone and return.
+    """
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=grace)
+
+
+def build(preset: Any, seed: int, data_dir: str | Path | None = None) -> Any:
+    """The task of ``preset`` at ``seed``, built as its kind says: in a single-threaded
+    process of its own for a ``single_threaded`` kind, else here."""
+    if get_kind(preset.kind).single_threaded:
+        return build_single_threaded(preset, seed, data_dir)
+    from udora.oracle import kinds as oracle_kinds
+
+    return oracle_kinds.build(preset, seed, data_dir=data_dir)
+
+
+def build_single_threaded(preset: Any, seed: int, data_dir: str | Path | None = None) -> Any:
+    """The task of ``preset`` at ``seed`` (a kind with ``cache_on_disk``), built in a
+    spawned process on the CPU with one thread (:func:`_init_build`), then read back from
+    its stored arrays as the disk cache reads it. An error in the build is raised here;
+    Ctrl-C ends the build's process at once. A script calling this (through a run) needs
+    the ``if __name__ == "__main__":`` guard that spawned processes need."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    import shutil
+    import tempfile
+
+    kind = get_kind(preset.kind)
+    affinity = getattr(os, "sched_getaffinity", None)
+    core = min(affinity(0)) if affinity is not None else None
+    text = preset.model_dump_json()
+    folder = tempfile.mkdtemp(prefix="udora-task-")
+    try:
+        with interrupts.spawning():  # a Ctrl-C while it starts waits for the block's end
+            pool = cf.ProcessPoolExecutor(
+                1, mp_context=mp.get_context("spawn"), initializer=_init_build, initargs=(core,)
+            )
+            future = pool.submit(_build_and_store, text, int(seed), data_dir, folder)
+        try:
+            future.result()
+        finally:
+            stop_pool(pool)
+        found = oracle_arrays.load_arrays(folder, _NAME)
+        if found is None:  # the build returned without storing: never silently rebuilt
+            raise RuntimeError(f"the build of {preset.name} seed {seed} stored no arrays")
+        entry, arrays = found
+        return kind.load(preset, int(seed), arrays, entry.get("meta", {}))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _init_build(core: int | None) -> None:
+    """The build's process, before it imports JAX: pinned to ``core`` where the platform
+    pins, one OpenMP, BLAS and XLA thread (XLA's flag set over an inherited one), JAX on
+    the CPU, Ctrl-C left to the caller, ended when the caller dies, the shared JAX cache."""
+    from udora.experiments.run.jax_cache import configure_compilation_cache
+
+    if core is not None:
+        os.sched_setaffinity(0, {core})
+    kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if "multi_thread_eigen" not in f]
+    os.environ["XLA_FLAGS"] = " ".join([*kept, "--xla_cpu_multi_thread_eigen=false"])
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    cap_threads(1)
+    exit_with_parent(os.getppid())
+    interrupts.ignore_in_worker()
+    configure_compilation_cache()
+
+
+_NAME = "task"  # the stored arrays' name in the build's scratch folder
+
+
+def _build_and_store(preset_json: str, seed: int, data_dir: str | Path | None, folder: str) -> None:
+    """In the build's process: build the task and store its arrays in ``folder``."""
+    from udora.oracle import kinds as oracle_kinds
+    from udora.oracle.preset import parse_preset
+
+    preset = parse_preset(json.loads(preset_json), "the task's preset")
+    task = oracle_kinds.build(preset, seed, data_dir=data_dir)
+    oracle_arrays.store(folder, _NAME, task, task.to_arrays())
