@@ -33,7 +33,13 @@ from udora.methods.classification.prediction import ClassificationPrediction, ch
 from udora.methods.combine import combine_standardised
 from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
-from udora.methods.trees import LeanTree, library_seeds, resample_rows, target_scaler
+from udora.methods.trees import (
+    FiniteSteps,
+    LeanTree,
+    library_seeds,
+    resample_rows,
+    target_scaler,
+)
 
 
 class NormalLogScore(LogScore):
@@ -154,6 +160,14 @@ class NGBoostBagConfig(MethodConfig):
         return self
 
 
+class FiniteNGBoost(FiniteSteps, NGBoost):
+    """NGBoost that raises when a fit diverges (:class:`~udora.methods.trees.FiniteSteps`)."""
+
+
+class FiniteNGBRegressor(FiniteSteps, NGBRegressor):
+    """NGBRegressor that raises when a fit diverges (ngboost_bag's and ngboost_nig's)."""
+
+
 @register("ngboost_bag")
 class NGBoostBag(UQMethod):
     """Bagging of K NGBoost models (Normal; categorical), each fitted to a resample."""
@@ -166,7 +180,7 @@ class NGBoostBag(UQMethod):
 
     def _member(self, random_state: int) -> NGBRegressor | NGBoost:
         cfg = self.config
-        model = NGBoost if self.n_classes_ else NGBRegressor
+        model = FiniteNGBoost if self.n_classes_ else FiniteNGBRegressor
         return model(
             Dist=smoothed_categorical(self.n_classes_) if self.n_classes_ else Normal,
             Score=LogScore,

@@ -32,13 +32,13 @@ from __future__ import annotations
 from typing import Any, ClassVar, Self
 
 import numpy as np
-from ngboost import NGBRegressor
 from ngboost.distns.distn import RegressionDistn
 from ngboost.scores import LogScore
 from pydantic import Field
 from scipy.special import digamma, gammaln, polygamma
 
 from udora.methods.base import Knowledge, MethodConfig, Prediction, UQMethod, check_x, check_xy
+from udora.methods.ngboost_bag import FiniteNGBRegressor
 from udora.methods.registry import register
 from udora.methods.seeding import numpy_rng
 from udora.methods.trees import LeanTree, library_seeds, target_scaler
@@ -254,7 +254,7 @@ class NGBoostNIG(UQMethod):
         cfg = self.config
         self.scaler_ = target_scaler(X, y, cfg.standardize_y)
         (random_state,) = library_seeds(numpy_rng(seed, "ngboost_nig"), 1)
-        self.model_ = NGBRegressor(
+        self.model_ = FiniteNGBRegressor(
             Dist=nig_distribution(cfg.fisher_ridge, cfg.evid_strength),
             Score=LogScore,
             Base=LeanTree(max_depth=cfg.max_depth),

@@ -133,6 +133,7 @@ def sweep_run_cmd(
     executor: opts.Executor = "local",
     address: opts.Address = None,
     cpus_per_run: opts.CpusPerRun = None,
+    timeout: opts.Timeout = None,
 ) -> None:
     """Run (or resume) a sweep offline: `sweeps` proposes, trials run here, written to --out.
 
@@ -168,7 +169,7 @@ def sweep_run_cmd(
     try:
         config = load_sweep_config(file)
         trial_cap(config, trials)
-        spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
+        spec = opts.executor_spec(executor, jobs, address, cpus_per_run, timeout)
         if tuned_out is not None:
             check_out_dir(tuned_out, "--tuned-out")
     except UserError as err:
@@ -248,6 +249,7 @@ def tune_cmd(
     executor: opts.Executor = "local",
     address: opts.Address = None,
     cpus_per_run: opts.CpusPerRun = None,
+    timeout: opts.Timeout = None,
 ) -> None:
     """Tune every preset x method by an offline bayes sweep on a validation split.
 
@@ -292,7 +294,7 @@ def tune_cmd(
     try:
         from udora.experiments.run.overrides import Overrides
 
-        spec = opts.executor_spec(executor, jobs, address, cpus_per_run)
+        spec = opts.executor_spec(executor, jobs, address, cpus_per_run, timeout)
         summaries = tune_many(
             pairs,
             out,

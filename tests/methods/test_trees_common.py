@@ -111,3 +111,28 @@ def test_ngboost_methods_equal_their_scikit_learn_tree_versions(task, name, monk
     ref = fitted_ref.predict(task.X_near)
     for field in ("mean", "aleatoric", "epistemic"):
         np.testing.assert_array_equal(getattr(lean, field), getattr(ref, field))
+
+
+def test_a_diverged_ngboost_step_raises_instead_of_looping():
+    """NGBoost's line search halves its step until the step's norm is under ``tol``, which
+    a NaN gradient never is (a tuning trial looped an hour): the models udora fits raise
+    FloatingPointError at such a step, and take the library's own step otherwise."""
+    from ngboost import NGBRegressor
+    from ngboost.distns import Normal
+
+    from udora.methods.ngboost_bag import FiniteNGBoost, FiniteNGBRegressor, smoothed_categorical
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=50)
+    start = np.stack([np.zeros(50), np.zeros(50)])  # (params, n): loc 0, log scale 0
+    resids = rng.normal(size=(50, 2)) * 0.1
+    ours, theirs = FiniteNGBRegressor(Dist=Normal), NGBRegressor(Dist=Normal)
+    assert ours.line_search(resids, start.T, y) == theirs.line_search(resids, start.T, y)
+    bad = resids.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(FloatingPointError, match="NGBoost diverged"):
+        ours.line_search(bad, start.T, y)
+    labels = rng.integers(0, 3, size=50)
+    model = FiniteNGBoost(Dist=smoothed_categorical(3))
+    with pytest.raises(FloatingPointError, match="NGBoost diverged"):
+        model.line_search(np.full((50, 2), np.inf), np.zeros((50, 2)), labels)

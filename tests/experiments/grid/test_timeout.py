@@ -48,6 +48,15 @@ class Hang(UQMethod):
         return Prediction(np.zeros(n), np.ones(n), np.ones(n))
 
 
+class HangTuned(Hang):
+    """Hangs in fit, with a field to tune."""
+
+    class Config(MethodConfig):
+        width: int = 1
+
+        SEARCH_SPACE = {"width": {"values": [1, 2]}}
+
+
 class Sleep(Hang):
     """Sleeps in fit; Ctrl-C and SIGTERM reach it (a long, healthy fit)."""
 
@@ -66,6 +75,7 @@ def hang_plugin(tmp_path):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: udora-hang\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
         "[udora.methods]\nhang = udora_hang:Hang\nsleep = udora_hang:Sleep\n"
+        "hang_tuned = udora_hang:HangTuned\n"
     )
     (root / "udora_hang.py").write_text(PLUGIN)
     return root
@@ -95,6 +105,28 @@ def test_a_hanging_run_is_killed_at_its_time_limit_and_the_grid_goes_on(
     assert records["hang"]["status"] == "failed"
     assert "timed out: still running after 20 s (--timeout), killed" in records["hang"]["error"]
     assert wall < 200  # not the hour the method sleeps
+
+
+@pytest.mark.slow  # a 20 s limit on one trial (its task built and JAX imported meanwhile)
+def test_a_hanging_tuning_trial_is_killed_at_its_time_limit(hang_plugin, tiny_preset, tmp_path):
+    """`udora tune --timeout`: a trial whose fit never returns (ngboost_bag's line search
+    looped an hour on a diverged fit) is killed and recorded failed, saying so."""
+    preset, data = tiny_preset
+    out = tmp_path / "tuned"
+    env = {**os.environ, "PYTHONPATH": str(hang_plugin), "UDORA_DATA_DIR": str(data)}
+    args = ["tune", "--presets", str(preset), "--methods", "hang_tuned", "--trials", "1"]
+    proc = subprocess.run(
+        [sys.executable, "-c", CLI, *args, "--timeout", "20", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,  # the hour the method sleeps fails it; a loaded machine is slow
+        env=env,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # no trial ok
+    (trial,) = out.glob("sweeps/*/trial-0/trial.json")
+    record = json.loads(trial.read_text())
+    assert record["status"] == "failed"
+    assert "timed out: still running after 20 s (--timeout), killed" in record["error"]
 
 
 def test_a_time_limit_must_be_positive_and_local(tmp_path):
