@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")" && pwd)}  # default: the folder setup.sh copied it to
 UDORA=${UDORA:-$ROOT/venv/bin/udora}
 export UDORA_DATA_DIR=${UDORA_DATA_DIR:-/work/shared/data}
-cd "$ROOT/wt"   # the clean worktree: every run records its commit
+cd "${WT:-$ROOT/wt}"   # the clean worktree: every run records its commit
 METHODS=blr_logistic,catboost_ps,catboost_ve,deup,edl,fsp_laplace,gp_approx,gp_oracle,laplace,ngboost_bag,nn_bagging,nn_dropout,nn_ensemble,swag
 PRESETS=${PRESETS:-pima credit_default vehicle phoneme electricity spambase eeg_eye_state magic banknote satimage dry_bean pendigits segment letter}
 FLOOR="pima vehicle"   # the noise floor: method_seed 1, 2, 3 on task seed 0
@@ -18,7 +18,7 @@ for P in $PRESETS; do
   if [ -f "$ROOT/parts/$P/manifest.json" ]; then echo "== $P: part built"; continue; fi
   echo "== $P tune $(date -u +%FT%TZ)"
   t0=$(date +%s)
-  "$UDORA" tune --presets "$P" --methods swag,ngboost_bag --trials 10 --seed 100 --jobs 2 --cpus-per-run 1 --out "$ROOT/tuned"
+  "$UDORA" tune --presets "$P" --methods swag,ngboost_bag --trials 10 --seed 100 --jobs 2 --cpus-per-run 1 --timeout 3600 --out "$ROOT/tuned"
   t1=$(date +%s)
   echo "== $P bench $(date -u +%FT%TZ)"
   "$UDORA" bench --presets "$P" --seeds 0,1,2 --methods "$METHODS" --tuned "$ROOT/tuned" --jobs 2 --cpus-per-run 1 --timeout 10800 --out "$ROOT/results/$P"

@@ -9,7 +9,7 @@
 set -euo pipefail
 REPO=$(git rev-parse --show-toplevel)
 ROOT=${ROOT:-/work/cls}
-COMMIT=${COMMIT:-9c0927c}
+COMMIT=${COMMIT:-5849f8b}  # pima's part ran at 9c0927c, which loops on a diverged NGBoost fit
 HERE=$REPO/docs/data/classification_protocol
 mkdir -p "$ROOT/parts" "$ROOT/results" "$ROOT/tuned"
 git -C "$REPO" worktree prune
