@@ -73,7 +73,8 @@ def swap(release: pd.DataFrame, new: pd.DataFrame, method_seed: int | None = Non
     twice = rows.groupby(KEY)["config"].nunique()
     if (twice > 1).any():  # one config per method: configs are never averaged
         preset, method, seed = twice[twice > 1].index[0]
-        configs = sorted(rows.set_index(KEY).loc[(preset, method, seed), "config"])
+        at = (rows["preset"] == preset) & (rows["method"] == method) & (rows["seed"] == seed)
+        configs = sorted(rows.loc[at, "config"])
         raise UserError(
             f"{method} on {preset} seed {seed} has several configs in the new rows "
             f"({', '.join(configs)}); swap one config per method"
