@@ -7,6 +7,8 @@ its block scores, is :func:`udora.experiments.meta.cells.subsample_taus`.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pandas as pd
 
@@ -39,14 +41,15 @@ def subsample_taus(
     """One row per (preset, seed, observable, size): the mean over ``repeats`` subsets of
     Kendall's tau-b between the configs ranked by the observable on the subset and by
     ``oracle`` on the whole pool; ``points`` the subset size used (a size at least N is
-    the whole pool, once). Subsets are drawn from the Generator of ``[seed, cell index,
-    size]``, as the regression kind's."""
+    the whole pool, once). Subsets are drawn from the Generator of ``[seed, CRC-32 of the
+    preset's name, the task seed, size]``: a cell's rows do not depend on the other cells
+    of the table, so a release's rows can be computed preset by preset (its parts)."""
     from udora.scoring.classification import observed_scores
 
     observable, oracle_side = sides(kind)
     rows: list[dict] = []
     ok = table[table["status"] == "ok"]
-    for k, ((preset, run_seed), runs) in enumerate(ok.groupby(["preset", "seed"], sort=True)):
+    for (preset, run_seed), runs in ok.groupby(["preset", "seed"], sort=True):
         truth = oracle_side[oracle](runs).to_numpy(np.float64)
         runs = runs[np.isfinite(truth)]
         truth = truth[np.isfinite(truth)]
@@ -57,7 +60,7 @@ def subsample_taus(
         y = _pool_labels(str(runs["run_dir"].iloc[0]), str(checked[0].record.task_hash))
         N = y.shape[0]
         for size in sizes:
-            rng = np.random.default_rng([seed, k, size])
+            rng = np.random.default_rng([seed, zlib.crc32(str(preset).encode()), run_seed, size])
             subsets = (
                 [np.arange(N)]
                 if size >= N

@@ -19,3 +19,21 @@ for m in swag ngboost_bag; do  # sweep paths relative to the tuned folder, as co
 done
 tar czf "$REPO/docs/data/tuned/classification/sweeps.tar.gz" -C "$ROOT/tuned" --sort=name \
   --mtime=2026-01-01 --owner=0 --group=0 --exclude=.udora-lock --exclude='.inflight-*' sweeps
+# The meta-evaluation by number of evaluation points rescores each run's stored class
+# probabilities, which go with this machine: its rows for this preset are computed now
+# (the configs `udora meta --configs '*@tuned'` ranks; each cell's subsets depend on that
+# cell only, so the parts' rows are the release's).
+"$REPO/.venv/bin/python" - "$ROOT/results/$P" "$HERE/parts/$P/meta_by_size.csv" <<'PY'
+import sys
+
+from udora.experiments.meta.kind_sizes import subsample_taus
+from udora.experiments.meta.outputs import practitioner_configs
+from udora.experiments.results.store import load_runs
+
+table, _ = load_runs(sys.argv[1])
+if "method_seed" in table:  # the noise floor's replicates are not ranked
+    table = table[table["method_seed"].isna()]
+table = table[table["config"].str.endswith("@tuned")]
+table, _ = practitioner_configs(table)
+subsample_taus(table, "classification").to_csv(sys.argv[2], index=False)
+PY

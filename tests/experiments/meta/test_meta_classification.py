@@ -86,6 +86,16 @@ def test_on_real_runs_the_whole_pool_rescoring_ranks_as_the_stored_metrics(tmp_p
     for obs in ("nll", "brier", "accuracy", "ece"):
         assert whole[obs] == pytest.approx(stored[obs], abs=1e-12), obs
     assert set(by_size["points"]) == {10, 90}
+    # a cell's subsets do not depend on the table's other cells (a release's parts)
+    from udora.experiments.meta.kind_sizes import subsample_taus
+
+    alone = subsample_taus(table, "classification", (10,), 3)
+    beside = subsample_taus(
+        pd.concat([table.assign(preset="aaa"), table]), "classification", (10,), 3
+    )
+    pd.testing.assert_frame_equal(
+        beside[beside["preset"] == "tinycls"].reset_index(drop=True), alone
+    )
     assert (
         (tmp_path / "meta" / "meta.md")
         .read_text()
