@@ -2,7 +2,7 @@
 # Copy a finished preset's part into the checkout for a commit: its release part
 # (results.parquet, curves.json.gz, manifest.json), the records of the sampled oracles its
 # runs were scored on (the arrays' SHA-256, build seconds, diagnostics), its retuned swag and
-# ngboost_bag configs, and every sweep's trial records.
+# ngboost_bag configs, every sweep's trial records, and its by-size meta-evaluation rows.
 # Usage: ROOT=/work/cls bash land.sh PRESET
 set -euo pipefail
 REPO=$(git rev-parse --show-toplevel)
@@ -18,7 +18,9 @@ for m in swag ngboost_bag; do  # sweep paths relative to the tuned folder, as co
   sed "s|$ROOT/tuned/||" "$ROOT/tuned/$P/$m.yaml" > "$REPO/docs/data/tuned/classification/$P/$m.yaml"
 done
 tar czf "$REPO/docs/data/tuned/classification/sweeps.tar.gz" -C "$ROOT/tuned" --sort=name \
-  --mtime=2026-01-01 --owner=0 --group=0 --exclude=.udora-lock --exclude='.inflight-*' sweeps
+  --mtime=2026-01-01 --owner=0 --group=0 --exclude=.udora-lock --exclude='.inflight-*' \
+  --warning=no-file-changed sweeps || [ $? -eq 1 ]  # 1: a sweep running beside changed a
+  # file meanwhile (its records are written whole, by rename; a trial without one reruns)
 # The meta-evaluation by number of evaluation points rescores each run's stored class
 # probabilities, which go with this machine: its rows for this preset are computed now
 # (the configs `udora meta --configs '*@tuned'` ranks; each cell's subsets depend on that
