@@ -24,7 +24,6 @@ def exit_with_parent(parent: int, every: float = 1.0) -> None:
     """End this worker soon after its parent process is gone (killed, say, by SIGKILL,
     which gives the parent no chance to terminate its pool): a daemon thread polls the
     parent pid and calls ``os._exit(1)`` once this process has been re-parented."""
-    import os
     import threading
 
     def watch() -> None:
@@ -95,7 +94,6 @@ def build_single_threaded(preset: Any, seed: int, data_dir: str | Path | None = 
     its stored arrays as the disk cache reads it. An error in the build is raised here;
     Ctrl-C ends the build's process at once. A script calling this (through a run) needs
     the ``if __name__ == "__main__":`` guard that spawned processes need."""
-    import concurrent.futures as cf
     import multiprocessing as mp
     import shutil
     import tempfile
