@@ -22,7 +22,13 @@ console = Console()
 
 
 def meta_cmd(
-    results: Annotated[Path, typer.Argument(help="A results folder of run, bench or ablate.")],
+    results: Annotated[
+        Path,
+        typer.Argument(
+            help="A results folder of run, bench or ablate, or a release folder "
+            "('release', 'release@vN', a path): its shipped table and by-size rows."
+        ),
+    ],
     out: Annotated[
         Path | None, opts.path_option("Output folder (default RESULTS/report/meta).")
     ] = None,
@@ -34,7 +40,9 @@ def meta_cmd(
         str,
         typer.Option(help="Evaluation-point counts to rescore observables on ('' for none)."),
     ] = "50,200,1000",
-    repeats: Annotated[int, typer.Option(help="Random subsets per count.")] = 20,
+    repeats: Annotated[
+        int, typer.Option(help="Random subsets per count (a release: its shipped rows').")
+    ] = 20,
     configs: Annotated[
         str | None,
         typer.Option(help="Only these configs: comma-separated patterns, e.g. '*@tuned'."),
@@ -75,6 +83,10 @@ def meta_cmd(
         jobs = len(os.sched_getaffinity(0))
     with user_errors(console):  # '' is no config at all, not every config
         patterns = None if configs is None else parse_names(configs, "--configs", "patterns")
+    from udora.experiments.publish.artefact import release_folder
+
+    if out is None and release_folder(results) is not None:  # never written into
+        _usage_error(f"--out: {results} is a release, read only; name an output folder")
     folder = out if out is not None else results / "report" / "meta"
     stop = "interrupted: the files in --out may be incomplete; run udora meta again"
     with user_errors(console, stop):
@@ -102,12 +114,19 @@ def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_di
 
     from udora.experiments.cli.progress import steps
     from udora.experiments.meta.outputs import write_meta
+    from udora.experiments.publish.artefact import release_folder
     from udora.experiments.results.store import UnreadableRunWarning, load_runs
 
+    given = None  # a release's by-size rows: its table has no run folders to rescore
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", UnreadableRunWarning)  # said below, one line each
-            table, _ = load_runs(results)
+        folder_of_release = release_folder(results)
+        if folder_of_release is not None:
+            table, given = _release_table(folder_of_release, counts, patterns)
+            caught = []
+        else:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", UnreadableRunWarning)  # said below, one each
+                table, _ = load_runs(results)
         for w in caught:
             if issubclass(w.category, UnreadableRunWarning):
                 console.print(
@@ -134,6 +153,8 @@ def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_di
                     progress=progress,
                     data_dir=str(data_dir) if data_dir else None,
                     jobs=jobs,
+                    rescore=folder_of_release is None,
+                    by_size=given,
                 )
         except UserError as err:
             if configs and "or more ok configs" in str(err):
@@ -145,3 +166,35 @@ def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_di
     except OSError as err:  # ours name the folder; the system's (e.g. --out) get the path
         _usage_error(err if err.errno is None else f"{err.filename}: {err.strerror}")
     return report
+
+
+def _release_table(folder: Path, counts: tuple[int, ...], patterns: list[str] | None):
+    """(table, by-size rows or None) of a release folder for ``udora meta``: its checked
+    table's primary rows, and of its shipped ``meta_by_size.csv`` the rows of ``counts``
+    (None for no counts). The shipped rows rank the release's configs, so with
+    ``--configs`` or counts it did not rescore they would answer another question: a
+    UserError says so."""
+    from udora.experiments.publish.artefact import BY_SIZE, primary_rows, read_release
+    from udora.oracle import reading
+
+    table, _, manifest = read_release(folder)
+    if not counts:
+        return primary_rows(table), None
+    if BY_SIZE not in manifest["files"]:
+        raise UserError(
+            f"{folder}: this release ships no {BY_SIZE} (its runs' predictions were not "
+            "kept); run with --sizes '' for the stored metrics' taus"
+        )
+    if patterns is not None:
+        raise UserError(
+            f"--configs: {folder}'s by-size rows rank all its configs; with --configs "
+            "give --sizes '' (the stored metrics' taus only)"
+        )
+    rows = reading.table(folder / BY_SIZE, whole_lines=True)
+    shipped = sorted(int(v) for v in rows["size"].unique())
+    if set(counts) - set(shipped):
+        raise UserError(
+            f"--sizes: {folder} ships rows for {', '.join(map(str, shipped))} points, not "
+            f"{', '.join(str(c) for c in counts if c not in shipped)}"
+        )
+    return primary_rows(table), rows[rows["size"].isin(counts)].reset_index(drop=True)

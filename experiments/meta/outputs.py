@@ -203,6 +203,7 @@ def write_meta(
     keep_sizes: bool = False,
     progress: Callable[[str], None] | None = None,
     jobs: int = 1,
+    by_size: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Compute and write the meta-evaluation of a results table (``load_runs``) under
     ``out``; returns the cells, the pooled rows and the paths written. With ``rescore``,
@@ -217,7 +218,10 @@ def write_meta(
     EU ranking (:func:`udora.experiments.meta.cells.subsample_taus`): ``meta_by_size.csv`` and
     the figure ``meta_by_size``; and the interval AUC of every config
     (:func:`udora.experiments.meta.iauc.iauc_regions`): ``meta_iauc.csv`` and its figures.
-    ``jobs`` processes share the block scores and the rescoring of subsets.
+    ``jobs`` processes share the block scores and the rescoring of subsets. ``by_size``:
+    the by-size rows computed before from the runs' folders (a classification release's
+    ``meta_by_size.csv``, whose table has no run folders to rescore), written and drawn
+    as they are instead of ``sizes``.
 
     Raises:
         ValueError: no (preset, seed) cell has ``min_methods`` configs to rank.
@@ -227,7 +231,17 @@ def write_meta(
     out.mkdir(parents=True, exist_ok=True)
     if kind != "regression":
         return _write_kind_meta(
-            table, out, kind, min_methods, n_boot, sizes, repeats, rescore, keep_sizes, progress
+            table,
+            out,
+            kind,
+            min_methods,
+            n_boot,
+            sizes,
+            repeats,
+            rescore,
+            keep_sizes,
+            progress,
+            by_size,
         )
     stale = (
         []
@@ -240,7 +254,8 @@ def write_meta(
             "meta_iauc_curves.pdf",
         ]
     )
-    if not (sizes and rescore) and not keep_sizes:
+    given, by_size = by_size, None  # rows computed before (a release's), else rescored
+    if not (sizes and rescore) and given is None and not keep_sizes:
         stale += ["meta_by_size.csv", "meta_by_size.png", "meta_by_size.pdf"]
     for name in stale:  # outputs of an earlier call that this one does not write
         (out / name).unlink(missing_ok=True)
@@ -259,12 +274,12 @@ def write_meta(
         if rescore:
             table = with_block_metrics(table, loaded)  # the values above: nothing computed
         subsets = None
-        if sizes and rescore:  # rescoring subsets runs while this process ranks and draws
+        if sizes and rescore and given is None:  # runs while this process ranks and draws
             subsets = submit_subsample_taus(
                 loaded, pool, sizes, repeats, 0, "spearman_eu", min_methods
             )
         cells, pooled, written = _ranked(table, out, "regression", min_methods, n_boot, left_out)
-        regions = by_size = None
+        regions = None
         if rescore:
             step("interval AUC")
             regions = iauc_frame(regions_rows)
@@ -273,9 +288,10 @@ def write_meta(
             if not regions.empty:
                 written += iauc_figure(regions, out / "meta_iauc")
                 written += iauc_curves_figure(regions, out / "meta_iauc_curves")
-        if sizes and rescore:
+        if subsets is not None:
             step(f"rescoring subsets of {', '.join(map(str, sizes))} points")
-            by_size = subsets()
+        by_size = subsets() if subsets is not None else given
+        if by_size is not None:
             write_text(out / "meta_by_size.csv", by_size.to_csv(index=False))
             written.append(out / "meta_by_size.csv")
             if not by_size.empty:
@@ -301,6 +317,7 @@ def _write_kind_meta(
     rescore: bool,
     keep_sizes: bool,
     progress: Callable[[str], None] | None,
+    given: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """:func:`write_meta` for a kind other than regression (classification): the taus of
     its observable and oracle sides (:func:`udora.experiments.meta.taus.sides`), pooled,
@@ -311,7 +328,7 @@ def _write_kind_meta(
 
     stale = ["meta_iauc.csv", "meta_iauc.png", "meta_iauc.pdf", "meta_iauc_curves.png"]
     stale += ["meta_iauc_curves.pdf"]
-    if not (sizes and rescore) and not keep_sizes:
+    if not (sizes and rescore) and given is None and not keep_sizes:
         stale += ["meta_by_size.csv", "meta_by_size.png", "meta_by_size.pdf"]
     for name in stale:
         (out / name).unlink(missing_ok=True)
@@ -319,10 +336,11 @@ def _write_kind_meta(
     table, left_out = practitioner_configs(table)
     step("ranking the configs")
     cells, pooled, written = _ranked(table, out, kind, min_methods, n_boot, left_out)
-    by_size = None
-    if sizes and rescore:
+    by_size = given
+    if given is None and sizes and rescore:
         step(f"rescoring subsets of {', '.join(map(str, sizes))} points")
         by_size = subsample_taus(table, kind, sizes, repeats, 0, "spearman_eu", min_methods)
+    if by_size is not None:
         write_text(out / "meta_by_size.csv", by_size.to_csv(index=False))
         written.append(out / "meta_by_size.csv")
         if not by_size.empty:
@@ -378,7 +396,10 @@ def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, s
     """(the runs of the configs ``udora meta`` and the report's meta section rank, {config
     left out: why}). Methods that read the task's generating prior (``uses_task_prior``,
     ``gp_oracle``) are left out: no practitioner has it, so how metrics order them answers
-    no practical question. ``gp_linear`` fits its own kernel and stays."""
+    no practical question. ``gp_linear`` fits its own kernel and stays. A run with a
+    ``--set method_seed`` override replicates its config at another fit seed (the noise
+    floor, :mod:`udora.experiments.rankings.noise`): ranked beside it, it would count one
+    method twice in its cell."""
     from udora.methods.registry import method_infos
 
     # read without importing the built-in modules (ngboost's import alone takes seconds)
@@ -399,6 +420,10 @@ def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, s
         total_only = ~table["has_split"].astype(bool)
         for c in sorted(set(table.loc[total_only, "config"])):
             left_out[c] = "total-only predictions (no AU/EU split)"
+    if "config_base" in table:  # a --set method_seed variant replicates its config
+        variants = table.loc[table["config"] != table["config_base"], "config"]
+        for c in sorted(set(variants) - set(left_out)):
+            left_out[c] = "a method_seed variant (the noise floor), not a config of its own"
     return table[~table["config"].isin(list(left_out))], left_out
 
 
@@ -406,5 +431,13 @@ def left_out_line(left_out: dict[str, str]) -> str:
     """One sentence naming the configs left out and why ("" when none)."""
     if not left_out:
         return ""
-    parts = [f"{c}: {why}" for c, why in left_out.items()]
+    grouped: dict[str, list[str]] = {}  # one clause per reason: a noise floor is dozens
+    for config, why in left_out.items():
+        grouped.setdefault(why, []).append(config)
+    parts = [
+        f"{', '.join(configs)}: {why}"
+        if len(configs) <= 3
+        else f"{len(configs)} configs ({', '.join(configs[:2])}, ...): {why}"
+        for why, configs in grouped.items()
+    ]
     return f"Left out of the rankings: {'; '.join(parts)}."

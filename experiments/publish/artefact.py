@@ -9,6 +9,9 @@ A release folder holds
   results root, instead of a machine path), sorted by preset, method, config and seed;
 - ``curves.json.gz``: each run's curve summaries (calibration, risk-coverage, PIT), keyed
   like the rows, for the report's figures;
+- ``meta_by_size.csv`` (a classification release built from parts that carry one): the
+  meta-evaluation's taus by number of evaluation points, which rescore each run's stored
+  class probabilities and so are computed from the run folders (:func:`part_by_size`);
 - ``manifest.json``: what was built from what (folder names, never paths), counts, the
   failed runs with their errors, the commits, source hashes, cores per run and versions
   of the methods' declared libraries the rows recorded, and the SHA-256 of both files.
@@ -36,6 +39,7 @@ from udora.oracle import reading
 from udora.oracle.atomic import write_bytes, write_parquet
 
 MANIFEST, TABLE, CURVES = "manifest.json", "results.parquet", "curves.json.gz"
+BY_SIZE = "meta_by_size.csv"  # a part's or release's by-size meta rows (kind_sizes)
 SHIPPED = "release"  # the name that means the release shipped in ``udora.release``
 CLASSIFICATION = "classification"  # a release's subfolder holding its classification release
 ROW = ("preset", "method", "config", "seed", "status")  # what names a row of a release
@@ -72,11 +76,12 @@ def build_release(
     run has no task hash (written before task hashes were recorded), or a recorded commit
     is not ``commit``. Runs of a checkout with uncommitted changes are counted in the
     manifest's ``dirty_runs``, which the pages show."""
-    tables, oracles, built_from, parts = [], {}, [], {}
+    tables, oracles, built_from, parts, by_size = [], {}, [], {}, {}
     for folder in results:
         if release_folder(folder) is not None:  # a release part: its checked rows as they are
             part, manifest = _release_rows(folder)
             tables.append(part)
+            by_size[str(folder)] = part_by_size(folder, part)
             _add_oracles(oracles, manifest.get("oracles", {}), folder)
             name = Path(folder).name
             if name in parts:
@@ -100,6 +105,7 @@ def build_release(
         oracles = _add_oracles(kept_oracles, oracles, base)
     table = pd.concat(tables, ignore_index=True)
     _check_oracles(table, oracles)
+    sizes = _joined_by_size(by_size, len(results))
     from udora.experiments.results.store import kind_of
 
     kind_of(table)  # a release holds one task kind (its page ranks one kind's metrics)
@@ -137,6 +143,12 @@ def build_release(
     table = table.drop(columns="_curves")
     blob = json.dumps(keyed, separators=(",", ":"), allow_nan=True).encode()
     write_bytes(out / CURVES, gzip.compress(blob, mtime=0))
+    files = {TABLE: _sha256(out / TABLE), CURVES: _sha256(out / CURVES)}
+    if sizes is not None:
+        write_bytes(out / BY_SIZE, sizes.to_csv(index=False).encode())
+        files[BY_SIZE] = _sha256(out / BY_SIZE)
+    else:
+        (out / BY_SIZE).unlink(missing_ok=True)  # an earlier build's, not this table's
     failed = table[table["status"] != "ok"]
     manifest = {
         "commit": sorted(table["commit"].dropna().unique().tolist()),
@@ -164,7 +176,7 @@ def build_release(
         "presets": {s: sorted(g["preset"].unique().tolist()) for s, g in table.groupby("suite")},
         "configs": sorted(table["config"].unique().tolist()),
         "seeds": sorted(int(s) for s in table["seed"].unique()),
-        "files": {TABLE: _sha256(out / TABLE), CURVES: _sha256(out / CURVES)},
+        "files": files,
         **({"oracles": dict(sorted(oracles.items()))} if oracles else {}),
         "version": (based or {}).get("version", 0) + 1,
         **({"base": based["record"]} if based else {}),
@@ -172,6 +184,46 @@ def build_release(
     }
     write_bytes(out / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
     return out / MANIFEST
+
+
+def part_by_size(folder: str | Path, rows: pd.DataFrame) -> pd.DataFrame | None:
+    """The by-size meta rows a release part carries (its ``meta_by_size.csv``, written from
+    the part's run folders by ``udora meta RESULTS``; None when it has none), checked: the
+    columns ``udora meta`` writes, and only (preset, seed) cells of the part's own ok
+    ``rows``. Raises UserError naming the file otherwise."""
+    path = Path(folder) / BY_SIZE
+    if not path.is_file():
+        return None
+    found = reading.table(path, whole_lines=True)
+    if list(found.columns) != list(SIZE_COLUMNS):
+        raise UserError(f"{path}: expected the columns {', '.join(SIZE_COLUMNS)}")
+    ok = rows[rows["status"] == "ok"]
+    known = set(zip(ok["preset"], ok["seed"].astype(int), strict=True))
+    cells = set(zip(found["preset"], found["seed"].astype(int), strict=True))
+    if cells - known:
+        preset, seed = sorted(cells - known)[0]
+        raise UserError(f"{path}: rows of {preset} seed {seed}, which the part has no runs of")
+    return found
+
+
+SIZE_COLUMNS = ("preset", "seed", "observable", "size", "points", "tau")
+
+
+def _joined_by_size(found: dict[str, pd.DataFrame | None], inputs: int) -> pd.DataFrame | None:
+    """The release's by-size rows: every part's, sorted, when every input is a part that
+    carries them; None when none does. Some but not all would leave presets out of the
+    meta-evaluation by number of points unsaid: a UserError names one without."""
+    carried = {k: v for k, v in found.items() if v is not None}
+    if not carried:
+        return None
+    if len(carried) < inputs:
+        without = sorted(set(found) - set(carried)) or ["a results folder among the inputs"]
+        raise UserError(
+            f"{without[0]}: no {BY_SIZE} while other parts carry one; each part needs the "
+            f"one `udora meta` writes from its run folders (or none does)"
+        )
+    joined = pd.concat(list(carried.values()), ignore_index=True)
+    return joined.sort_values(["preset", "seed"], kind="stable")  # each cell's rows as written
 
 
 def _base_rows(

@@ -22,20 +22,10 @@ tar czf "$REPO/docs/data/tuned/classification/sweeps.tar.gz" -C "$ROOT/tuned" --
   --warning=no-file-changed sweeps || [ $? -eq 1 ]  # 1: a sweep running beside changed a
   # file meanwhile (its records are written whole, by rename; a trial without one reruns)
 # The meta-evaluation by number of evaluation points rescores each run's stored class
-# probabilities, which go with this machine: its rows for this preset are computed now
-# (the configs `udora meta --configs '*@tuned'` ranks; each cell's subsets depend on that
-# cell only, so the parts' rows are the release's).
-"$REPO/.venv/bin/python" - "$ROOT/results/$P" "$HERE/parts/$P/meta_by_size.csv" <<'PY'
-import sys
-
-from udora.experiments.meta.kind_sizes import subsample_taus
-from udora.experiments.meta.outputs import practitioner_configs
-from udora.experiments.results.store import load_runs
-
-table, _ = load_runs(sys.argv[1])
-if "method_seed" in table:  # the noise floor's replicates are not ranked
-    table = table[table["method_seed"].isna()]
-table = table[table["config"].str.endswith("@tuned")]
-table, _ = practitioner_configs(table)
-subsample_taus(table, "classification").to_csv(sys.argv[2], index=False)
-PY
+# probabilities, which go with this machine: `udora meta` computes this preset's rows now
+# (each cell's subsets depend on that cell only, so the parts' rows are the release's, and
+# `udora release build` carries them into the release's meta_by_size.csv).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$REPO/.venv/bin/udora" meta "$ROOT/results/$P" --out "$tmp" --boot 1 --jobs 1 > /dev/null
+cp "$tmp/meta_by_size.csv" "$HERE/parts/$P/meta_by_size.csv"

@@ -59,6 +59,33 @@ def test_the_sides_are_the_kinds_and_taus_are_scipys():
     assert acc["tau"] == pytest.approx(kendalltau(b["accuracy"], b["spearman_au"]).statistic)
 
 
+def test_noise_floor_replicates_are_not_ranked_as_configs_of_their_own(tmp_path):
+    """A run with ``--set method_seed=M`` replicates its config (the noise floor): ranked
+    beside it, one method would count twice in its cell. It is left out and said so, and
+    the cell's taus are those of the table without it."""
+    table = _table(np.random.default_rng(2)).assign(config_base=lambda t: t["config"])
+    floor = table[table["preset"] == "a"].head(3).copy()
+    floor["config"] = floor["config"] + "[method_seed=1]"
+    floor[["nll", "spearman_eu"]] = [[5.0, 1.0]] * 3  # would move every tau it entered
+    both = write_meta(pd.concat([table, floor]), tmp_path / "m", rescore=False, n_boot=20)
+    alone = write_meta(table, tmp_path / "alone", rescore=False, n_boot=20)
+    pd.testing.assert_frame_equal(both["cells"], alone["cells"])
+    assert both["left_out"] == {
+        c: "a method_seed variant (the noise floor), not a config of its own"
+        for c in sorted(floor["config"])
+    }
+    from udora.experiments.meta.outputs import left_out_line
+
+    assert left_out_line(both["left_out"]) == (
+        "Left out of the rankings: m0[method_seed=1], m1[method_seed=1], m2[method_seed=1]: "
+        "a method_seed variant (the noise floor), not a config of its own."
+    )
+    many = {f"c{i}": "why" for i in range(5)} | {"g": "other"}
+    assert (
+        left_out_line(many) == "Left out of the rankings: 5 configs (c0, c1, ...): why; g: other."
+    )
+
+
 def test_a_folder_of_both_kinds_is_refused(tmp_path):
     table = _table(np.random.default_rng(1))
     table.loc[table["preset"] == "b", "kind"] = "regression"
@@ -101,3 +128,21 @@ def test_on_real_runs_the_whole_pool_rescoring_ranks_as_the_stored_metrics(tmp_p
         .read_text()
         .startswith("# Which observable metrics rank methods like the oracle (classification)")
     )
+    # a release keeps no class probabilities: a part carries the rows udora meta wrote
+    # from its runs, and `udora meta RELEASE` gives the runs' meta-evaluation back
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from udora.experiments.cli.main import app
+    from udora.experiments.publish.artefact import build_release
+
+    build_release([tmp_path / "res"], tmp_path / "part")
+    shutil.copy(tmp_path / "meta" / "meta_by_size.csv", tmp_path / "part")
+    build_release([tmp_path / "part"], tmp_path / "rel")
+    args = ["meta", str(tmp_path / "rel"), "--out", str(tmp_path / "again"), "--boot", "50"]
+    done = CliRunner().invoke(app, [*args, "--sizes", "10,10000"])
+    assert done.exit_code == 0, done.output
+    again = tmp_path / "again"
+    pd.testing.assert_frame_equal(pd.read_csv(again / "meta_by_size.csv"), by_size)
+    pd.testing.assert_frame_equal(pd.read_csv(again / "meta_cells.csv"), cells)

@@ -262,3 +262,94 @@ def test_an_earlier_shipped_version_is_named_release_at_v(tmp_path, monkeypatch)
     assert release_folder("release") == tmp_path == release_folder("release@v2")
     assert release_folder("release@v1") == tmp_path / "v1"
     assert release_folder("release@v3") is None and release_folder("release@vx") is None
+
+
+def _by_size(preset, seeds):
+    """By-size meta rows as ``udora meta`` writes them, for ``seeds`` of ``preset``."""
+    return pd.DataFrame(
+        [
+            {"preset": preset, "seed": s, "observable": o, "size": 50, "points": 50, "tau": t}
+            for s in seeds
+            for o, t in (("nll", 0.25 + s), ("brier", -0.5))
+        ]
+    )
+
+
+def test_parts_carry_their_by_size_meta_rows_into_the_release(tiny_preset, tmp_path):
+    """Each part's meta_by_size.csv (rows `udora meta` computed from its run folders, which
+    a release does not keep) is joined into the release's, listed with its SHA-256 in the
+    manifest; rows of a cell the part has no run of, a file of other columns, and a part
+    without one beside parts with one are refused."""
+    a = _runs(tiny_preset, tmp_path / "a", methods=("blr",), seeds=(0, 1))
+    b = _runs(tiny_preset, tmp_path / "b", methods=("blr",), seeds=(2,))
+    build_release([a], tmp_path / "part-a")
+    build_release([b], tmp_path / "part-b")
+    _by_size("tiny", (0, 1)).to_csv(tmp_path / "part-a" / "meta_by_size.csv", index=False)
+    _by_size("tiny", (2,)).to_csv(tmp_path / "part-b" / "meta_by_size.csv", index=False)
+    parts = [tmp_path / "part-b", tmp_path / "part-a"]
+    manifest = json.loads(build_release(parts, tmp_path / "rel").read_text())
+    shipped = pd.read_csv(tmp_path / "rel" / "meta_by_size.csv")
+    expected = _by_size("tiny", (0, 1, 2))  # cells in order, each cell's rows as written
+    pd.testing.assert_frame_equal(shipped, expected)
+    digest = hashlib.sha256((tmp_path / "rel" / "meta_by_size.csv").read_bytes()).hexdigest()
+    assert manifest["files"]["meta_by_size.csv"] == digest
+    (tmp_path / "rel" / "meta_by_size.csv").write_text(expected.iloc[:2].to_csv(index=False))
+    with pytest.raises(ValueError, match=r"meta_by_size\.csv: its SHA-256 is not the one"):
+        read_release(tmp_path / "rel")
+    _by_size("tiny", (2, 7)).to_csv(tmp_path / "part-b" / "meta_by_size.csv", index=False)
+    with pytest.raises(ValueError, match="rows of tiny seed 7, which the part has no runs of"):
+        build_release(parts, tmp_path / "stray")
+    _by_size("tiny", (2,)).drop(columns="points").to_csv(
+        tmp_path / "part-b" / "meta_by_size.csv", index=False
+    )
+    with pytest.raises(ValueError, match="expected the columns preset, seed, observable, size"):
+        build_release(parts, tmp_path / "columns")
+    (tmp_path / "part-b" / "meta_by_size.csv").unlink()
+    with pytest.raises(ValueError, match=r"part-b: no meta_by_size\.csv while other parts"):
+        build_release(parts, tmp_path / "some")
+    assert (
+        "meta_by_size.csv"
+        not in json.loads(build_release([tmp_path / "part-b"], tmp_path / "rel").read_text())[
+            "files"
+        ]
+    )
+    assert not (tmp_path / "rel" / "meta_by_size.csv").exists()  # the earlier build's, gone
+
+
+BLR = ("--configs", "blr")
+
+
+def test_udora_meta_reads_a_release_without_writing_into_it(tiny_preset, tmp_path):
+    """`udora meta RELEASE` ranks the release's stored metrics and draws the by-size rows
+    it ships, as they are; it needs --out (a release is read only), and a release without
+    by-size rows, sizes it did not compute, or --configs (its rows rank all its configs)
+    are one clear error each."""
+    runs = _runs(tiny_preset, tmp_path / "dev", methods=("blr", "catboost_ps", "gp_linear"))
+    build_release([runs], tmp_path / "bare")
+    build_release([runs], tmp_path / "part")
+    rows = _by_size("tiny", (0,))
+    rows.to_csv(tmp_path / "part" / "meta_by_size.csv", index=False)
+    build_release([tmp_path / "part"], tmp_path / "rel")
+    before = sorted(p.name for p in (tmp_path / "rel").iterdir())
+    cli = CliRunner()
+    fails = {
+        "is a release, read only; name an output folder": ["meta", str(tmp_path / "rel")],
+        "ships no meta_by_size.csv": ["meta", str(tmp_path / "bare"), "--out", "m"],
+        "ships rows for 50 points, not 200": ["meta", str(tmp_path / "rel"), "--out", "m"],
+        "--configs: ": ["meta", str(tmp_path / "rel"), "--out", "m", "--sizes", "50", *BLR],
+    }
+    for message, args in fails.items():
+        result = cli.invoke(app, args)
+        assert result.exit_code == 2 and message in result.output, (message, result.output)
+    out = tmp_path / "m"
+    args = ["meta", str(tmp_path / "rel"), "--out", str(out), "--sizes", "50", "--min-methods"]
+    result = cli.invoke(app, [*args, "3", "--boot", "20"])
+    assert result.exit_code == 0, result.output
+    pd.testing.assert_frame_equal(pd.read_csv(out / "meta_by_size.csv"), rows)
+    assert (out / "meta_by_size.png").is_file()
+    stored, _ = load_runs(runs)  # the release's taus are its runs' stored metrics'
+    from udora.experiments.meta.outputs import write_meta
+
+    direct = write_meta(stored, tmp_path / "direct", min_methods=3, n_boot=20, rescore=False)
+    pd.testing.assert_frame_equal(pd.read_csv(out / "meta_cells.csv"), direct["cells"])
+    assert sorted(p.name for p in (tmp_path / "rel").iterdir()) == before
