@@ -190,7 +190,7 @@ def _release_table(folder: Path, counts: tuple[int, ...], patterns: list[str] | 
             f"--configs: {folder}'s by-size rows rank all its configs; with --configs "
             "give --sizes '' (the stored metrics' taus only)"
         )
-    rows = reading.table(folder / BY_SIZE, whole_lines=True)
+    rows = reading.table(folder / BY_SIZE, whole_lines=True, float_precision="round_trip")
     shipped = sorted(int(v) for v in rows["size"].unique())
     if set(counts) - set(shipped):
         raise UserError(

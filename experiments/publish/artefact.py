@@ -194,7 +194,7 @@ def part_by_size(folder: str | Path, rows: pd.DataFrame) -> pd.DataFrame | None:
     path = Path(folder) / BY_SIZE
     if not path.is_file():
         return None
-    found = reading.table(path, whole_lines=True)
+    found = reading.table(path, whole_lines=True, float_precision="round_trip")  # bit for bit
     if list(found.columns) != list(SIZE_COLUMNS):
         raise UserError(f"{path}: expected the columns {', '.join(SIZE_COLUMNS)}")
     ok = rows[rows["status"] == "ok"]
