@@ -296,6 +296,7 @@ def write_meta(
             written.append(out / "meta_by_size.csv")
             if not by_size.empty:
                 written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
+                _append_text(out / "meta.md", size_markdown(by_size, "spearman_eu"))
         return {
             "cells": cells,
             "pooled": pooled,
@@ -345,6 +346,7 @@ def _write_kind_meta(
         written.append(out / "meta_by_size.csv")
         if not by_size.empty:
             written += size_figure(by_size, out / "meta_by_size", "spearman_eu", kind)
+            _append_text(out / "meta.md", size_markdown(by_size, "spearman_eu", kind))
     return {
         "cells": cells,
         "pooled": pooled,
@@ -353,6 +355,11 @@ def _write_kind_meta(
         "written": written,
         "left_out": left_out,
     }
+
+
+def _append_text(path: Path, text: str) -> None:
+    """``text`` after ``path``'s, written whole (atomically) as every file here is."""
+    write_text(path, path.read_text() + "\n" + text)
 
 
 def _ranked(
@@ -386,10 +393,35 @@ def _ranked(
         + left_out_line(left_out)
         + "\n\n"
         + markdown(pooled, kind)
+        + "\n![observable against oracle taus](meta_tau.png)\n"
     )
     write_text(written[2], text)
     title = f"Observable vs oracle rankings ({presets} presets)"
     return cells, pooled, written + heatmap(pooled, out / "meta_tau", title, kind)
+
+
+def size_markdown(by_size: pd.DataFrame, oracle: str, kind: str = "regression") -> str:
+    """The by-size section of meta.md: per observable (rows) and number of evaluation
+    points (columns), the mean tau over cells against ``oracle`` on the whole pool (the
+    values ``meta_by_size.png`` draws), and the figure."""
+    mean = by_size.groupby(["observable", "size"])["tau"].mean().unstack("size")
+    known = [m for m in sides(kind)[0] if m in mean.index]  # the kind's order, then others
+    order = known + sorted(set(mean.index) - set(known))
+    lines = [
+        "## By number of evaluation points",
+        "",
+        f"Mean Kendall's tau-b over (preset, seed) cells between each observable computed "
+        f"on random subsets of the pool and {oracle} on the whole pool (a size at least "
+        "the pool is the whole pool, once).",
+        "",
+        "| observable | " + " | ".join(str(c) for c in mean.columns) + " |",
+        "|---|" + "---|" * len(mean.columns),
+    ]
+    for obs in order:
+        lines.append(
+            f"| {obs} | " + " | ".join(f"{v:+.2f}" for v in mean.loc[obs].to_numpy()) + " |"
+        )
+    return "\n".join([*lines, "", "![taus by number of points](meta_by_size.png)", ""])
 
 
 def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:

@@ -2,7 +2,7 @@
 # Build the classification release from the 14 landed parts and regenerate its pages:
 # release/classification/ (rows, curves, by-size meta rows, manifest; tuned configs),
 # docs/leaderboard_classification.md, docs/classification.md (the findings, by the rules
-# committed before) and the meta-evaluation's files in docs/data/meta_classification/.
+# committed before) and the meta-evaluation in docs/data/meta_classification/ (meta.md its page).
 # Usage (repository root, the checkout's .venv): bash docs/data/classification_protocol/release.sh
 # A dry run on the parts landed so far: ALLOW_MISSING=1 OUT=/tmp/rel DOCS=/tmp/docs bash ...
 set -euo pipefail

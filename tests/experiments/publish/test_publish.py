@@ -350,6 +350,8 @@ def test_udora_meta_reads_a_release_without_writing_into_it(tiny_preset, tmp_pat
     shown = (out / "meta_by_size.csv").read_text()
     assert shown == (tmp_path / "part" / "meta_by_size.csv").read_text()  # to the last digit
     assert (out / "meta_by_size.png").is_file()
+    page = (out / "meta.md").read_text()  # the mean over cells per observable and size
+    assert "| observable | 50 |\n|---|---|\n| nll | +0.10 |\n| brier | -0.70 |\n" in page
     stored, _ = load_runs(runs)  # the release's taus are its runs' stored metrics'
     from udora.experiments.meta.outputs import write_meta
 
