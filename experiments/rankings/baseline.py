@@ -107,8 +107,9 @@ def _other_targets(mine: pd.DataFrame, theirs: pd.DataFrame, tasks: set, refused
             refused.append(
                 f"{a['preset']} seed {int(a['seed'])}: task {task} was scored against other "
                 f"oracle arrays (checksum {str(ours)[:12]} here, {str(their)[:12]} in the "
-                "baseline: its posterior sampled on another machine); paired "
-                "comparisons need runs scored on the same arrays"
+                "baseline: its posterior sampled on another machine, or by a build before "
+                "builds were single-threaded); paired comparisons need runs scored on the "
+                "same arrays"
             )
     return out
 
