@@ -90,36 +90,29 @@ def build(preset: Any, seed: int, data_dir: str | Path | None = None) -> Any:
 
 def build_single_threaded(preset: Any, seed: int, data_dir: str | Path | None = None) -> Any:
     """The task of ``preset`` at ``seed`` (a kind with ``cache_on_disk``), built in a
-    spawned process on the CPU with one thread (:func:`_init_build`), then read back from
-    its stored arrays as the disk cache reads it. An error in the build is raised here;
-    Ctrl-C ends the build's process at once. A script calling this (through a run) needs
-    the ``if __name__ == "__main__":`` guard that spawned processes need."""
+    spawned process on the CPU with one thread (:func:`_init_build`), which sends back its
+    arrays and record as they would be stored (:func:`oracle_arrays.packed`; no file, so
+    nothing is left behind when either process is killed), read here as the disk cache
+    reads them. An error in the build is raised here; Ctrl-C ends the build's process at
+    once. A script calling this (through a run) needs the ``if __name__ == "__main__":``
+    guard that spawned processes need."""
     import multiprocessing as mp
-    import shutil
-    import tempfile
 
     kind = get_kind(preset.kind)
     affinity = getattr(os, "sched_getaffinity", None)
     core = min(affinity(0)) if affinity is not None else None
     text = preset.model_dump_json()
-    folder = tempfile.mkdtemp(prefix="udora-task-")
+    with interrupts.spawning():  # a Ctrl-C while it starts waits for the block's end
+        pool = cf.ProcessPoolExecutor(
+            1, mp_context=mp.get_context("spawn"), initializer=_init_build, initargs=(core,)
+        )
+        future = pool.submit(_build_packed, text, int(seed), data_dir)
     try:
-        with interrupts.spawning():  # a Ctrl-C while it starts waits for the block's end
-            pool = cf.ProcessPoolExecutor(
-                1, mp_context=mp.get_context("spawn"), initializer=_init_build, initargs=(core,)
-            )
-            future = pool.submit(_build_and_store, text, int(seed), data_dir, folder)
-        try:
-            future.result()
-        finally:
-            stop_pool(pool)
-        found = oracle_arrays.load_arrays(folder, _NAME)
-        if found is None:  # the build returned without storing: never silently rebuilt
-            raise RuntimeError(f"the build of {preset.name} seed {seed} stored no arrays")
-        entry, arrays = found
-        return kind.load(preset, int(seed), arrays, entry.get("meta", {}))
+        record, blob = future.result()
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        stop_pool(pool)
+    entry, arrays = oracle_arrays.unpacked(record, blob, f"the build of {preset.name} seed {seed}")
+    return kind.load(preset, int(seed), arrays, entry.get("meta", {}))
 
 
 def _init_build(core: int | None) -> None:
@@ -139,14 +132,11 @@ def _init_build(core: int | None) -> None:
     configure_compilation_cache()
 
 
-_NAME = "task"  # the stored arrays' name in the build's scratch folder
-
-
-def _build_and_store(preset_json: str, seed: int, data_dir: str | Path | None, folder: str) -> None:
-    """In the build's process: build the task and store its arrays in ``folder``."""
+def _build_packed(preset_json: str, seed: int, data_dir: str | Path | None) -> tuple[str, bytes]:
+    """In the build's process: build the task; its record and arrays, packed."""
     from udora.oracle import kinds as oracle_kinds
     from udora.oracle.preset import parse_preset
 
     preset = parse_preset(json.loads(preset_json), "the task's preset")
     task = oracle_kinds.build(preset, seed, data_dir=data_dir)
-    oracle_arrays.store(folder, _NAME, task, task.to_arrays())
+    return oracle_arrays.packed(task, task.to_arrays())

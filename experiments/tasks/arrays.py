@@ -80,19 +80,36 @@ def store(
     :data:`~udora.oracle.files.ARRAYS`) are what is kept, as a task kind says
     (:class:`udora.experiments.tasks.kinds.RunKind`).
     """
-    meta = {k: v for k, v in task.meta.items() if _is_json(v)}
-    entry = {
-        "task_hash": task_hash,
-        "seed": int(task.seed),
-        "preset_config": task.preset.model_dump(mode="json"),
-        "meta": meta,
-    }
+    entry = _record(task_hash, task)
     if arrays is None:
         arrays = {name: np.asarray(getattr(task, name)) for name in ARRAYS}
     batches = getattr(task, "joint", None)  # a regression task's joint batches
     if batches is not None:  # beside, so that a folder stored before them gains them
         _write(root, task_hash, batches.to_arrays(), {"task_hash": task_hash}, JOINT)
     return _write(root, task_hash, arrays, entry)
+
+
+def _record(task_hash: str, task: Any) -> dict[str, Any]:
+    """The record :func:`store` writes beside ``task``'s arrays (before their sha256)."""
+    return {
+        "task_hash": task_hash,
+        "seed": int(task.seed),
+        "preset_config": task.preset.model_dump(mode="json"),
+        "meta": {k: v for k, v in task.meta.items() if _is_json(v)},
+    }
+
+
+def packed(task: Any, arrays: dict[str, np.ndarray]) -> tuple[str, bytes]:
+    """``(record as JSON text, .npz bytes)`` of ``task``'s ``arrays``, as :func:`store`
+    writes them, for a build in another process to send back without a file;
+    :func:`unpacked` reads them as :func:`load_arrays` reads the files."""
+    text = json.dumps(_record("", task), sort_keys=True, allow_nan=True)
+    return text, _npz_bytes(arrays)
+
+
+def unpacked(text: str, blob: bytes, what: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``(record, {name: array})`` of :func:`packed`'s output; ``what`` names it in errors."""
+    return json.loads(text), reading.arrays(what, None, blob)
 
 
 def store_checked(

@@ -277,6 +277,35 @@ def test_a_folder_holding_other_sampled_arrays_of_the_task_is_refused(dummy_kind
     assert sha[0] == sha[1] and len(sha[0]) == 64  # the same build's arrays, the same sum
 
 
+def test_packed_arrays_read_back_as_the_stored_files_do():
+    """A build in another process sends its record and arrays back packed, not through a
+    scratch file (which a killed process would leave behind): read back, they are what
+    storing and loading the files gives, record (a NaN and a tuple in the meta, an
+    object left out) and arrays bit for bit."""
+    import tempfile
+    from types import SimpleNamespace
+
+    from udora.experiments.tasks import arrays as oracle_arrays
+    from udora.oracle.preset import load_preset
+
+    rng = np.random.default_rng(3)
+    arrays = {"f": rng.normal(size=(5, 1)), "prob": rng.dirichlet([1, 1, 1], 5), "y": np.arange(5)}
+    meta = {"nan": float("nan"), "pair": (1, 2), "obj": object(), "text": "x"}
+    task = SimpleNamespace(seed=4, preset=load_preset("pima"), meta=meta)
+    entry, back = oracle_arrays.unpacked(*oracle_arrays.packed(task, arrays), "the build")
+    with tempfile.TemporaryDirectory() as root:
+        oracle_arrays.store(root, "t", task, arrays)
+        stored_entry, stored = oracle_arrays.load_arrays(root, "t")
+    assert sorted(back) == sorted(stored) == sorted(arrays)
+    for name in arrays:
+        assert back[name].dtype == stored[name].dtype
+        np.testing.assert_array_equal(back[name], stored[name])
+    stored_entry = {k: v for k, v in stored_entry.items() if k not in ("sha256", "task_hash")}
+    entry.pop("task_hash")
+    assert json.dumps(entry, sort_keys=True) == json.dumps(stored_entry, sort_keys=True)
+    assert entry["meta"]["pair"] == [1, 2] and "obj" not in entry["meta"]
+
+
 def test_a_grid_of_two_kinds_keeps_them_apart(tiny_preset, dummy_kind, tmp_path):
     preset, data = dummy_kind
     out = tmp_path / "grid"
