@@ -16,7 +16,6 @@ first (the others were terminated by the pool, SIGTERM), and
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from udora.experiments.run import interrupts
 from udora.experiments.run.processes import (  # noqa: F401 (the pools import them from here)
     cap_threads,
+    crash_reason,
     exit_with_parent,
     stop_pool,
     thread_env,
@@ -62,20 +62,6 @@ def init_worker(cores: list[int] | None = None, per_run: int = 0, slot: Any = No
     exit_with_parent(os.getppid())
     interrupts.ignore_in_worker()
     configure_compilation_cache()
-
-
-def crash_reason(exitcode: int) -> str:
-    """Why a run failed when the worker process running it died, from its exit code."""
-    if exitcode < 0:
-        name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else ""
-        hint = {
-            "SIGKILL": " (killed: out of memory, or kill -9)",
-            "SIGSEGV": " (a native crash)",
-            "SIGBUS": " (a native crash)",
-            "SIGABRT": " (a native abort)",
-        }.get(name, "")
-        return f"the worker process running it died of {name or -exitcode}{hint}"
-    return f"the worker process running it exited with code {exitcode}"
 
 
 def tracked(fn: Callable[..., Any], marker_dir: str, index: int, args: tuple) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,20 @@ def stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 2.0) -> None:
             proc.join(timeout=grace)
 
 
+def crash_reason(exitcode: int, who: str = "the worker process running it") -> str:
+    """Why a call failed when ``who``, the process running it, died, from its exit code."""
+    if exitcode < 0:
+        name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else ""
+        hint = {
+            "SIGKILL": " (killed: out of memory, or kill -9)",
+            "SIGSEGV": " (a native crash)",
+            "SIGBUS": " (a native crash)",
+            "SIGABRT": " (a native abort)",
+        }.get(name, "")
+        return f"{who} died of {name or -exitcode}{hint}"
+    return f"{who} exited with code {exitcode}"
+
+
 def build(preset: Any, seed: int, data_dir: str | Path | None = None) -> Any:
     """The task of ``preset`` at ``seed``, built as its kind says: in a single-threaded
     process of its own for a ``single_threaded`` kind, else here."""
@@ -107,8 +122,15 @@ def build_single_threaded(preset: Any, seed: int, data_dir: str | Path | None = 
             1, mp_context=mp.get_context("spawn"), initializer=_init_build, initargs=(core,)
         )
         future = pool.submit(_build_packed, text, int(seed), data_dir)
+    builder = next(iter((getattr(pool, "_processes", None) or {}).values()), None)
     try:
         record, blob = future.result()
+    except cf.process.BrokenProcessPool:  # the build's process died: say how
+        if builder is not None:
+            builder.join(timeout=5)
+        code = builder.exitcode if builder is not None else None
+        why = "it died" if code is None else crash_reason(code, "the process building it")
+        raise RuntimeError(f"the build of {preset.name} seed {seed} failed: {why}") from None
     finally:
         stop_pool(pool)
     entry, arrays = oracle_arrays.unpacked(record, blob, f"the build of {preset.name} seed {seed}")

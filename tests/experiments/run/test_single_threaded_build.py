@@ -47,3 +47,24 @@ def test_the_runners_build_is_the_single_threaded_build(shared_data, tmp_path):
         assert sorted(theirs.files) == sorted(ours)
         for name in theirs.files:
             np.testing.assert_array_equal(ours[name], theirs[name], err_msg=name)
+
+
+def _killed(*_args):
+    """A build that dies as the out-of-memory killer ends one (SIGKILL)."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_build_whose_process_dies_says_how(monkeypatch):
+    """A single-threaded build's process killed (the OOM killer, kill -9) is one error
+    naming the task and the signal, not a broken process pool."""
+    from udora.experiments.run import processes
+
+    monkeypatch.setattr(processes, "_build_packed", _killed)  # sent by reference
+    with pytest.raises(RuntimeError) as caught:
+        processes.build_single_threaded(load_preset("pima"), 3)
+    assert str(caught.value) == (
+        "the build of pima seed 3 failed: the process building it died of SIGKILL "
+        "(killed: out of memory, or kill -9)"
+    )
