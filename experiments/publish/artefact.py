@@ -131,6 +131,11 @@ def build_release(
             raise UserError(f"{r.run}: ran commit {r.commit}, not {commit}")
         full = recorded.iloc[0] if len(recorded) else commit  # a prefix names the full SHA
         table["commit"] = table["commit"].fillna(full)
+    if "tuned_file" in table:  # where the release ships the config, never a machine path
+        table["tuned_file"] = [
+            _shipped_tuned(v, r.preset, r.method)
+            for v, r in zip(table["tuned_file"], table.itertuples(index=False), strict=True)
+        ]
     table = table.sort_values(["preset", "method", "config", "seed"], kind="stable")
     table = table.reset_index(drop=True)
     out = Path(out)
@@ -184,6 +189,28 @@ def build_release(
     }
     write_bytes(out / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
     return out / MANIFEST
+
+
+TUNED = "tuned"  # a release's folder of the tuned configs its runs read
+
+
+def _shipped_tuned(recorded: Any, preset: str, method: str) -> Any:
+    """A row's ``tuned_file`` in a release: the config's path in the release's own
+    ``tuned/`` (``tuned/<preset>/<method>.yaml``, :func:`~udora.experiments.tuning.
+    tuned_files.tuned_path`), not the machine path the run recorded; None stays None.
+    Raises UserError when the recorded file is not ``<preset>/<method>.yaml`` of a tuned
+    folder (``udora tune``'s layout)."""
+    from udora.experiments.tuning.tuned_files import tuned_path
+
+    if recorded is None or (isinstance(recorded, float) and np.isnan(recorded)):
+        return recorded
+    shipped = tuned_path(TUNED, preset, method)
+    if Path(str(recorded)).parts[-2:] != shipped.parts[-2:]:
+        raise UserError(
+            f"{preset} {method}: its run read the tuned config {recorded}, not a "
+            f"<preset>/<method>.yaml of a tuned folder (udora tune's layout)"
+        )
+    return shipped.as_posix()
 
 
 def part_by_size(folder: str | Path, rows: pd.DataFrame) -> pd.DataFrame | None:

@@ -86,6 +86,11 @@ def write_report(
         if release is not None:  # a release: its table, checked against its manifest
             table, curves, _ = read_release(release)
             table = primary_rows(table).assign(run_dir="")  # sections read the table
+            if "tuned_file" in table:  # a shipped config: in the release's own tuned/
+                table["tuned_file"] = [
+                    v if pd.isna(v) or Path(v).is_absolute() else str(release / v)
+                    for v in table["tuned_file"]
+                ]
         else:
             table, curves = load_runs(results_dir)
     skipped = [str(w.message) for w in caught if issubclass(w.category, UnreadableRunWarning)]

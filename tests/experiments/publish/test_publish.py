@@ -358,3 +358,26 @@ def test_udora_meta_reads_a_release_without_writing_into_it(tiny_preset, tmp_pat
     direct = write_meta(stored, tmp_path / "direct", min_methods=3, n_boot=20, rescore=False)
     pd.testing.assert_frame_equal(pd.read_csv(out / "meta_cells.csv"), direct["cells"])
     assert sorted(p.name for p in (tmp_path / "rel").iterdir()) == before
+
+
+def test_a_release_names_its_tuned_configs_where_it_ships_them(tiny_preset, tmp_path):
+    """A row's tuned_file is the config's path in the release's tuned/ folder, whatever
+    machine path the run recorded (here a part's rows); a file outside udora tune's
+    layout is refused naming it."""
+    from udora.experiments.publish.artefact import _shipped_tuned
+
+    runs = _runs(tiny_preset, tmp_path / "dev", methods=("blr", "catboost_ps"))
+    manifest = json.loads(build_release([runs], tmp_path / "part").read_text())
+    table = pd.read_parquet(tmp_path / "part" / "results.parquet")
+    table["tuned_file"] = ["/home/someone/tuned/tiny/blr.yaml", None]  # blr, catboost_ps
+    table.to_parquet(tmp_path / "part" / "results.parquet", index=False)
+    digest = hashlib.sha256((tmp_path / "part" / "results.parquet").read_bytes()).hexdigest()
+    manifest["files"]["results.parquet"] = digest
+    (tmp_path / "part" / "manifest.json").write_text(json.dumps(manifest))
+    build_release([tmp_path / "part"], tmp_path / "rel")
+    shipped = pd.read_parquet(tmp_path / "rel" / "results.parquet").set_index("method")
+    assert shipped.loc["blr", "tuned_file"] == "tuned/tiny/blr.yaml"
+    assert shipped.loc["catboost_ps", "tuned_file"] is None
+    assert _shipped_tuned("D:/t/tiny/blr.yaml", "tiny", "blr") == "tuned/tiny/blr.yaml"
+    with pytest.raises(ValueError, match=r"tiny blr: its run read the tuned config /x/other\.yaml"):
+        _shipped_tuned("/x/other.yaml", "tiny", "blr")

@@ -129,3 +129,28 @@ def test_runs_recorded_with_only_the_tuned_files_path_and_hash(tuned_grid, tmp_p
     table, _ = load_runs(copy)
     labels = set(table["config"])
     assert "blr@tuned" in labels and any(c.startswith("blr[") for c in labels)
+
+
+def test_a_release_report_reads_the_tuned_configs_it_ships(tuned_grid, tmp_path):
+    """A release's rows name their tuned configs in its own tuned/ folder (no machine
+    path); the report of the release reads them there and shows the chosen values the
+    report of the runs shows."""
+    import shutil
+
+    import pandas as pd
+
+    from udora.experiments.publish.artefact import build_release
+
+    tuned, out = tuned_grid
+    build_release([out], tmp_path / "rel")
+    shutil.copytree(tuned, tmp_path / "rel" / "tuned")
+    rows = pd.read_parquet(tmp_path / "rel" / "results.parquet")
+    assert set(rows["tuned_file"].dropna()) == {f"tuned/{p}/blr.yaml" for p in set(rows["preset"])}
+    for source, folder in ((out, "runs"), (tmp_path / "rel", "rel-report")):
+        result = runner.invoke(app, ["report", str(source), "--out", str(tmp_path / folder)])
+        assert result.exit_code == 0, result.output
+    chosen = [
+        (tmp_path / f / "report.md").read_text().split("### Chosen values")[1].split("\n\n")[1]
+        for f in ("runs", "rel-report")
+    ]
+    assert chosen[0] == chosen[1] and "blr" in chosen[0]
