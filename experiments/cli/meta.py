@@ -85,8 +85,20 @@ def meta_cmd(
         patterns = None if configs is None else parse_names(configs, "--configs", "patterns")
     from udora.experiments.publish.artefact import release_folder
 
-    if out is None and release_folder(results) is not None:  # never written into
-        _usage_error(f"--out: {results} is a release, read only; name an output folder")
+    shipped = release_folder(results)
+    if shipped is not None:  # a release is read, never written into
+        inside = out is not None and (
+            out.resolve() == shipped.resolve() or shipped.resolve() in out.resolve().parents
+        )
+        if out is None or inside:
+            _usage_error(
+                f"--out: {results} is a release, read only; name an output folder outside it"
+            )
+        if counts and (min_methods != 4 or repeats != 20):
+            _usage_error(
+                f"--min-methods/--repeats: {results}'s by-size rows were computed with the "
+                "defaults (4 configs, 20 subsets); keep them, or give --sizes ''"
+            )
     folder = out if out is not None else results / "report" / "meta"
     stop = "interrupted: the files in --out may be incomplete; run udora meta again"
     with user_errors(console, stop):

@@ -297,6 +297,8 @@ def write_meta(
             if not by_size.empty:
                 written += size_figure(by_size, out / "meta_by_size", "spearman_eu")
                 _append_text(out / "meta.md", size_markdown(by_size, "spearman_eu"))
+        elif keep_sizes:
+            _kept_sizes(out, "regression")
         return {
             "cells": cells,
             "pooled": pooled,
@@ -347,6 +349,8 @@ def _write_kind_meta(
         if not by_size.empty:
             written += size_figure(by_size, out / "meta_by_size", "spearman_eu", kind)
             _append_text(out / "meta.md", size_markdown(by_size, "spearman_eu", kind))
+    elif keep_sizes:
+        _kept_sizes(out, kind)
     return {
         "cells": cells,
         "pooled": pooled,
@@ -355,6 +359,16 @@ def _write_kind_meta(
         "written": written,
         "left_out": left_out,
     }
+
+
+def _kept_sizes(out: Path, kind: str) -> None:
+    """With ``keep_sizes``, meta.md keeps the by-size section of the rows an earlier call
+    left in ``out`` (the report's section does not rescore them)."""
+    kept = out / "meta_by_size.csv"
+    if kept.is_file():
+        rows = pd.read_csv(kept, float_precision="round_trip")
+        if not rows.empty:
+            _append_text(out / "meta.md", size_markdown(rows, "spearman_eu", kind))
 
 
 def _append_text(path: Path, text: str) -> None:
@@ -393,17 +407,20 @@ def _ranked(
         + left_out_line(left_out)
         + "\n\n"
         + markdown(pooled, kind)
-        + "\n![observable against oracle taus](meta_tau.png)\n"
     )
-    write_text(written[2], text)
     title = f"Observable vs oracle rankings ({presets} presets)"
-    return cells, pooled, written + heatmap(pooled, out / "meta_tau", title, kind)
+    drawn = heatmap(pooled, out / "meta_tau", title, kind)
+    if drawn:
+        text += "\n![observable against oracle taus](meta_tau.png)\n"
+    write_text(written[2], text)
+    return cells, pooled, written + drawn
 
 
 def size_markdown(by_size: pd.DataFrame, oracle: str, kind: str = "regression") -> str:
-    """The by-size section of meta.md: per observable (rows) and number of evaluation
-    points (columns), the mean tau over cells against ``oracle`` on the whole pool (the
-    values ``meta_by_size.png`` draws), and the figure."""
+    """The by-size section of meta.md: per observable (rows: the kind's, which
+    ``meta_by_size.png`` draws, then any other in the rows) and number of evaluation
+    points (columns), the mean tau over cells against ``oracle`` on the whole pool
+    ("n/a" where no cell has one), and the figure."""
     mean = by_size.groupby(["observable", "size"])["tau"].mean().unstack("size")
     known = [m for m in sides(kind)[0] if m in mean.index]  # the kind's order, then others
     order = known + sorted(set(mean.index) - set(known))
@@ -419,7 +436,9 @@ def size_markdown(by_size: pd.DataFrame, oracle: str, kind: str = "regression") 
     ]
     for obs in order:
         lines.append(
-            f"| {obs} | " + " | ".join(f"{v:+.2f}" for v in mean.loc[obs].to_numpy()) + " |"
+            f"| {obs} | "
+            + " | ".join("n/a" if np.isnan(v) else f"{v:+.2f}" for v in mean.loc[obs].to_numpy())
+            + " |"
         )
     return "\n".join([*lines, "", "![taus by number of points](meta_by_size.png)", ""])
 
@@ -452,10 +471,10 @@ def practitioner_configs(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, s
         total_only = ~table["has_split"].astype(bool)
         for c in sorted(set(table.loc[total_only, "config"])):
             left_out[c] = "total-only predictions (no AU/EU split)"
-    if "config_base" in table:  # a --set method_seed variant replicates its config
-        variants = table.loc[table["config"] != table["config_base"], "config"]
-        for c in sorted(set(variants) - set(left_out)):
-            left_out[c] = "a method_seed variant (the noise floor), not a config of its own"
+    from udora.experiments.results.store import method_seed_variants
+
+    for c in sorted(method_seed_variants(table) - set(left_out)):  # replicates a config
+        left_out[c] = "a method_seed variant (noise floor)"  # the rankings' words
     return table[~table["config"].isin(list(left_out))], left_out
 
 

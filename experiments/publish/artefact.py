@@ -88,8 +88,11 @@ def build_release(
                 raise UserError(f"{folder}: two parts named {name!r}; give parts distinct names")
             built_from += [f"{name}:{b}" for b in manifest.get("built_from", [])]
             parts[name] = manifest["files"]
+            if by_size[str(folder)] is not None:  # checksummed here: its manifest predates it
+                parts[name] = {**parts[name], BY_SIZE: _sha256(Path(folder) / BY_SIZE)}
             continue
         built_from.append(Path(folder).name)
+        by_size[str(folder)] = None  # a results folder's runs: no by-size rows carried
         table, found = load_runs(folder)
         root = Path(folder).resolve()
         _add_oracles(oracles, _sampled_oracles(root, table), folder)
@@ -105,7 +108,12 @@ def build_release(
         oracles = _add_oracles(kept_oracles, oracles, base)
     table = pd.concat(tables, ignore_index=True)
     _check_oracles(table, oracles)
-    sizes = _joined_by_size(by_size, len(results))
+    sizes = _joined_by_size(by_size)
+    if base is not None and (sizes is not None or BY_SIZE in _listed(base)):
+        raise UserError(
+            f"{base}: a new version of a release with by-size meta rows would mix the "
+            f"base's rows with the rerun's; build it from parts of every preset instead"
+        )
     from udora.experiments.results.store import kind_of
 
     kind_of(table)  # a release holds one task kind (its page ranks one kind's metrics)
@@ -204,8 +212,12 @@ def _shipped_tuned(recorded: Any, preset: str, method: str) -> Any:
 
     if recorded is None or (isinstance(recorded, float) and np.isnan(recorded)):
         return recorded
+    from pathlib import PureWindowsPath
+
     shipped = tuned_path(TUNED, preset, method)
-    if Path(str(recorded)).parts[-2:] != shipped.parts[-2:]:
+    text = str(recorded)  # a Windows path's parts too (it splits on either separator)
+    parts = PureWindowsPath(text).parts if "\\" in text else Path(text).parts
+    if tuple(parts[-2:]) != shipped.parts[-2:]:
         raise UserError(
             f"{preset} {method}: its run read the tuned config {recorded}, not a "
             f"<preset>/<method>.yaml of a tuned folder (udora tune's layout)"
@@ -224,9 +236,12 @@ def part_by_size(folder: str | Path, rows: pd.DataFrame) -> pd.DataFrame | None:
     found = reading.table(path, whole_lines=True, float_precision="round_trip")  # bit for bit
     if list(found.columns) != list(SIZE_COLUMNS):
         raise UserError(f"{path}: expected the columns {', '.join(SIZE_COLUMNS)}")
+    seeds = pd.to_numeric(found["seed"], errors="coerce")
+    if seeds.isna().any() or (seeds != seeds.round()).any():
+        raise UserError(f"{path}: expected an integer seed on every row")
     ok = rows[rows["status"] == "ok"]
     known = set(zip(ok["preset"], ok["seed"].astype(int), strict=True))
-    cells = set(zip(found["preset"], found["seed"].astype(int), strict=True))
+    cells = set(zip(found["preset"], seeds.astype(int), strict=True))
     if cells - known:
         preset, seed = sorted(cells - known)[0]
         raise UserError(f"{path}: rows of {preset} seed {seed}, which the part has no runs of")
@@ -236,21 +251,38 @@ def part_by_size(folder: str | Path, rows: pd.DataFrame) -> pd.DataFrame | None:
 SIZE_COLUMNS = ("preset", "seed", "observable", "size", "points", "tau")
 
 
-def _joined_by_size(found: dict[str, pd.DataFrame | None], inputs: int) -> pd.DataFrame | None:
-    """The release's by-size rows: every part's, sorted, when every input is a part that
-    carries them; None when none does. Some but not all would leave presets out of the
-    meta-evaluation by number of points unsaid: a UserError names one without."""
+def _joined_by_size(found: dict[str, pd.DataFrame | None]) -> pd.DataFrame | None:
+    """The release's by-size rows: every input's (``found``: input -> its rows, None for
+    a results folder or a part without), sorted by cell, when every input carries them;
+    None when none does. Some but not all would leave presets out of the meta-evaluation
+    by number of points unsaid, and one cell's rows from two parts (each ranking its own
+    configs) would be averaged: a UserError names the input or the cell."""
     carried = {k: v for k, v in found.items() if v is not None}
     if not carried:
         return None
-    if len(carried) < inputs:
-        without = sorted(set(found) - set(carried)) or ["a results folder among the inputs"]
+    if len(carried) < len(found):
+        without = sorted(set(found) - set(carried))[0]
         raise UserError(
-            f"{without[0]}: no {BY_SIZE} while other parts carry one; each part needs the "
+            f"{without}: no {BY_SIZE} while other parts carry one; each part needs the "
             f"one `udora meta` writes from its run folders (or none does)"
         )
     joined = pd.concat(list(carried.values()), ignore_index=True)
+    twice = joined[joined.duplicated(["preset", "seed", "observable", "size"], keep=False)]
+    if not twice.empty:
+        r = twice.iloc[0]
+        raise UserError(
+            f"{r.preset} seed {r.seed}: by-size rows in two parts (each ranks only its own "
+            f"configs); a cell's rows come from the one part that holds all its runs"
+        )
     return joined.sort_values(["preset", "seed"], kind="stable")  # each cell's rows as written
+
+
+def _listed(source: str | Path) -> dict[str, Any]:
+    """The files a release folder's manifest lists ({} when it is none)."""
+    folder = release_folder(source)
+    if folder is None:
+        return {}
+    return reading.json_object(folder / MANIFEST).get("files", {})
 
 
 def _base_rows(

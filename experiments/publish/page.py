@@ -54,9 +54,10 @@ def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
     seed means of the runs' kind's headline metrics, and its EU mean rank with interval
     and mark. The
     ``method_seed`` variants (the noise floor, run on a few presets only) are left out."""
-    if "config_base" in table:
-        table = table[table["config"] == table["config_base"]]
+    from udora.experiments.results.store import method_seed_variants
     from udora.scoring.registry import names
+
+    table = table[~table["config"].isin(method_seed_variants(table))]
 
     kind = kind_of(table)
     fam = families(table)

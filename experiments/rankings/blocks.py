@@ -81,9 +81,10 @@ def blocks(table: pd.DataFrame, metric: str, better: str) -> Blocks:
     for config in ordered_configs(table):
         if fam[config] == REFERENCE:
             left[config] = "a GP reference"
-    if "config_base" in table:  # a --set method_seed variant is its config's noise floor
-        variants = table.loc[table["config"] != table["config_base"], "config"]
-        left.update(dict.fromkeys(variants.unique(), "a method_seed variant (noise floor)"))
+    from udora.experiments.results.store import method_seed_variants
+
+    variants = sorted(method_seed_variants(table))  # a config's noise floor
+    left.update(dict.fromkeys(variants, "a method_seed variant (noise floor)"))
     ok = table[(table["status"] == "ok") & ~table["config"].isin(left)]
     values = ok[metric] if metric in ok else pd.Series(np.nan, index=ok.index)
     ok = ok.assign(_v=pd.to_numeric(values, errors="coerce").astype(float))

@@ -313,6 +313,15 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
     return frame, curves
 
 
+def method_seed_variants(table: pd.DataFrame) -> set[str]:
+    """The configs of runs with a ``--set method_seed`` override (``config`` is not its
+    ``config_base``): a config's replicates at other fit seeds (the noise floor,
+    :mod:`udora.experiments.rankings.noise`), never a config of their own in a ranking."""
+    if "config_base" not in table:
+        return set()
+    return set(table.loc[table["config"] != table["config_base"], "config"])
+
+
 def kind_of(table: pd.DataFrame) -> str:
     """The one task kind of ``table``'s runs (regression without a ``kind`` column or for
     rows written before kinds); runs of several kinds are a UserError (their metrics

@@ -129,7 +129,12 @@ def build_single_threaded(preset: Any, seed: int, data_dir: str | Path | None = 
         if builder is not None:
             builder.join(timeout=5)
         code = builder.exitcode if builder is not None else None
-        why = "it died" if code is None else crash_reason(code, "the process building it")
+        if code is None:
+            why = "its process died"
+        elif code == 0:  # it ended before the call ran: its start-up failed
+            why = "its process exited before building (its error is in the log above)"
+        else:
+            why = crash_reason(code, "the process building it")
         raise RuntimeError(f"the build of {preset.name} seed {seed} failed: {why}") from None
     finally:
         stop_pool(pool)

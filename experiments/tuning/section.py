@@ -79,12 +79,15 @@ def _compact(config: dict[str, Any]) -> str:
 
 
 def chosen_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Per preset x method: metric, best value, trials ok/failed, chosen values."""
+    """Per preset x method: metric, best value, trials ok/failed, chosen values (or that
+    the tuned file the runs read cannot be read here: never shown as defaults)."""
     rows = []
     tuned = _tuned_rows(table).drop_duplicates(["preset", "method", "tuned_file"])
     for r in tuned.itertuples(index=False):
-        data = _read_yaml(Path(r.tuned_file)) or {}
+        found = _read_yaml(Path(r.tuned_file))
+        data = found or {}
         trials = data.get("trials") or {}
+        chosen = _compact(data.get("config") or {}) if data.get("tuned") else "(default)"
         rows.append(
             {
                 "preset": r.preset,
@@ -92,7 +95,7 @@ def chosen_table(table: pd.DataFrame) -> pd.DataFrame:
                 "metric": data.get("metric"),
                 "best": data.get("value"),
                 "trials ok/failed": f"{trials.get('ok', '?')}/{trials.get('failed', '?')}",
-                "chosen": _compact(data.get("config") or {}) if data.get("tuned") else "(default)",
+                "chosen": chosen if found is not None else f"(not readable here: {r.tuned_file})",
             }
         )
     return pd.DataFrame(rows).sort_values(["method", "preset"]) if rows else pd.DataFrame()

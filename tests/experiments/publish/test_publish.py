@@ -295,6 +295,11 @@ def test_parts_carry_their_by_size_meta_rows_into_the_release(tiny_preset, tmp_p
     assert (tmp_path / "rel" / "meta_by_size.csv").read_text().startswith(part_text)
     digest = hashlib.sha256((tmp_path / "rel" / "meta_by_size.csv").read_bytes()).hexdigest()
     assert manifest["files"]["meta_by_size.csv"] == digest
+    own = hashlib.sha256((tmp_path / "part-a" / "meta_by_size.csv").read_bytes()).hexdigest()
+    assert manifest["parts"]["part-a"]["meta_by_size.csv"] == own  # the part's, checksummed
+    import shutil
+
+    shutil.copytree(tmp_path / "rel", tmp_path / "rel-ok")
     (tmp_path / "rel" / "meta_by_size.csv").write_text(expected.iloc[:2].to_csv(index=False))
     with pytest.raises(ValueError, match=r"meta_by_size\.csv: its SHA-256 is not the one"):
         read_release(tmp_path / "rel")
@@ -306,6 +311,19 @@ def test_parts_carry_their_by_size_meta_rows_into_the_release(tiny_preset, tmp_p
     )
     with pytest.raises(ValueError, match="expected the columns preset, seed, observable, size"):
         build_release(parts, tmp_path / "columns")
+    _by_size("tiny", (2,)).assign(seed="x").to_csv(
+        tmp_path / "part-b" / "meta_by_size.csv", index=False
+    )
+    with pytest.raises(ValueError, match="expected an integer seed on every row"):
+        build_release(parts, tmp_path / "seeds")
+    _by_size("tiny", (2,)).to_csv(tmp_path / "part-b" / "meta_by_size.csv", index=False)
+    c = _runs(tiny_preset, tmp_path / "c", methods=("catboost_ps",), seeds=(1,))
+    build_release([c], tmp_path / "part-c")  # another method's runs of seed 1
+    _by_size("tiny", (1,)).to_csv(tmp_path / "part-c" / "meta_by_size.csv", index=False)
+    with pytest.raises(ValueError, match="tiny seed 1: by-size rows in two parts"):
+        build_release([tmp_path / "part-a", tmp_path / "part-c"], tmp_path / "twice")
+    with pytest.raises(ValueError, match="a new version of a release with by-size meta rows"):
+        build_release([tmp_path / "part-a"], tmp_path / "based", base=tmp_path / "rel-ok")
     (tmp_path / "part-b" / "meta_by_size.csv").unlink()
     with pytest.raises(ValueError, match=r"part-b: no meta_by_size\.csv while other parts"):
         build_release(parts, tmp_path / "some")
@@ -327,6 +345,8 @@ def test_udora_meta_reads_a_release_without_writing_into_it(tiny_preset, tmp_pat
     by-size rows, sizes it did not compute, or --configs (its rows rank all its configs)
     are one clear error each."""
     runs = _runs(tiny_preset, tmp_path / "dev", methods=("blr", "catboost_ps", "gp_linear"))
+    path, data = tiny_preset  # a fourth config: udora meta's default --min-methods
+    assert run_one(path, "blr", 0, {"alpha": 2.0}, runs, data_dir=data).status == "ok"
     build_release([runs], tmp_path / "bare")
     build_release([runs], tmp_path / "part")
     rows = _by_size("tiny", (0,))
@@ -334,8 +354,11 @@ def test_udora_meta_reads_a_release_without_writing_into_it(tiny_preset, tmp_pat
     build_release([tmp_path / "part"], tmp_path / "rel")
     before = sorted(p.name for p in (tmp_path / "rel").iterdir())
     cli = CliRunner()
+    REL, NONE = ("meta", str(tmp_path / "rel")), ("--sizes", "")
     fails = {
         "is a release, read only; name an output folder": ["meta", str(tmp_path / "rel")],
+        "read only; name an output folder outside it": [*REL, "--out", REL[1] + "/m", *NONE],
+        "computed with the defaults": [*REL, "--out", "m", "--sizes", "50", "--repeats", "5"],
         "ships no meta_by_size.csv": ["meta", str(tmp_path / "bare"), "--out", "m"],
         "ships rows for 50 points, not 200": ["meta", str(tmp_path / "rel"), "--out", "m"],
         "--configs: ": ["meta", str(tmp_path / "rel"), "--out", "m", "--sizes", "50", *BLR],
@@ -344,8 +367,8 @@ def test_udora_meta_reads_a_release_without_writing_into_it(tiny_preset, tmp_pat
         result = cli.invoke(app, args)
         assert result.exit_code == 2 and message in result.output, (message, result.output)
     out = tmp_path / "m"
-    args = ["meta", str(tmp_path / "rel"), "--out", str(out), "--sizes", "50", "--min-methods"]
-    result = cli.invoke(app, [*args, "3", "--boot", "20"])
+    args = ["meta", str(tmp_path / "rel"), "--out", str(out), "--sizes", "50", "--boot"]
+    result = cli.invoke(app, [*args, "20"])
     assert result.exit_code == 0, result.output
     shown = (out / "meta_by_size.csv").read_text()
     assert shown == (tmp_path / "part" / "meta_by_size.csv").read_text()  # to the last digit
@@ -355,7 +378,7 @@ def test_udora_meta_reads_a_release_without_writing_into_it(tiny_preset, tmp_pat
     stored, _ = load_runs(runs)  # the release's taus are its runs' stored metrics'
     from udora.experiments.meta.outputs import write_meta
 
-    direct = write_meta(stored, tmp_path / "direct", min_methods=3, n_boot=20, rescore=False)
+    direct = write_meta(stored, tmp_path / "direct", n_boot=20, rescore=False)
     pd.testing.assert_frame_equal(pd.read_csv(out / "meta_cells.csv"), direct["cells"])
     assert sorted(p.name for p in (tmp_path / "rel").iterdir()) == before
 

@@ -154,3 +154,8 @@ def test_a_release_report_reads_the_tuned_configs_it_ships(tuned_grid, tmp_path)
         for f in ("runs", "rel-report")
     ]
     assert chosen[0] == chosen[1] and "blr" in chosen[0]
+    shutil.rmtree(tmp_path / "rel" / "tuned")  # configs not shipped: said, never "(default)"
+    result = runner.invoke(app, ["report", str(tmp_path / "rel"), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "(not readable here: " in text and "(default)" not in text
