@@ -18,7 +18,11 @@ precision ``lambda`` and temperature ``T`` is
 with ``G_a = U diag(g) U^T`` factored once, so every grid point of the calibration reuses
 one eigendecomposition (laplax's ``set_posterior_fn`` would factor the ``J x J`` matrix at
 each of them; here ``J = PC`` reaches 1690 for 26 classes). K draws share fixed standard
-normals ``z_k`` (``K, J``): ``a_k = U (z_k / sqrt(g / T + lambda))``. The calibration
+normals ``z_k`` (``K, J``) in the coordinates of ``a``, and each draw is their image under
+the covariance's symmetric square root, ``a_k = U diag(1 / sqrt(g / T + lambda)) U^T z_k``:
+unlike ``U (z_k / sqrt(...))`` it does not depend on the basis the eigendecomposition
+picks for a repeated eigenvalue, and ``G`` always has one (softmax's shift invariance
+gives it P null directions), which another CPU or LAPACK picks otherwise. The calibration
 objective is the validation log loss of the K-draw predictive,
 ``-(1/|V|) sum_i log((1/K) sum_k softmax(f_k(x_i))_{y_i})``, with the same ``z`` at every
 grid point (common random numbers: the objective is smooth in ``lambda`` and ``T``), and
@@ -67,7 +71,9 @@ class SoftmaxHeadPosterior:
 
     ``W_map`` ``(P, C)``; ``basis`` ``(PC, J)`` (None: the identity); ``g`` ``(J,)`` and
     ``U`` ``(J, J)`` the eigenpairs of ``G_a``; ``z`` ``(K, J)`` the fixed standard
-    normals. Float64 throughout (build and use inside ``jax.enable_x64``).
+    normals in the eigenbasis, ``z_a U`` for the normals ``z_a`` given to :meth:`build` in
+    the coordinates of ``a`` (module docstring). Float64 throughout (build and use inside
+    ``jax.enable_x64``).
     """
 
     W_map: np.ndarray
@@ -85,13 +91,16 @@ class SoftmaxHeadPosterior:
         basis: np.ndarray | None = None,
     ) -> SoftmaxHeadPosterior:
         """Curvature from ``Phi`` ``(n, P)`` of the fit split at ``W_map`` ``(P, C)``,
-        projected on ``basis`` ``(PC, J)`` and factored; ``z`` ``(K, J)``."""
+        projected on ``basis`` ``(PC, J)`` and factored; ``z`` ``(K, J)`` standard normals
+        in the coordinates of ``a``."""
         W_map = np.asarray(W_map, np.float64)
         G = np.asarray(softmax_head_ggn(jnp.asarray(phi_fit, jnp.float64), jnp.asarray(W_map)))
         if basis is not None:
             G = basis.T @ G @ basis
         g, U = np.linalg.eigh(0.5 * (G + G.T))
-        return cls(W_map, basis, np.maximum(g, 0.0), U, np.asarray(z, np.float64))
+        # the normals in the eigenbasis: every use maps them back through U^T, so a draw
+        # is U D U^T z, the same whichever basis eigh picked for a repeated eigenvalue
+        return cls(W_map, basis, np.maximum(g, 0.0), U, np.asarray(z, np.float64) @ U)
 
     def _directions(self) -> np.ndarray:
         """``(PC, J)``: the weight change of each eigendirection of ``a``."""
@@ -113,7 +122,7 @@ class SoftmaxHeadPosterior:
 
     def draws(self, prior_prec: float, temperature: float) -> np.ndarray:
         """The K sampled heads ``(K, P, C)``:
-        ``W_MAP + reshape(B U (z_k / sqrt(g / T + lambda)))``."""
+        ``W_MAP + reshape(B U diag(1 / sqrt(g / T + lambda)) U^T z_k)``."""
         step = self.z / np.sqrt(self.g / temperature + prior_prec)[None, :]
         P, C = self.W_map.shape
         return self.W_map[None] + (step @ self._directions().T).reshape(-1, P, C)

@@ -68,3 +68,35 @@ def test_the_calibration_objective_is_the_log_loss_of_the_draws(head):
             at_y = log_p[:, np.arange(9), y_v]
             expected = -np.mean(logsumexp(at_y, axis=0) - np.log(7))
             assert float(objective(lam, T)) == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("with_basis", [False, True])
+def test_the_draws_do_not_depend_on_the_eigenbasis_picked(head, with_basis):
+    """``G`` has P null directions (softmax's shift invariance), so an eigendecomposition
+    may pick any basis of them (another CPU or LAPACK does): the draws are
+    ``B S z_k``, ``S`` the symmetric square root of ``(B^T G B / T + lambda I)^-1`` by
+    scipy, whichever basis; here a second factorisation, of the coordinates permuted."""
+    from dataclasses import replace
+
+    from scipy.linalg import sqrtm
+
+    phi, W = head
+    J = P * C
+    basis = np.kron(np.random.default_rng(1).normal(size=(P, 2)), np.eye(C)) if with_basis else None
+    B = np.eye(J) if basis is None else basis
+    lam, T = 0.7, 2.5
+    z = np.random.default_rng(3).standard_normal((5, B.shape[1]))
+    with jax.enable_x64(True):
+        G = B.T @ np.asarray(softmax_head_ggn(phi, W)) @ B
+        post = SoftmaxHeadPosterior.build(phi, W, z, basis)
+        order = np.random.default_rng(4).permutation(B.shape[1])
+        g, U = np.linalg.eigh(G[np.ix_(order, order)])
+        other_U = np.empty_like(U)
+        other_U[order] = U  # the same G's eigenvectors, another basis of its null space
+        other = replace(post, g=np.maximum(g, 0.0), U=other_U, z=z @ other_U)
+        mine, theirs = post.draws(lam, T), other.draws(lam, T)
+    S = np.real(sqrtm(np.linalg.inv(G / T + lam * np.eye(B.shape[1]))))
+    expected = W[None] + (z @ S @ B.T).reshape(-1, P, C)
+    np.testing.assert_allclose(mine, expected, rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(theirs, expected, rtol=1e-8, atol=1e-9)
+    assert np.sum(np.linalg.eigvalsh(G) < 1e-9) >= (P if basis is None else 2)  # repeated
