@@ -14,6 +14,9 @@ mkdir -p "$HERE/parts/$P/oracle"
 cp "$ROOT"/parts/"$P"/{results.parquet,curves.json.gz,manifest.json} "$HERE/parts/$P/"
 cp "$ROOT"/results/"$P"/oracle/*.json "$HERE/parts/$P/oracle/"
 grep "^$P " "$ROOT/times.txt" > "$HERE/parts/$P/times.txt" || echo "$P: no times recorded" >&2
+if [ -f "$ROOT/rerun_times.txt" ]; then  # rerun_laplace.sh's, when it reran this preset
+  grep "^$P rerun " "$ROOT/rerun_times.txt" | tail -1 >> "$HERE/parts/$P/times.txt" || true
+fi
 for m in swag ngboost_bag; do  # sweep paths relative to the tuned folder, as committed
   sed "s|$ROOT/tuned/||" "$ROOT/tuned/$P/$m.yaml" > "$REPO/docs/data/tuned/classification/$P/$m.yaml"
 done
