@@ -103,7 +103,7 @@ def meta_cmd(
     stop = "interrupted: the files in --out may be incomplete; run udora meta again"
     with user_errors(console, stop):
         report = _meta(
-            results, folder, patterns, min_methods, boot, counts, repeats, data_dir, jobs
+            results, shipped, folder, patterns, min_methods, boot, counts, repeats, data_dir, jobs
         )
     console.print(markdown(report["pooled"]), highlight=False, markup=False, soft_wrap=True)
     if report.get("left_out"):
@@ -118,22 +118,23 @@ def meta_cmd(
     )
 
 
-def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_dir, jobs) -> dict:
-    """Load the runs, keep the configs matching ``patterns`` (None: all), write the
-    meta-evaluation; user errors as one line."""
+def _meta(
+    results, shipped, folder, patterns, min_methods, boot, counts, repeats, data_dir, jobs
+) -> dict:
+    """Load the runs (``shipped``: the release folder ``results`` names, or None), keep the
+    configs matching ``patterns`` (None: all), write the meta-evaluation; user errors as
+    one line."""
     import warnings
     from fnmatch import fnmatch
 
     from udora.experiments.cli.progress import steps
     from udora.experiments.meta.outputs import write_meta
-    from udora.experiments.publish.artefact import release_folder
     from udora.experiments.results.store import UnreadableRunWarning, load_runs
 
     given = None  # a release's by-size rows: its table has no run folders to rescore
     try:
-        folder_of_release = release_folder(results)
-        if folder_of_release is not None:
-            table, given = _release_table(folder_of_release, counts, patterns)
+        if shipped is not None:
+            table, given = _release_table(shipped, counts, patterns)
             caught = []
         else:
             with warnings.catch_warnings(record=True) as caught:
@@ -165,7 +166,7 @@ def _meta(results, folder, patterns, min_methods, boot, counts, repeats, data_di
                     progress=progress,
                     data_dir=str(data_dir) if data_dir else None,
                     jobs=jobs,
-                    rescore=folder_of_release is None,
+                    rescore=shipped is None,
                     by_size=given,
                 )
         except UserError as err:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from udora.errors import UserError
 from udora.experiments.meta.pool import CellPool
-from udora.experiments.meta.taus import OBSERVABLE, ORACLE, goodness
+from udora.experiments.meta.taus import OBSERVABLE, ORACLE, SIZE_COLUMNS, goodness
 from udora.experiments.results.aggregate import kendall_tau, kendall_tau_rows
 from udora.experiments.run.records import RunRecord, finished_run, load_predictions
 
@@ -256,7 +256,7 @@ def submit_subsample_taus(
 
     def collect() -> pd.DataFrame:
         rows = [row for future in futures for row in future.result()]
-        return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
+        return pd.DataFrame(rows, columns=list(SIZE_COLUMNS))
 
     return collect
 

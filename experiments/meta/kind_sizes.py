@@ -12,7 +12,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from udora.experiments.meta.taus import goodness, sides
+from udora.experiments.meta.taus import SIZE_COLUMNS, goodness, sides
 from udora.experiments.results.aggregate import kendall_tau
 from udora.experiments.run.records import finished_run, load_predictions
 from udora.experiments.tasks import arrays as oracle_arrays
@@ -86,4 +86,4 @@ def subsample_taus(
                         "tau": float(np.nanmean(values)),
                     }
                 )
-    return pd.DataFrame(rows, columns=["preset", "seed", "observable", "size", "points", "tau"])
+    return pd.DataFrame(rows, columns=list(SIZE_COLUMNS))

@@ -26,6 +26,9 @@ from udora.experiments.results.aggregate import kendall_tau, kendall_tau_rows
 from udora.scoring import registry
 from udora.scoring.declaration import Metric, Role
 
+# the columns of the by-size rows (``meta_by_size.csv``), either kind's subsample_taus
+SIZE_COLUMNS = ("preset", "seed", "observable", "size", "points", "tau")
+
 
 def _goodness(m: Metric) -> Callable[[pd.DataFrame], pd.Series]:
     return lambda table: m.goodness(table[m.name])

@@ -208,12 +208,12 @@ def _shipped_tuned(recorded: Any, preset: str, method: str) -> Any:
     tuned_files.tuned_path`), not the machine path the run recorded; None stays None.
     Raises UserError when the recorded file is not ``<preset>/<method>.yaml`` of a tuned
     folder (``udora tune``'s layout)."""
-    from udora.experiments.tuning.tuned_files import tuned_path
-
-    if recorded is None or (isinstance(recorded, float) and np.isnan(recorded)):
-        return recorded
     from pathlib import PureWindowsPath
 
+    from udora.experiments.tuning.tuned_files import tuned_path
+
+    if pd.isna(recorded):
+        return recorded
     shipped = tuned_path(TUNED, preset, method)
     text = str(recorded)  # a Windows path's parts too (it splits on either separator)
     parts = PureWindowsPath(text).parts if "\\" in text else Path(text).parts
@@ -230,6 +230,8 @@ def part_by_size(folder: str | Path, rows: pd.DataFrame) -> pd.DataFrame | None:
     the part's run folders by ``udora meta RESULTS``; None when it has none), checked: the
     columns ``udora meta`` writes, and only (preset, seed) cells of the part's own ok
     ``rows``. Raises UserError naming the file otherwise."""
+    from udora.experiments.meta.taus import SIZE_COLUMNS
+
     path = Path(folder) / BY_SIZE
     if not path.is_file():
         return None
@@ -246,9 +248,6 @@ def part_by_size(folder: str | Path, rows: pd.DataFrame) -> pd.DataFrame | None:
         preset, seed = sorted(cells - known)[0]
         raise UserError(f"{path}: rows of {preset} seed {seed}, which the part has no runs of")
     return found
-
-
-SIZE_COLUMNS = ("preset", "seed", "observable", "size", "points", "tau")
 
 
 def _joined_by_size(found: dict[str, pd.DataFrame | None]) -> pd.DataFrame | None:

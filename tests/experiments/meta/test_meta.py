@@ -344,7 +344,7 @@ def test_bad_meta_options_are_one_error_naming_the_option(option, value, good, m
     seen = []
     monkeypatch.setattr(
         "udora.experiments.cli.meta._meta",
-        lambda *args: seen.append(args[5]) or {"pooled": None, "written": []},
+        lambda *args: seen.append(args[6]) or {"pooled": None, "written": []},
     )
     monkeypatch.setattr("udora.experiments.meta.outputs.markdown", lambda pooled: "")
     result = CliRunner().invoke(app, ["meta", "anywhere", option, value])
