@@ -5,13 +5,13 @@
 # refit every method at seeds 0, 1, 2, the noise floor on two presets, build the part.
 # Resumable: tune and bench skip what is done; a built part is not rebuilt.
 # Every run on one core with one thread (--cpus-per-run 1), on any machine.
-# Usage: ROOT=/work/cls UDORA=ROOT/venv/bin/udora bash protocol.sh
+# Usage: ROOT=/work/cls UDORA=ROOT/venv/bin/udora [PRESETS="P ..."] [METHODS=a,b] bash protocol.sh
 set -euo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")" && pwd)}  # default: the folder setup.sh copied it to
 UDORA=${UDORA:-$ROOT/venv/bin/udora}
 export UDORA_DATA_DIR=${UDORA_DATA_DIR:-/work/shared/data}
 cd "${WT:-$ROOT/wt}"   # the clean worktree: every run records its commit
-METHODS=blr_logistic,catboost_ps,catboost_ve,deup,edl,fsp_laplace,gp_approx,gp_oracle,laplace,ngboost_bag,nn_bagging,nn_dropout,nn_ensemble,swag
+METHODS=${METHODS:-blr_logistic,catboost_ps,catboost_ve,deup,edl,fsp_laplace,gp_approx,gp_oracle,laplace,ngboost_bag,nn_bagging,nn_dropout,nn_ensemble,swag}
 PRESETS=${PRESETS:-pima credit_default vehicle phoneme electricity spambase eeg_eye_state magic banknote satimage dry_bean pendigits segment letter}
 FLOOR="pima vehicle"   # the noise floor: method_seed 1, 2, 3 on task seed 0
 for P in $PRESETS; do
