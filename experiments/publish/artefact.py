@@ -225,6 +225,19 @@ def _shipped_tuned(recorded: Any, preset: str, method: str) -> Any:
     return shipped.as_posix()
 
 
+def released_tuned_files(release: Path, table: pd.DataFrame) -> list[Any]:
+    """Where a release's rows' tuned configs lie on this machine: ``release/tuned/<preset>/
+    <method>.yaml`` for each row of ``table`` (n rows, columns ``preset``, ``method``,
+    ``tuned_file``), None where the row read none. A release built before its rows named
+    the shipped path (the regression releases 1 and 2) recorded the path on the machine
+    that ran it; it names the same ``<preset>/<method>.yaml`` of the tuned folder whose
+    configs the release ships, so it reads the shipped one too."""
+    return [
+        v if pd.isna(v) else str(release / _shipped_tuned(v, r.preset, r.method))
+        for v, r in zip(table["tuned_file"], table.itertuples(index=False), strict=True)
+    ]
+
+
 def part_by_size(folder: str | Path, rows: pd.DataFrame) -> pd.DataFrame | None:
     """The by-size meta rows a release part carries (its ``meta_by_size.csv``, written from
     the part's run folders by ``udora meta RESULTS``; None when it has none), checked: the

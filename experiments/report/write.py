@@ -21,6 +21,7 @@ from udora.experiments.publish.artefact import (
     primary_rows,
     read_release,
     release_folder,
+    released_tuned_files,
 )
 from udora.experiments.report.gaps import footnotes, grouped
 from udora.experiments.report.pages import write_site
@@ -87,10 +88,7 @@ def write_report(
             table, curves, _ = read_release(release)
             table = primary_rows(table).assign(run_dir="")  # sections read the table
             if "tuned_file" in table:  # a shipped config: in the release's own tuned/
-                table["tuned_file"] = [
-                    v if pd.isna(v) or Path(v).is_absolute() else str(release / v)
-                    for v in table["tuned_file"]
-                ]
+                table["tuned_file"] = released_tuned_files(release, table)
         else:
             table, curves = load_runs(results_dir)
     skipped = [str(w.message) for w in caught if issubclass(w.category, UnreadableRunWarning)]

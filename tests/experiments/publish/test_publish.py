@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -404,3 +405,27 @@ def test_a_release_names_its_tuned_configs_where_it_ships_them(tiny_preset, tmp_
     assert _shipped_tuned("D:/t/tiny/blr.yaml", "tiny", "blr") == "tuned/tiny/blr.yaml"
     with pytest.raises(ValueError, match=r"tiny blr: its run read the tuned config /x/other\.yaml"):
         _shipped_tuned("/x/other.yaml", "tiny", "blr")
+
+
+@pytest.mark.parametrize("name", ["release", "release@v1"])
+def test_the_shipped_regression_releases_read_their_tuned_configs_where_they_ship_them(name):
+    """Versions 1 and 2 recorded the machine path each run read its tuned config from;
+    read back, each tuned row names the release's own tuned/<preset>/<method>.yaml, and
+    that file's chosen values are the hyperparameters the run recorded in its row."""
+    from udora.experiments.publish.artefact import release_folder, released_tuned_files
+
+    folder = release_folder(name)
+    table, _, _ = read_release(folder)
+    assert table["tuned_file"].dropna().str.startswith("/").all()  # as they were built
+    table = table.assign(tuned_file=released_tuned_files(folder, table)).dropna(
+        subset=["tuned_file"]
+    )
+    assert len(table) > 400
+    for r in table.drop_duplicates(["preset", "method"]).itertuples(index=False):
+        chosen = yaml.safe_load(Path(r.tuned_file).read_text())["config"]
+        for k, v in chosen.items():
+            got = getattr(r, k)
+            if isinstance(v, float):
+                assert got == pytest.approx(v, rel=1e-12), (r.preset, r.method, k)
+            else:
+                assert got == v, (r.preset, r.method, k)
