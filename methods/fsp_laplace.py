@@ -176,6 +176,12 @@ class FSPLaplace(SampledHeadsMethod):
         """Always: V selects the temperature."""
         return True
 
+    def diagnostics(self) -> dict[str, float]:
+        """The ``temperature`` V selected (at the bottom of its grid the posterior shrinks
+        towards the MAP head, and the K heads' EU towards 0)."""
+        self._check_fitted()
+        return {"temperature": float(self.temperature_)}
+
     def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """MAP network with the prior term; low-rank factor ``S``, GGN, T on V; K heads."""
         n_classes = knowledge.n_classes if knowledge is not None else 0

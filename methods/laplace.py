@@ -158,6 +158,13 @@ class LastLayerLaplace(SampledHeadsMethod):
         """Always: V calibrates the prior precision and the temperature."""
         return True
 
+    def diagnostics(self) -> dict[str, float]:
+        """The calibrated ``prior_prec`` and ``temperature``: at the top of the ``lambda``
+        grid (and so ``Sigma`` about ``I / lambda``), V preferred the MAP head to any spread,
+        and the K heads' EU is near 0."""
+        self._check_fitted()
+        return {"prior_prec": float(self.prior_prec_), "temperature": float(self.temperature_)}
+
     def fit(self, X: np.ndarray, y: np.ndarray, *, seed: int, knowledge: Knowledge = None) -> Self:
         """MAP network; curvature on the fit split, ``lambda`` and ``T`` on V; K heads."""
         n_classes = knowledge.n_classes if knowledge is not None else 0

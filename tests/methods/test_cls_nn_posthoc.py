@@ -37,3 +37,22 @@ def test_swag_holds_out_nothing_on_classification_and_its_members_are_the_predic
     pred = m.predict(task.X_near)
     assert pred.member_probs.shape == (m.config.n_members, task.X_near.shape[0], 3)
     np.testing.assert_allclose(pred.prob, pred.member_probs.mean(axis=0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["laplace", "fsp_laplace"])
+def test_the_laplace_methods_report_their_calibration_from_the_grid(name):
+    """result.json records the calibrated ``prior_prec`` (laplace) and ``temperature``, each
+    a point of the config's log grid, the values the K heads were drawn with."""
+    task = make_classification_task()
+    m = methods.get_method(name, n_epochs=20)
+    m.fit(task.X, task.y, seed=0, knowledge=task.knowledge(with_prior=False))
+    cfg, diag = m.config, m.diagnostics()
+    grids = {
+        "temperature": (cfg.log_temperature_min, cfg.log_temperature_max, cfg.temperature_grid)
+    }
+    if name == "laplace":
+        grids["prior_prec"] = (cfg.log_prior_prec_min, cfg.log_prior_prec_max, cfg.prior_prec_grid)
+    assert set(diag) == set(grids)
+    for key, (lo, hi, n) in grids.items():
+        assert diag[key] == getattr(m, f"{key}_")
+        assert np.min(np.abs(np.log10(diag[key]) - np.linspace(lo, hi, n))) < 1e-9, key
