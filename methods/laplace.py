@@ -160,8 +160,8 @@ class LastLayerLaplace(SampledHeadsMethod):
 
     def diagnostics(self) -> dict[str, float]:
         """The calibrated ``prior_prec`` and ``temperature``: at the top of the ``lambda``
-        grid (and so ``Sigma`` about ``I / lambda``), V preferred the MAP head to any spread,
-        and the K heads' EU is near 0."""
+        grid (``Sigma`` shrinking like ``1 / lambda``), V preferred the MAP head to any
+        spread, and the K heads' EU is near 0."""
         self._check_fitted()
         return {"prior_prec": float(self.prior_prec_), "temperature": float(self.temperature_)}
 

@@ -231,9 +231,19 @@ def released_tuned_files(release: Path, table: pd.DataFrame) -> list[Any]:
     ``tuned_file``), None where the row read none. A release built before its rows named
     the shipped path (the regression releases 1 and 2) recorded the path on the machine
     that ran it; it names the same ``<preset>/<method>.yaml`` of the tuned folder whose
-    configs the release ships, so it reads the shipped one too."""
+    configs the release ships, so it reads the shipped one too. A recorded path outside
+    that layout stays as recorded (the report then says it cannot read it)."""
+
+    def shipped(recorded: Any, preset: str, method: str) -> Any:
+        if pd.isna(recorded):
+            return recorded
+        try:
+            return str(release / _shipped_tuned(recorded, preset, method))
+        except UserError:
+            return recorded
+
     return [
-        v if pd.isna(v) else str(release / _shipped_tuned(v, r.preset, r.method))
+        shipped(v, r.preset, r.method)
         for v, r in zip(table["tuned_file"], table.itertuples(index=False), strict=True)
     ]
 

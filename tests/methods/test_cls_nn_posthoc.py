@@ -1,6 +1,7 @@
 """The post-hoc neural methods on a classification task: DEUP's excess targets against
 their definition (scipy's entropy on the classifier's own probabilities at V), and SWAG
-holding out no validation split there (its variance factor is regression only)."""
+holding out no validation split there (its variance factor is regression only), and the
+Laplace methods' calibration diagnostics."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from scipy.stats import entropy
 
 from udora import methods
+from udora.methods.base import NotFittedError
 from udora.methods.contract_classification import make_classification_task
 from udora.methods.deup import EXCESS_EPS, LOG_EXCESS_RANGE
 
@@ -41,10 +43,12 @@ def test_swag_holds_out_nothing_on_classification_and_its_members_are_the_predic
 
 @pytest.mark.parametrize("name", ["laplace", "fsp_laplace"])
 def test_the_laplace_methods_report_their_calibration_from_the_grid(name):
-    """result.json records the calibrated ``prior_prec`` (laplace) and ``temperature``, each
-    a point of the config's log grid, the values the K heads were drawn with."""
+    """result.json records the calibrated ``prior_prec`` (laplace) and ``temperature``:
+    each a point of the config's log grid; asked before a fit, it says so."""
     task = make_classification_task()
     m = methods.get_method(name, n_epochs=20)
+    with pytest.raises(NotFittedError):
+        m.diagnostics()
     m.fit(task.X, task.y, seed=0, knowledge=task.knowledge(with_prior=False))
     cfg, diag = m.config, m.diagnostics()
     grids = {
@@ -54,5 +58,26 @@ def test_the_laplace_methods_report_their_calibration_from_the_grid(name):
         grids["prior_prec"] = (cfg.log_prior_prec_min, cfg.log_prior_prec_max, cfg.prior_prec_grid)
     assert set(diag) == set(grids)
     for key, (lo, hi, n) in grids.items():
-        assert diag[key] == getattr(m, f"{key}_")
         assert np.min(np.abs(np.log10(diag[key]) - np.linspace(lo, hi, n))) < 1e-9, key
+
+
+def test_laplace_at_the_top_of_its_prior_precision_grid_has_almost_no_eu():
+    """What the diagnostic flags: a prior precision of 10^4 shrinks the K heads onto the
+    MAP head, so the mutual information is a small fraction of a broad prior's (both
+    grids pinned to one point, the same network and draws otherwise)."""
+    task = make_classification_task()
+    eu = {}
+    for log_lam in (4.0, -2.0):
+        m = methods.get_method(
+            "laplace",
+            n_epochs=20,
+            log_prior_prec_min=log_lam,
+            log_prior_prec_max=log_lam,
+            log_temperature_min=0.0,
+            log_temperature_max=0.0,
+            temperature_grid=1,
+        )
+        m.fit(task.X, task.y, seed=0, knowledge=task.knowledge(with_prior=False))
+        assert m.diagnostics() == pytest.approx({"prior_prec": 10**log_lam, "temperature": 1.0})
+        eu[log_lam] = m.predict(task.X_near).epistemic
+    assert eu[4.0].max() < 1e-3 and eu[4.0].mean() < 1e-2 * eu[-2.0].mean()

@@ -82,7 +82,8 @@ def main() -> None:
         table = pd.read_parquet(part / "results.parquet")
         if "method_seed" not in table:
             table["method_seed"] = np.nan
-        for _, row in table[table["method"].isin(["laplace", "fsp_laplace"])].iterrows():
+        ours = table["method"].isin(["laplace", "fsp_laplace"]) & (table["status"] == "ok")
+        for _, row in table[ours].iterrows():
             if _key(row) in seen:
                 continue
             rows.append(refit(row, results))

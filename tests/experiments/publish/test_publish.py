@@ -15,7 +15,13 @@ import yaml
 from typer.testing import CliRunner
 
 from udora.experiments.cli.main import app
-from udora.experiments.publish.artefact import build_release, load_baseline, read_release
+from udora.experiments.publish.artefact import (
+    build_release,
+    load_baseline,
+    read_release,
+    release_folder,
+    released_tuned_files,
+)
 from udora.experiments.results.store import load_runs
 from udora.experiments.run.execute import run_one
 
@@ -254,8 +260,6 @@ def test_an_earlier_shipped_version_is_named_release_at_v(tmp_path, monkeypatch)
     for an earlier one, nothing for a version it does not hold."""
     from importlib import resources
 
-    from udora.experiments.publish.artefact import release_folder
-
     (tmp_path / "v1").mkdir()
     (tmp_path / "manifest.json").write_text(json.dumps({"version": 2}))
     (tmp_path / "v1" / "manifest.json").write_text(json.dumps({"version": 1}))
@@ -407,13 +411,11 @@ def test_a_release_names_its_tuned_configs_where_it_ships_them(tiny_preset, tmp_
         _shipped_tuned("/x/other.yaml", "tiny", "blr")
 
 
-@pytest.mark.parametrize("name", ["release", "release@v1"])
+@pytest.mark.parametrize("name", ["release@v2", "release@v1"])
 def test_the_shipped_regression_releases_read_their_tuned_configs_where_they_ship_them(name):
     """Versions 1 and 2 recorded the machine path each run read its tuned config from;
     read back, each tuned row names the release's own tuned/<preset>/<method>.yaml, and
     that file's chosen values are the hyperparameters the run recorded in its row."""
-    from udora.experiments.publish.artefact import release_folder, released_tuned_files
-
     folder = release_folder(name)
     table, _, _ = read_release(folder)
     assert table["tuned_file"].dropna().str.startswith("/").all()  # as they were built
@@ -429,3 +431,30 @@ def test_the_shipped_regression_releases_read_their_tuned_configs_where_they_shi
                 assert got == pytest.approx(v, rel=1e-12), (r.preset, r.method, k)
             else:
                 assert got == v, (r.preset, r.method, k)
+
+
+def test_a_release_row_names_its_tuned_config_in_the_release_or_as_recorded(tmp_path):
+    """Read back: a machine path (POSIX or Windows) or the shipped relative path names the
+    release's tuned/<preset>/<method>.yaml; no config stays None; a path outside udora
+    tune's layout stays as recorded (the report says it cannot read it), never an error."""
+    table = pd.DataFrame(
+        {
+            "preset": ["tiny"] * 5,
+            "method": ["blr", "blr", "blr", "catboost_ps", "blr"],
+            "tuned_file": [
+                "/home/me/tuned/tiny/blr.yaml",
+                "D:\\runs\\tuned\\tiny\\blr.yaml",
+                "tuned/tiny/blr.yaml",
+                None,
+                "/x/other.yaml",
+            ],
+        }
+    )
+    shipped = str(tmp_path / "tuned" / "tiny" / "blr.yaml")
+    assert released_tuned_files(tmp_path, table) == [
+        shipped,
+        shipped,
+        shipped,
+        None,
+        "/x/other.yaml",
+    ]
