@@ -27,6 +27,7 @@ import yaml  # noqa: E402
 from udora.experiments.run.execute import training_sample  # noqa: E402
 from udora.experiments.run.overrides import Overrides  # noqa: E402
 from udora.experiments.run.spec import RunSpec, resolve  # noqa: E402
+from udora.oracle.atomic import write_bytes  # noqa: E402
 
 HERE = Path(__file__).parent
 OUT = HERE / "laplace_calibration.csv"
@@ -75,7 +76,11 @@ def _key(row) -> tuple:
 
 def main() -> None:
     results = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-    done = pd.read_csv(OUT) if OUT.is_file() else pd.DataFrame(columns=KEY)
+    done = (
+        pd.read_csv(OUT, float_precision="round_trip", dtype={"method_seed": "Int64"})
+        if OUT.is_file()
+        else pd.DataFrame(columns=KEY)
+    )
     seen = {_key(r) for r in done.to_dict("records")}
     rows = list(done.to_dict("records"))
     for part in sorted(p for p in (HERE / "parts").iterdir() if (p / "manifest.json").is_file()):
@@ -88,7 +93,8 @@ def main() -> None:
                 continue
             rows.append(refit(row, results))
             print(rows[-1], flush=True)
-            pd.DataFrame(rows).sort_values(KEY).to_csv(OUT, index=False)
+            table_so_far = pd.DataFrame(rows).sort_values(KEY)  # whole or not at all:
+            write_bytes(OUT, table_so_far.to_csv(index=False).encode())  # a kill keeps it
 
 
 if __name__ == "__main__":
