@@ -93,8 +93,15 @@ def main() -> None:
                 continue
             rows.append(refit(row, results))
             print(rows[-1], flush=True)
-            table_so_far = pd.DataFrame(rows).sort_values(KEY)  # whole or not at all:
-            write_bytes(OUT, table_so_far.to_csv(index=False).encode())  # a kill keeps it
+            _write(rows)
+
+
+def _write(rows: list[dict]) -> None:
+    """The table whole or not at all (a kill keeps the last one), method seeds as
+    integers: the kept rows' are pandas' NA, a new row's a float NaN, which together
+    would print the seeds as floats."""
+    table = pd.DataFrame(rows).astype({"method_seed": "Int64"}).sort_values(KEY)
+    write_bytes(OUT, table.to_csv(index=False).encode())
 
 
 if __name__ == "__main__":
