@@ -2,7 +2,9 @@
 times.txt (tuning, bench and noise-floor wall seconds, two workers on 2 cores, and the
 rerun of laplace and fsp_laplace where rerun_laplace.sh made one), its oracle
 records (each sampled oracle's build seconds), its rows (each run's fit, predict and
-score seconds) and the sweeps' trial records (each tuning trial's seconds, per method).
+score seconds) and the sweeps' trial records (each tuning trial's seconds, per method),
+and the issue's budget: tuning plus refits, one core per trial or run, on 2 cores with the
+oracles cached (the runs' seconds exclude the builds: a run reads its task's cached oracle).
 Usage (from the repository root): python docs/data/classification_protocol/timings.py"""
 
 from __future__ import annotations
@@ -47,6 +49,25 @@ def phases() -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def refits() -> pd.DataFrame:
+    """One row per method: its scored runs (seeds 0, 1, 2; the noise floor's method-seed
+    runs left out), their summed and median fit+predict+score seconds."""
+    tables = [
+        pd.read_parquet(part / "results.parquet")
+        for part in sorted((HERE / "parts").iterdir())
+        if (part / "manifest.json").is_file()
+    ]
+    table = pd.concat(tables, ignore_index=True)
+    if "method_seed" in table:
+        table = table[table["method_seed"].isna()]
+    seconds = table[["time_fit", "time_predict", "time_score"]].sum(axis=1)
+    return (
+        seconds.groupby(table["method"])
+        .agg(runs="size", run_core_s="sum", median_run_s="median")
+        .reset_index()
+    )
 
 
 def trials() -> pd.DataFrame:
@@ -102,6 +123,20 @@ def main() -> None:
     per_method["trials_per_min"] = (60 * per_method["trials"] / per_method["trial_core_s"]).round(2)
     print("\nTuning trials per method over the committed sweeps (one core per trial):")
     print(per_method.round(1).reset_index().to_string(index=False))
+    runs = refits().set_index("method")
+    print(f"\nRefits per method ({by_preset['preset'].nunique()} presets, seeds 0, 1, 2):")
+    print(runs.round(1).reset_index().to_string(index=False))
+    budget = per_method["trial_core_s"].add(runs["run_core_s"], fill_value=0)
+    print("\nTuning plus refits, core seconds and hours on 2 cores (oracles cached):")
+    for label, dropped in (
+        ("all methods", []),
+        ("without ngboost_bag", ["ngboost_bag"]),
+        # gp_oracle is a reference that samples the latent posterior again with the
+        # oracle's budget: each of its runs costs an oracle build
+        ("without ngboost_bag and gp_oracle", ["ngboost_bag", "gp_oracle"]),
+    ):
+        kept = budget.drop(dropped).sum()
+        print(f"  {label}: {kept:.0f} core s, {kept / 2 / 3600:.2f} h on 2 cores")
 
 
 if __name__ == "__main__":
