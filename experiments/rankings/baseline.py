@@ -6,6 +6,11 @@ your configs is compared with each baseline config, paired over the presets both
 by Wilcoxon's signed-rank test (``scipy.stats.wilcoxon``) with Holm's correction over the
 baseline configs (statsmodels), so adding a method moves no published number.
 
+The baseline's ``method_seed`` variants (a config refitted at other fit seeds on a few
+presets: its noise floor) are left out, as its leaderboard leaves them out of every
+ranking: beside their config they would count one method several times, on those presets
+only.
+
 Rows are matched by task hash (the preset's task fields, the data checksum and the
 seed): a baseline row counts only on a task your run saw. A run of yours on a preset and
 seed the baseline has under another task hash is refused, with the reason (another data
@@ -28,18 +33,24 @@ from udora.experiments.results.figures_summary import REFERENCE, families
 class Matched:
     """``mine`` and ``theirs``: the ok rows of each side on shared task hashes;
     ``refused``: one line per (preset, seed) of yours that the baseline has under
-    another task; ``unmatched``: (preset, seed) of yours the baseline has no run of."""
+    another task; ``unmatched``: (preset, seed) of yours the baseline has no run of;
+    ``variants``: the baseline's ``method_seed`` variants left out."""
 
     mine: pd.DataFrame
     theirs: pd.DataFrame
     refused: list[str]
     unmatched: list[tuple[str, int]]
+    variants: tuple[str, ...] = ()
 
 
 def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
-    """Your ok rows and the baseline's ok rows on the tasks you both ran (by task hash)."""
+    """Your ok rows and the baseline's ok rows on the tasks you both ran (by task hash),
+    the baseline's ``method_seed`` variants left out."""
+    from udora.experiments.results.store import method_seed_variants
+
     mine_ok = mine[mine["status"] == "ok"]
-    theirs_ok = theirs[theirs["status"] == "ok"]
+    variants = tuple(sorted(method_seed_variants(theirs)))
+    theirs_ok = theirs[(theirs["status"] == "ok") & ~theirs["config"].isin(variants)]
     for side, rows in (("your runs", mine_ok), ("the baseline", theirs_ok)):
         if "task_hash" not in rows or rows["task_hash"].isna().any():
             raise UserError(
@@ -80,6 +91,7 @@ def match(mine: pd.DataFrame, theirs: pd.DataFrame) -> Matched:
         theirs_ok[theirs_ok["task_hash"].isin(keep)],
         refused,
         unmatched,
+        variants,
     )
 
 

@@ -128,6 +128,11 @@ def beside_baseline(
         f"{n_tasks} of your tasks (preset and seed) are in the baseline and match its task "
         f"hash; {len(m.refused)} refused, {len(m.unmatched)} not in it."
     )
+    if m.variants:
+        counts += (
+            f" The baseline's {len(m.variants)} `method_seed` variants (its noise floor) "
+            "are left out, as its leaderboard leaves them out."
+        )
     if m.mine.empty:
         none = "Nothing to compare: no task of yours is in the baseline."
         page = [f"# {TITLE}", "", counts, "", *matched]
