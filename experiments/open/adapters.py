@@ -183,16 +183,23 @@ def _class_probabilities(fitted: Any, X: np.ndarray, task: PublicTask) -> np.nda
     return out
 
 
-def classifier_fields(estimator: Any, task: PublicTask) -> dict[str, Any]:
-    """Fit a classifier on ``task.X_train`` (n, d), ``task.y_train`` (n,) labels and
-    return the ``probs`` form: ``prob`` (N, C), its ``predict_proba`` on ``task.X_pool``
-    (total-only: one model has no AU/EU split; :func:`bagged_fields` gives members).
-    Fits ``estimator`` in place."""
+def _check_proba(estimator: Any) -> None:
+    """A classification task needs class probabilities: an estimator (its last pipeline
+    step) without ``predict_proba`` is refused before any fit (scikit-learn's SVC has it
+    only with ``probability=True``)."""
     if not hasattr(_final_step(estimator), "predict_proba"):
         raise UserError(
             f"{type(_final_step(estimator)).__name__} has no predict_proba: a classification "
             "task needs class probabilities"
         )
+
+
+def classifier_fields(estimator: Any, task: PublicTask) -> dict[str, Any]:
+    """Fit a classifier on ``task.X_train`` (n, d), ``task.y_train`` (n,) labels and
+    return the ``probs`` form: ``prob`` (N, C), its ``predict_proba`` on ``task.X_pool``
+    (total-only: one model has no AU/EU split; :func:`bagged_fields` gives members).
+    Fits ``estimator`` in place."""
+    _check_proba(estimator)
     estimator.fit(task.X_train, task.y_train)
     return {"prob": _class_probabilities(estimator, task.X_pool, task), "task_hash": task.task_hash}
 
@@ -241,6 +248,7 @@ def bagged_fields(
         if hasattr(member, "get_params") and "random_state" in member.get_params():
             member.set_params(random_state=int(rng.integers(2**31)))
         if task.kind == "classification":
+            _check_proba(member)
             member.fit(X[rows], y[rows])
             means.append(_class_probabilities(member, task.X_pool, task))
             continue

@@ -65,13 +65,18 @@ class ClassPredictions:
         return self.prediction.to_arrays()
 
 
-def _table_probabilities(fields: dict[str, Any], where: str) -> dict[str, Any]:
-    """``prob_<c>`` columns of a table as ``prob`` (N, C)."""
+def _table_probabilities(fields: dict[str, Any], task: PublicTask, where: str) -> dict[str, Any]:
+    """``prob_<c>`` columns of a table as ``prob`` (N, C), one column per class of
+    ``task``."""
     columns = sorted((int(m[1]), k) for k in fields if (m := re.fullmatch(r"prob_(\d+)", str(k))))
     if not columns:
         return fields
-    if [c for c, _ in columns] != list(range(len(columns))):
-        raise UserError(f"{where}: the columns prob_<c> must be prob_0 .. prob_{len(columns) - 1}")
+    C = len(task.classes)
+    if [c for c, _ in columns] != list(range(C)):
+        raise UserError(
+            f"{where}: the columns prob_<c> must be prob_0 .. prob_{C - 1}, one per class of "
+            f"the task ({', '.join(task.classes)}); got {', '.join(k for _, k in columns)}"
+        )
     out = {k: v for k, v in fields.items() if not re.fullmatch(r"prob_\d+", str(k))}
     out["prob"] = np.stack([np.asarray(fields[k], dtype=np.float64) for _, k in columns], axis=1)
     return out
@@ -107,7 +112,7 @@ def parse(fields: dict[str, Any], task: PublicTask, where: str = "predictions") 
     from udora.methods.prediction import PredictionError
     from udora.oracle.classification.targets import entropy
 
-    fields = _table_probabilities(dict(fields), where)
+    fields = _table_probabilities(dict(fields), task, where)
     form = find_form(
         fields,
         where,

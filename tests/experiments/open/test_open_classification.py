@@ -111,6 +111,16 @@ def test_forms_are_recognised_and_bad_input_names_the_field(cls, no_posterior):
         parse({"prob": bad, "task_hash": h}, task)
     with pytest.raises(UserError, match=r"'member_means' is not part of the members form"):
         parse({"member_probs": members, "member_means": np.zeros((4, N)), "task_hash": h}, task)
+    # a table's probability columns: one per class of the task, named by its label
+    columns = {f"prob_{c}": q[:, c] for c in range(3)}
+    np.testing.assert_array_equal(parse({**columns, "task_hash": h}, task).prediction.prob, q)
+    for given in (["prob_1"], ["prob_0", "prob_1"], ["prob_0", "prob_1", "prob_2", "prob_3"]):
+        with pytest.raises(
+            UserError,
+            match=r"^predictions: the columns prob_<c> must be prob_0 \.\. prob_2, one per "
+            rf"class of the task \(c0, c1, c2\); got {', '.join(given)}$",
+        ):
+            parse({**{k: q[:, 0] for k in given}, "task_hash": h}, task)
 
 
 def test_the_command_lines_estimator_is_seeded_and_its_file_is_the_runs_own(
@@ -270,6 +280,26 @@ def test_scikit_learn_classifiers_single_and_bagged(cls):
     assert bagged["member_probs"].shape == (5, task.n_pool, 3)
     row = evaluate(bagged, task, data_dir=data).iloc[0]
     assert row["form"] == "members" and np.isfinite(row["spearman_eu"])
+
+
+def test_a_classifier_without_predict_proba_is_refused_single_or_bagged(cls, no_posterior):
+    """SVC has predict_proba only with probability=True: both routes refuse it with one
+    UserError before a fit (the bagged one crashed in its first member's predict_proba)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    path, data = cls
+    task = load_task(path, 0, data)
+    for estimator in (SVC(), make_pipeline(StandardScaler(), SVC())):
+        with pytest.raises(UserError, match="SVC has no predict_proba"):
+            classifier_fields(estimator, task)
+        with pytest.raises(UserError, match="SVC has no predict_proba"):
+            bagged_fields(estimator, task, n_members=3)
+        svc = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+        assert not hasattr(svc, "classes_")  # refused before its fit
+    bagged = bagged_fields(SVC(probability=True), task, n_members=2)  # with it, members
+    assert bagged["member_probs"].shape == (2, task.n_pool, 3)
 
 
 def test_a_run_record_accepts_every_form_and_no_other():
