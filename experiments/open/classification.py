@@ -75,7 +75,8 @@ def _table_probabilities(fields: dict[str, Any], task: PublicTask, where: str) -
     if [c for c, _ in columns] != list(range(C)):
         raise UserError(
             f"{where}: the columns prob_<c> must be prob_0 .. prob_{C - 1}, one per class of "
-            f"the task ({', '.join(task.classes)}); got {', '.join(k for _, k in columns)}"
+            f"the task ({', '.join(map(str, task.classes))}); got "
+            f"{', '.join(k for _, k in columns)}"
         )
     out = {k: v for k, v in fields.items() if not re.fullmatch(r"prob_\d+", str(k))}
     out["prob"] = np.stack([np.asarray(fields[k], dtype=np.float64) for _, k in columns], axis=1)

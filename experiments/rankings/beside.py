@@ -130,8 +130,8 @@ def beside_baseline(
     )
     if m.variants:
         counts += (
-            f" The baseline's {len(m.variants)} `method_seed` variants (its noise floor) "
-            "are left out, as its leaderboard leaves them out."
+            f" The baseline's {len(m.variants)} `method_seed` variants (its noise floor: "
+            "configs refitted at other fit seeds) are left out, as from every ranking."
         )
     if m.mine.empty:
         none = "Nothing to compare: no task of yours is in the baseline."

@@ -315,11 +315,15 @@ def load_runs(results_dir: str | Path) -> tuple[pd.DataFrame, dict[tuple, dict]]
 
 def method_seed_variants(table: pd.DataFrame) -> set[str]:
     """The configs of runs with a ``--set method_seed`` override (``config`` is not its
-    ``config_base``): a config's replicates at other fit seeds (the noise floor,
-    :mod:`udora.experiments.rankings.noise`), never a config of their own in a ranking."""
-    if "config_base" not in table:
-        return set()
-    return set(table.loc[table["config"] != table["config_base"], "config"])
+    ``config_base``; in a table without ``config_base``, such as a baseline table written
+    by hand, a row with a ``method_seed``): a config's replicates at other fit seeds (the
+    noise floor, :mod:`udora.experiments.rankings.noise`), never a config of their own in
+    a ranking."""
+    if "config_base" in table:
+        return set(table.loc[table["config"] != table["config_base"], "config"])
+    if "method_seed" in table:
+        return set(table.loc[table["method_seed"].notna(), "config"])
+    return set()
 
 
 def kind_of(table: pd.DataFrame) -> str:

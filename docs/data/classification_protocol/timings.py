@@ -52,16 +52,17 @@ def phases() -> pd.DataFrame:
 
 
 def refits() -> pd.DataFrame:
-    """One row per method: its scored runs (seeds 0, 1, 2; the noise floor's method-seed
-    runs left out), their summed and median fit+predict+score seconds."""
+    """One row per method: its landed runs but the noise floor's method-seed variants,
+    their summed and median fit+predict+score seconds."""
+    from udora.experiments.results.store import method_seed_variants
+
     tables = [
         pd.read_parquet(part / "results.parquet")
         for part in sorted((HERE / "parts").iterdir())
         if (part / "manifest.json").is_file()
     ]
     table = pd.concat(tables, ignore_index=True)
-    if "method_seed" in table:
-        table = table[table["method_seed"].isna()]
+    table = table[~table["config"].isin(method_seed_variants(table))]
     seconds = table[["time_fit", "time_predict", "time_score"]].sum(axis=1)
     return (
         seconds.groupby(table["method"])
@@ -126,8 +127,13 @@ def main() -> None:
     runs = refits().set_index("method")
     print(f"\nRefits per method ({by_preset['preset'].nunique()} presets, seeds 0, 1, 2):")
     print(runs.round(1).reset_index().to_string(index=False))
-    budget = per_method["trial_core_s"].add(runs["run_core_s"], fill_value=0)
-    print("\nTuning plus refits, core seconds and hours on 2 cores (oracles cached):")
+    landed = sweeps[sweeps["preset"].isin(by_preset["preset"])]  # tuning and refits alike
+    tuning = landed.groupby("method")["seconds"].sum()
+    budget = tuning.add(runs["run_core_s"], fill_value=0)
+    print(
+        f"\nTuning plus refits over the {len(by_preset)} landed presets, core seconds and "
+        "hours on 2 cores (oracles cached):"
+    )
     for label, dropped in (
         ("all methods", []),
         ("without ngboost_bag", ["ngboost_bag"]),

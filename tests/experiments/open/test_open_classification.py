@@ -298,6 +298,16 @@ def test_a_classifier_without_predict_proba_is_refused_single_or_bagged(cls, no_
             bagged_fields(estimator, task, n_members=3)
         svc = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
         assert not hasattr(svc, "classes_")  # refused before its fit
+    fits = []
+
+    class Counted(SVC):
+        def fit(self, X, y):
+            fits.append(len(y))
+            return super().fit(X, y)
+
+    with pytest.raises(UserError, match="Counted has no predict_proba"):
+        bagged_fields(Counted, task, n_members=3)
+    assert fits == []  # no member was fitted
     bagged = bagged_fields(SVC(probability=True), task, n_members=2)  # with it, members
     assert bagged["member_probs"].shape == (2, task.n_pool, 3)
 
