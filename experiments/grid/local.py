@@ -20,6 +20,7 @@ from udora.experiments.grid.workers import (
     crash_reason,
     init_worker,
     release_if_crowded,
+    stop_broken_pool,
     stop_pool,
     tracked,
 )
@@ -177,15 +178,8 @@ class LocalPool:
     def _recover(self) -> list[tuple[int, Outcome]]:
         """After a worker died: finished calls, the crashed ones, the rest resubmitted."""
         pool, self._pool, self._broken = self._pool, None, False
-        if pool is not None:
-            # The pool's manager thread reaps the dead workers too. A status it has taken
-            # from the kernel but not yet stored (it waits for the GIL) reads as None here,
-            # and the killed worker's call would be rerun instead of failed: so let that
-            # thread finish (shutdown() drops the pool's reference to it, so take it first).
-            manager = getattr(pool, "_executor_manager_thread", None)
-            stop_pool(pool)
-            if manager is not None:
-                manager.join(timeout=10)
+        if pool is not None:  # else a killed worker's exit code could read as None
+            stop_broken_pool(pool)  # and its call would be rerun instead of failed
         for proc in self._procs.values():  # joined, so their exit codes are known
             proc.join(timeout=5)
         broken = cf.process.BrokenProcessPool

@@ -26,6 +26,7 @@ from udora.experiments.run.processes import (  # noqa: F401 (the pools import th
     cap_threads,
     crash_reason,
     exit_with_parent,
+    stop_broken_pool,
     stop_pool,
     thread_env,
 )

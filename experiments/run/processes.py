@@ -79,6 +79,21 @@ def stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 2.0) -> None:
             proc.join(timeout=grace)
 
 
+def stop_broken_pool(pool: cf.ProcessPoolExecutor) -> None:
+    """:func:`stop_pool` for a pool one of whose processes died, returning once the pool's
+    manager thread has ended, so that the dead processes' exit codes are known.
+
+    That thread reaps the dead processes too: a status it has taken from the kernel but
+    not yet stored (it waits for the GIL) reads as None from another thread, and a process
+    killed by a signal would look alive. ``shutdown()`` drops the pool's reference to the
+    thread, so it is taken first.
+    """
+    manager = getattr(pool, "_executor_manager_thread", None)
+    stop_pool(pool)
+    if manager is not None:
+        manager.join(timeout=10)
+
+
 def crash_reason(exitcode: int, who: str = "the worker process running it") -> str:
     """Why a call failed when ``who``, the process running it, died, from its exit code."""
     if exitcode < 0:
@@ -126,6 +141,7 @@ def build_single_threaded(preset: Any, seed: int, data_dir: str | Path | None = 
     try:
         record, blob = future.result()
     except cf.process.BrokenProcessPool:  # the build's process died: say how
+        stop_broken_pool(pool)
         if builder is not None:
             builder.join(timeout=5)
         code = builder.exitcode if builder is not None else None
