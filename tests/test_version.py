@@ -12,6 +12,8 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
+
 import udora
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +56,7 @@ def _folder(package: str, mapped: dict[str, str]) -> Path:
     return ROOT / mapped[prefix] / Path(*package[len(prefix) :].split(".")[1:])
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_a_wheel_ships_every_package_and_its_data(tmp_path):
     """``pip wheel`` (not editable) of a copy of the checkout's packaged files: every .py
     of the mapped folders lands under ``udora/``, and so does the package data that

@@ -34,6 +34,7 @@ def fitted(shared_data):
     return result, lines
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_fit_is_the_dense_likelihood_and_no_nearby_point_beats_it(fitted, shared_data):
     result, lines = fitted
     assert len(lines) >= 5 and lines[3].startswith("refine on 300 rows")

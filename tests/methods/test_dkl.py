@@ -37,6 +37,7 @@ def fitted():
     return method, task
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_identity_dkl_is_the_exact_gp(fitted):
     method, task = fitted
     sc = method.scaler_
@@ -50,6 +51,7 @@ def test_identity_dkl_is_the_exact_gp(fitted):
     np.testing.assert_allclose(pred.aleatoric, sc.var_back(method.noise_var_), rtol=1e-12)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_identity_dkl_joint_covariance_is_the_exact_gps(fitted):
     method, task = fitted
     sc = method.scaler_

@@ -122,6 +122,7 @@ def test_the_neural_example_loss_is_the_beta_nll(neural_module):
         np.testing.assert_allclose(grad[:, 0], v**beta * (mu - np.asarray(y)) / v, rtol=1e-5)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_the_neural_example_at_beta_0_is_nn_ensemble(neural_module, task):
     budget = {"n_epochs": 20, "n_members": 3}
     ours = methods.get_method(NEURAL, beta=0.0, **budget).fit(task.X, task.y, seed=1)
@@ -133,6 +134,7 @@ def test_the_neural_example_at_beta_0_is_nn_ensemble(neural_module, task):
     assert not np.allclose(other.predict(task.X_near).mean, a.mean)  # beta matters
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_the_neural_example_runs_on_a_tiny_preset(neural_module, tiny_preset, tmp_path):
     from udora.experiments.run.execute import run_one
 

@@ -180,6 +180,7 @@ def test_padding_does_not_change_a_run_with_dropout(monkeypatch):
     assert not np.allclose(first[0], first[1]), "members must start from different keys"
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_a_sweep_over_blocks_batch_sizes_and_epochs_compiles_once():
     """Eight configs of one width (every block count and batch size of the default space,
     other epochs and optimiser numbers) run one compiled training program."""
@@ -284,6 +285,7 @@ def test_the_trainer_version_enters_the_identity_of_neural_network_runs(monkeypa
     assert resolve(RunSpec("concrete", "nn_ensemble", 0, {})).config_hash != nn_run.config_hash
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_fresh_variables_drawn_at_the_space_width_equal_a_draw_at_the_true_width():
     """The one initialisation program of a search space draws every row at the space's
     largest width and keeps the config's first ``width`` entries: the same numbers as the
@@ -310,6 +312,7 @@ def test_fresh_variables_drawn_at_the_space_width_equal_a_draw_at_the_true_width
     assert np.std(kernel) == pytest.approx(1 / 4, rel=0.15)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_a_sweep_over_widths_initialises_and_predicts_with_one_program_each():
     """Every width, block count and batch size of the default space shares the
     initialisation and prediction programs: after the first config a sweep compiles the

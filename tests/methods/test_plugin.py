@@ -52,6 +52,7 @@ def _udora(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_installed_plugin_is_listed_and_shown(knn_installed):
     listed = _udora(knn_installed, "methods")
     assert listed.returncode == 0, listed.stderr
@@ -65,6 +66,7 @@ def test_installed_plugin_is_listed_and_shown(knn_installed):
     assert "quick budget (--quick): {}" in shown.stdout and "task prior: no" in shown.stdout
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_installed_plugin_meets_the_contract_from_the_shell(knn_installed, tmp_path):
     """``python -m udora.methods.contract knn``: the check a plugin's author runs."""
     checked = subprocess.run(

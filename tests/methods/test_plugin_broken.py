@@ -72,6 +72,7 @@ def test_udora_methods_lists_good_plugins_and_warns_once_per_broken_one(plugin_d
     _one_warning_each(lines)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_udora_methods_name_shows_a_good_plugin_and_refuses_a_broken_one(plugin_dir):
     shown = udora(plugin_dir, "methods", "fake_mean")
     assert shown.returncode == 0, shown.stderr

@@ -27,6 +27,7 @@ def study(tmp_path_factory):
     return folder, path, chains, out, summary, pd.read_parquet(rows)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_chains_rounds_and_rows(study):
     _, _, chains, _, summary, rows = study
     assert len(chains) == 7  # exact for gp_oracle only
@@ -39,6 +40,7 @@ def test_chains_rounds_and_rows(study):
     assert rows[rows["round"] == 2]["task_hash"].nunique() >= 5
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_a_rounds_task_is_the_dense_posterior_given_the_acquired_points(study):
     folder, path, _, out, _, rows = study
     base = build_task(load_preset(path), 1, data_dir=folder)
@@ -55,6 +57,7 @@ def test_a_rounds_task_is_the_dense_posterior_given_the_acquired_points(study):
     assert set(acquired) <= set(cand) and not set(acquired) & set(evaluation)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_largest_eu_picks_the_top_eu_candidates_of_the_previous_round(study):
     folder, path, _, out, _, rows = study
     base = build_task(load_preset(path), 1, data_dir=folder)
@@ -68,6 +71,7 @@ def test_largest_eu_picks_the_top_eu_candidates_of_the_previous_round(study):
     np.testing.assert_array_equal(picked, expected)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_a_second_call_resumes_without_fitting(study):
     folder, _, chains, out, _, rows = study
     summary, path = run_acquisition(chains, out, rounds=2, batch=6, data_dir=folder)
@@ -81,6 +85,7 @@ def test_a_strategy_given_twice_is_refused():
         make_chains(["concrete"], ["blr"], [0], ("eu", "eu"))
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 @pytest.mark.parametrize("acquired", [[3, 3], [-1], [110]])
 def test_bad_acquired_points_are_refused_naming_the_field(study, acquired):
     from udora.oracle.preset import PresetError
@@ -90,6 +95,7 @@ def test_bad_acquired_points_are_refused_naming_the_field(study, acquired):
         load_preset(path).with_overrides({"acquired": acquired})
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_the_report_leaves_the_later_rounds_to_the_study_section(study):
     from udora.experiments.report.write import write_report
 

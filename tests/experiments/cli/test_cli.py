@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from udora.experiments.cli.main import app
@@ -45,6 +46,7 @@ def test_console_script_reports_bad_suite_in_one_line():
     assert "unknown suite 'nope'" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_compilation_cache_writes_entries(tmp_path):
     code = (
         "from udora.experiments.run.jax_cache import configure_compilation_cache as c; c();"

@@ -37,6 +37,7 @@ def _cache_warning(cache, why):
 CACHES = [("afile", "is a file, not a folder"), ("afile/sub", "is not usable (Not a directory)")]
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 @pytest.mark.parametrize(("where", "why"), CACHES)
 def test_an_unusable_jax_cache_is_one_warning_and_the_command_runs(tmp_path, where, why):
     (tmp_path / "afile").write_text("")
@@ -80,6 +81,7 @@ def _tuned(tmp_path, text):
     return folder
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 @pytest.mark.parametrize(
     ("text", "message"),
     [

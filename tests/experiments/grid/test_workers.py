@@ -82,6 +82,7 @@ def test_crowded_mappings_are_released():
     assert after - before < 0.2 * (grown - before)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_an_idle_worker_that_dies_fails_nothing(tmp_path):
     """The pool breaks and terminates the busy worker too; its call reruns, not fails."""
     import os

@@ -160,6 +160,7 @@ def test_every_claim_the_release_fails_has_its_diagnosis_on_the_page(tmp_path):
     assert all(w.status in ("defect fixed", "finding", "explained", "open") for w in WHY.values())
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_the_committed_page_regenerates_from_the_shipped_release(tmp_path):
     """docs/paper_reproduction.md is `udora release claims release --docs docs` of the
     shipped release and the committed diagnoses, byte for byte."""

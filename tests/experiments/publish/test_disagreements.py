@@ -112,6 +112,7 @@ def test_unknown_claims_and_modes_are_refused(release):
         dis.pass_probability(dev_only, ("c1",), n_boot=1)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_the_command_swaps_a_results_folder_and_bootstraps(release, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
@@ -208,6 +209,7 @@ def test_a_paired_effect_against_its_baseline_and_the_registered_threshold(relea
         dis.paired_effects(new.assign(method="mine"), base, release, ("spearman_eu",))
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_the_command_compares_an_arm_with_its_baseline_arm(release, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 

@@ -79,6 +79,7 @@ def test_the_page_states_each_answer_and_how_to_regenerate_it():
     assert "| c | diagonal (0 by construction) | 0 | 0 | 0 |" in page
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_the_shipped_findings_regenerate_from_the_shipped_rows():
     from pathlib import Path
 

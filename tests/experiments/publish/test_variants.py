@@ -79,6 +79,7 @@ def test_the_curves_it_reads_give_the_release_calibration_metric(release):
     assert (out["rr50_au_oracle"].dropna() >= out["rr50_au"].dropna() - 1e-9).all()
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_a_variant_replaces_only_what_it_names(release):
     rows, curves = release
     table = var.derive(rows, curves)
@@ -116,6 +117,7 @@ def test_c9_bullet_b_reads_the_column_it_is_given(release):
     assert rules.c9(d, uninformative="low").verdict == rules.c9(d).verdict == "FAIL"
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_the_command_judges_under_a_variant(tmp_path):
     from typer.testing import CliRunner
 

@@ -41,6 +41,7 @@ def test_the_shipped_sections_come_in_their_order():
     assert [s.name for s in sections.registered()] == names
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_a_new_capability_writes_its_section_and_page(extra_capability, tiny_preset, tmp_path):
     path, data = tiny_preset
     for seed in (0, 1):

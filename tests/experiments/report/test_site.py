@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from udora.experiments.report.safe import json_script
 from udora.experiments.report.site import config_page, leaderboard_data, slug
@@ -85,6 +86,7 @@ def test_embedded_json_cannot_close_its_script_and_names_make_safe_unique_files(
     assert config_page("a/b c").startswith("method-a-b-c-") and "/" not in config_page("a/b")
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_a_second_report_removes_the_pages_the_first_wrote_and_it_does_not(tmp_path):
     from udora.experiments.report.pages import write_site
 

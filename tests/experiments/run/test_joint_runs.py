@@ -45,6 +45,7 @@ def _metrics(res):
     return json.loads((res.path / "result.json").read_text())["metrics"]
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_joint_metrics_of_exact_member_and_diagonal_methods(tiny_preset, tmp_path):
     path, data = tiny_preset
     out = tmp_path / "out"

@@ -99,6 +99,7 @@ def test_versions_are_what_a_method_declares_never_guessed_from_its_name(tiny_pr
     assert record["versions"] == _installed("udora", "jax", "flax", "gpjax", "equinox", "optax")
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_a_pinned_pool_worker_records_one_core(tmp_path):
     seen = {}
     run_all(

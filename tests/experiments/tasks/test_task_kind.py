@@ -306,6 +306,7 @@ def test_packed_arrays_read_back_as_the_stored_files_do():
     assert entry["meta"]["pair"] == [1, 2] and "obj" not in entry["meta"]
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_a_grid_of_two_kinds_keeps_them_apart(tiny_preset, dummy_kind, tmp_path):
     preset, data = dummy_kind
     out = tmp_path / "grid"

@@ -215,6 +215,7 @@ def test_tune_writes_best_configs_and_passes_gp_oracle_through(tiny_preset, tmp_
     assert yaml.safe_load((out / "tiny" / "blr.yaml").read_text()) == blr
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_bench_tuned_uses_the_tuned_config_and_records_its_source(tiny_preset, tmp_path):
     preset, data = tiny_preset
     tuned = tmp_path / "tuned"

@@ -86,6 +86,7 @@ def test_ep_matches_textbook_sequential_ep(x64, seed, mean, amp):
     np.testing.assert_allclose(post_mu, mu, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_ep_predict_matches_dense_gaussian(x64):
     """The predictive latent of Alg. 3.6 equals the dense Gaussian algebra of the EP
     posterior ``N(mu, (K^-1 + S)^-1)`` conditioned through ``K^-1`` (numpy inverses)."""

@@ -148,6 +148,7 @@ def _circle(n, seed):
     return X, (np.sum(X**2, axis=1) > 1.4).astype(int)
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_amplitude_bound_holds_on_separable_labels():
     """Labels separated by a circle (not by a line): the evidence keeps rising with the
     amplitude, so the fit stops at the upper bound and the record says so."""
@@ -167,6 +168,7 @@ def test_amplitude_follows_a_wider_bound_on_separable_labels():
     assert wider.record["active"]["amplitude"] == "upper"
 
 
+@pytest.mark.slow  # seconds each: in the slow set (CI runs it)
 def test_linear_bound_holds_on_linearly_separable_labels():
     """Labels = sign of a linear function: the linear variance sits at its default upper
     bound a_max / d and the record says so."""
