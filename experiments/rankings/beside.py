@@ -103,8 +103,9 @@ def beside_baseline(
     """``(lines, page)``: the part of report.md (the summary, a link to the page) and the
     page ``page_name`` (the tasks matched and refused, the ranks, the paired table), on
     ``kind``'s ranked metrics; the baseline's rows of other kinds are left aside."""
-    if "kind" in theirs:
-        theirs = theirs[theirs["kind"].fillna("regression") == kind]
+    from udora.experiments.results.store import of_kind
+
+    theirs = of_kind(theirs, kind)
     heading = "## Beside the baseline" + ("" if kind == "regression" else f" ({kind})")
     if theirs.empty:
         none = f"Nothing to compare: the baseline holds no {kind} runs."

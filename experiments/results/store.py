@@ -343,7 +343,8 @@ def kind_of(table: pd.DataFrame) -> str:
 
 def of_kind(table: pd.DataFrame, kind: str) -> pd.DataFrame:
     """The rows of ``table`` whose task kind is ``kind`` (a table without a ``kind``
-    column, such as a release table written before kinds, is all regression)."""
+    column, such as a release table written before kinds, or a row without one, is
+    regression)."""
     if "kind" not in table.columns:
         return table if kind == REGRESSION else table.iloc[:0]
-    return table[table["kind"] == kind]
+    return table[table["kind"].fillna(REGRESSION) == kind]

@@ -368,6 +368,10 @@ def test_a_baseline_without_the_kind_says_so_and_compares_nothing():
         "",
     ]
     assert page[-2] == lines[-2]
+    assert "kind" not in BASE  # a table written before kinds (release@v1): regression
+    with pytest.warns(BaselineMismatchWarning, match="^the baseline holds no classification"):
+        old, _ = beside_baseline(mine, BASE, markdown_table, "classification")
+    assert old == lines
     other = BASE.assign(kind="classification", preset=lambda t: "q" + t["preset"])
     with pytest.warns(BaselineMismatchWarning, match="none of your tasks is in the baseline"):
         lines, _ = beside_baseline(mine, other, markdown_table, "classification")
